@@ -1,0 +1,96 @@
+"""The root `Config` model and the lookups others make on it."""
+
+from __future__ import annotations
+
+from pydantic import Field, ValidationError
+
+from jpd.config.errors import from_validation_error
+from jpd.config.merge import merge_models
+from jpd.config.models import (
+    AssistantConfig,
+    ConfigModel,
+    DaemonConfig,
+    PartialAssistantConfig,
+    ProvidersConfig,
+)
+from jpd.config.tools import (
+    DEFAULT_DETACHED_MODE,
+    DetachedKind,
+    DetachedMode,
+    ToolConfig,
+    detached_for,
+)
+
+ALL_TOOLS = "*"
+"""The `conversation.tools` key whose settings every tool inherits."""
+
+
+def merge_tool_config(base: ToolConfig, over: ToolConfig) -> ToolConfig:
+    """Lay `over` on `base` field by field; tables (`questions`, ...) key by key."""
+    return merge_models(base, over)
+
+
+class InquiryConfig(ConfigModel):
+    assistant: PartialAssistantConfig | None = None
+    """Assistant overrides for LLM inquiries (RFD 034)."""
+
+
+class ConversationConfig(ConfigModel):
+    tools: dict[str, ToolConfig] = Field(default_factory=dict)
+    inquiry: InquiryConfig = InquiryConfig()
+
+
+class Config(ConfigModel):
+    """The effective configuration: every key has a default."""
+
+    assistant: AssistantConfig = AssistantConfig()
+    providers: ProvidersConfig = ProvidersConfig()
+    conversation: ConversationConfig = ConversationConfig()
+    daemon: DaemonConfig = DaemonConfig()
+
+    def tool_names(self) -> list[str]:
+        """Names of the tools configured under `conversation.tools` (without `'*'`)."""
+        return sorted(name for name in self.conversation.tools if name != ALL_TOOLS)
+
+    def tool_config(self, name: str, builtin_default: ToolConfig | None = None) -> ToolConfig:
+        """Effective settings of tool `name`: builtin default < `'*'` < `tools.<name>`."""
+        merged = builtin_default if builtin_default is not None else ToolConfig()
+        for layer in (self.conversation.tools.get(ALL_TOOLS), self.conversation.tools.get(name)):
+            if layer is not None:
+                merged = merge_tool_config(merged, layer)
+        return merged
+
+    def detached_mode(
+        self,
+        tool: str,
+        kind: DetachedKind,
+        builtin_default: ToolConfig | None = None,
+    ) -> DetachedMode:
+        """Resolve the RFD 049 detached mode; the first match wins.
+
+        `tools.<tool>.detached.<kind>`, `tools.<tool>.detached` (scalar),
+        `tools.'*'.detached.<kind>`, `tools.'*'.detached`, then the tool's built-in
+        default (if given) the same way, then `defer`.
+        """
+        tools = self.conversation.tools
+        for layer in (tools.get(tool), tools.get(ALL_TOOLS), builtin_default):
+            mode = detached_for(layer.detached, kind) if layer is not None else None
+            if mode is not None:
+                return mode
+        return DEFAULT_DETACHED_MODE
+
+    def inquiry_assistant(self, target: PartialAssistantConfig | None = None) -> AssistantConfig:
+        """Assistant for an LLM inquiry: `target` < `conversation.inquiry.assistant` < `assistant`.
+
+        (Left of `<` wins.) `target` is a question's table-form `target`, if any.
+        """
+        return self.assistant.apply(self.conversation.inquiry.assistant, target)
+
+    def with_model(self, model_id: str, *, source: str = "model") -> Config:
+        """A copy with `assistant.model.id` replaced; a bad id raises `ConfigError`."""
+        layer = {"assistant": {"model": {"id": model_id}}}
+        try:
+            over = Config.model_validate(layer)
+        except ValidationError as exc:
+            raise from_validation_error(exc, source=source, data=layer) from None
+        return merge_models(self, over)

@@ -1,0 +1,174 @@
+"""Loading the layered configuration and parsing `-c key=value` assignments.
+
+Layers, lowest first: built-in defaults, the user file (`$JP_CONFIG` or
+`<user_config_dir>/config.toml`), the workspace file (`<workspace>/.jp/config.toml`),
+then overrides (`turn/start` config, `-c`). Each layer is validated on its own, so
+an error names the layer it came from, then the layers are merged and the result
+validated as a whole.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import ValidationError
+
+from jpd.config.config import Config
+from jpd.config.errors import ConfigError, from_validation_error
+from jpd.config.merge import merge_models
+
+CONFIG_ENV = "JP_CONFIG"
+ASSIGNMENT_SOURCE = "-c"
+_MERGED_SOURCE = "merged configuration"
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$JP_CONFIG` if set (and not empty), else `<user_config_dir("jp")>/config.toml`."""
+    env = os.environ if env is None else env
+    explicit = env.get(CONFIG_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(platformdirs.user_config_dir("jp")) / "config.toml"
+
+
+def workspace_config_path(workspace: Path) -> Path:
+    """The workspace layer: `<workspace>/.jp/config.toml`."""
+    return workspace / ".jp" / "config.toml"
+
+
+def read_toml_layer(path: Path) -> dict[str, Any] | None:
+    """Parse one TOML file; None when it does not exist."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"invalid TOML: not UTF-8 ({exc.reason})", source=str(path)) from None
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message ends with "(at line N, column M)".
+        raise ConfigError(f"invalid TOML: {exc}", source=str(path)) from None
+
+
+def validate_layer(data: Any, *, source: str, base_dir: Path | None = None) -> Config:
+    """Validate one layer on its own; relative paths resolve against `base_dir`."""
+    try:
+        return Config.model_validate(data, context={"base_dir": base_dir})
+    except ValidationError as exc:
+        raise from_validation_error(exc, source=source, data=data) from None
+
+
+def load_config(
+    *,
+    workspace: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Sequence[tuple[str, Mapping[str, Any]]] = (),
+) -> Config:
+    """Load and merge every layer; raise `ConfigError` naming the first bad layer.
+
+    `overrides` are `(source_name, nested_dict)` pairs applied in order (e.g.
+    `("turn/start config", {...})`, `("-c", parse_assignment(...))`); relative
+    paths in them resolve against `workspace` when given. This reads files: call it
+    from a worker thread in async code.
+    """
+    layers: list[Config] = []
+    paths = [user_config_path(env)]
+    if workspace is not None:
+        paths.append(workspace_config_path(workspace))
+    for path in paths:
+        data = read_toml_layer(path)
+        if data is not None:
+            layers.append(validate_layer(data, source=str(path), base_dir=path.parent))
+    for source, override in overrides:
+        layers.append(validate_layer(override, source=source, base_dir=workspace))
+
+    merged = Config()
+    for layer in layers:
+        merged = merge_models(merged, layer)
+    whole = merged.model_dump(exclude_unset=True)
+    try:
+        return Config.model_validate(whole)
+    except ValidationError as exc:
+        raise from_validation_error(exc, source=_MERGED_SOURCE, data=whole) from None
+
+
+# --- -c key=value -------------------------------------------------------------------
+
+_KEY_SEGMENT = re.compile(r""""([^"]*)"|'([^']*)'|([^.="'\s]+)""")
+_SPACE = re.compile(r"\s*")
+
+
+def parse_assignment(text: str) -> dict[str, Any]:
+    """Parse `a.b.c=value` into `{"a": {"b": {"c": value}}}`.
+
+    Key segments are bare (anything but `.`, `=`, quotes and spaces, so `*` works)
+    or quoted. The value is a TOML value when it parses as one (numbers, booleans,
+    arrays, inline tables, quoted strings), else the bare text.
+    """
+    keys, value_text = _split_assignment(text)
+    value: Any = _parse_value(value_text.strip())
+    for key in reversed(keys):
+        value = {key: value}
+    result: dict[str, Any] = value
+    return result
+
+
+def _split_assignment(text: str) -> tuple[list[str], str]:
+    keys: list[str] = []
+    pos = _skip_space(text, 0)
+    while True:
+        match = _KEY_SEGMENT.match(text, pos)
+        if match is None:
+            raise _assignment_error(text, "expected a key")
+        segment = next(group for group in match.groups() if group is not None)
+        if not segment:
+            raise _assignment_error(text, "empty key segment")
+        keys.append(segment)
+        pos = _skip_space(text, match.end())
+        if text.startswith(".", pos):
+            pos = _skip_space(text, pos + 1)
+        elif text.startswith("=", pos):
+            return keys, text[pos + 1 :]
+        else:
+            raise _assignment_error(text, "expected '.' or '=' after a key")
+
+
+def _skip_space(text: str, pos: int) -> int:
+    match = _SPACE.match(text, pos)
+    return match.end() if match is not None else pos
+
+
+def _assignment_error(text: str, reason: str) -> ConfigError:
+    return ConfigError(f"{reason} in {text!r} (expected key=value)", source=ASSIGNMENT_SOURCE)
+
+
+def _parse_value(text: str) -> Any:
+    # A newline could smuggle a second TOML key in; such text is taken literally.
+    if "\n" in text or "\r" in text:
+        return text
+    try:
+        value = tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        return text
+    # No config key is a date; "2024-01-01" is more likely meant as text.
+    return text if _has_datetime(value) else value
+
+
+def _has_datetime(value: Any) -> bool:
+    if isinstance(value, datetime.date | datetime.time):
+        return True
+    if isinstance(value, list):
+        return any(_has_datetime(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_datetime(item) for item in value.values())
+    return False

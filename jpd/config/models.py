@@ -1,0 +1,173 @@
+"""Config models for the assistant, the providers and the daemon itself.
+
+Every model forbids unknown keys and is strict about types (TOML and JSON both
+carry types, so `max_tokens = "100"` is a mistake worth reporting), except paths,
+which arrive as strings. Relative paths resolve against the directory of the file
+that set them: the loader passes it as the validation context `base_dir`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
+
+from jpd.config.merge import deep_merge
+
+
+class ConfigModel(BaseModel):
+    """Base of every config model: snake_case keys, no unknown keys, strict types."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _resolve_path(value: Path, info: ValidationInfo) -> Path:
+    value = value.expanduser()
+    context = info.context
+    base = context.get("base_dir") if isinstance(context, dict) else None
+    if not value.is_absolute() and isinstance(base, Path):
+        return base / value
+    return value
+
+
+ConfigPath = Annotated[Path, Field(strict=False), AfterValidator(_resolve_path)]
+"""A path; relative paths resolve against the directory of the config file."""
+
+
+def _check_model_id(value: str) -> str:
+    provider, sep, name = value.partition("/")
+    if not sep or not provider or not name:
+        raise ValueError(f"model id must be '<provider>/<model>', got {value!r}")
+    return value
+
+
+ModelId = Annotated[str, AfterValidator(_check_model_id)]
+ReasoningEffort = Literal["off", "low", "medium", "high"]
+
+
+# --- assistant ---------------------------------------------------------------------
+
+
+class ModelParameters(ConfigModel):
+    max_tokens: Annotated[int, Field(gt=0)] | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+
+
+class ModelConfig(ConfigModel):
+    id: ModelId = "local/smollm2"
+    parameters: ModelParameters = ModelParameters()
+
+    @property
+    def provider(self) -> str:
+        """The provider part of the id (before the first `/`)."""
+        return self.id.partition("/")[0]
+
+    @property
+    def name(self) -> str:
+        """The model part of the id (after the first `/`)."""
+        return self.id.partition("/")[2]
+
+
+class ReasoningConfig(ConfigModel):
+    effort: ReasoningEffort = "off"
+    budget_tokens: Annotated[int, Field(gt=0)] | None = None
+
+
+class PartialModelConfig(ConfigModel):
+    id: ModelId | None = None
+    parameters: ModelParameters | None = None
+
+
+class PartialReasoningConfig(ConfigModel):
+    effort: ReasoningEffort | None = None
+    budget_tokens: Annotated[int, Field(gt=0)] | None = None
+
+
+class PartialAssistantConfig(ConfigModel):
+    """Overrides of `assistant` (RFD 034), e.g. for inquiries; unset keys inherit."""
+
+    system_prompt: str | None = None
+    model: PartialModelConfig | None = None
+    reasoning: PartialReasoningConfig | None = None
+
+
+class AssistantConfig(ConfigModel):
+    system_prompt: str | None = None
+    model: ModelConfig = ModelConfig()
+    reasoning: ReasoningConfig = ReasoningConfig()
+
+    def apply(self, *partials: PartialAssistantConfig | None) -> AssistantConfig:
+        """Lay `partials` over this config, each over the previous (None is skipped)."""
+        data: dict[str, Any] = self.model_dump(exclude_unset=True)
+        for partial in partials:
+            if partial is not None:
+                data = deep_merge(data, partial.model_dump(exclude_unset=True, exclude_none=True))
+        return AssistantConfig.model_validate(data)
+
+
+# --- providers ---------------------------------------------------------------------
+
+
+class TestProviderConfig(ConfigModel):
+    __test__ = False  # not a pytest test class despite the name
+
+    script: ConfigPath | None = None
+    record: ConfigPath | None = None
+
+
+class LocalProviderConfig(ConfigModel):
+    model_path: ConfigPath | None = None
+    n_ctx: Annotated[int, Field(gt=0)] = 2048
+    n_threads: Annotated[int, Field(gt=0)] | None = None
+    seed: int = 0
+
+
+class HostedProviderConfig(ConfigModel):
+    base_url: str | None = None
+    api_key_env: str
+    max_retries: Annotated[int, Field(ge=0)] = 3
+    timeout: Annotated[float, Field(gt=0)] = 600.0
+
+
+class AnthropicProviderConfig(HostedProviderConfig):
+    api_key_env: str = "ANTHROPIC_API_KEY"
+
+
+class OpenAIProviderConfig(HostedProviderConfig):
+    api_key_env: str = "OPENAI_API_KEY"
+
+
+class OpenAICompatibleProviderConfig(ConfigModel):
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_retries: Annotated[int, Field(ge=0)] = 3
+    timeout: Annotated[float, Field(gt=0)] = 600.0
+
+
+class ProvidersConfig(ConfigModel):
+    test: TestProviderConfig = TestProviderConfig()
+    local: LocalProviderConfig = LocalProviderConfig()
+    anthropic: AnthropicProviderConfig = AnthropicProviderConfig()
+    openai: OpenAIProviderConfig = OpenAIProviderConfig()
+    openai_compatible: OpenAICompatibleProviderConfig = OpenAICompatibleProviderConfig()
+
+
+# --- daemon ------------------------------------------------------------------------
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _check_log_level(value: str) -> str:
+    upper = value.upper()
+    if upper not in _LOG_LEVELS:
+        raise ValueError(f"log level must be one of {', '.join(_LOG_LEVELS)}, got {value!r}")
+    return upper
+
+
+class DaemonConfig(ConfigModel):
+    idle_timeout: Annotated[float, Field(ge=0)] = 600.0
+    """Seconds without clients or running turns before the daemon exits; 0 = never."""
+    log_level: Annotated[str, AfterValidator(_check_log_level)] = "WARNING"
+    replay_buffer: Annotated[int, Field(ge=0)] = 10000
+    """Events kept in memory per conversation for `turn/attach` replay."""

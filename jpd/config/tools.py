@@ -1,0 +1,184 @@
+"""Per-tool settings: `conversation.tools.<name>` (and the `'*'` defaults).
+
+Every field is optional in a layer; what matters for merging is which fields a
+layer set (`model_fields_set`), see `jpd.config.merge`. Defaults below are what a
+consumer sees when no layer set the field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, Discriminator, Field, Tag
+
+from jpd.config.models import ConfigModel, PartialAssistantConfig
+
+DetachedMode = Literal["auto", "defaults", "deny", "defer"]
+DetachedFallback = Literal["auto", "defaults", "deny"]
+"""`defer` is excluded: deferring again after the timeout would never end."""
+DetachedKind = Literal["run", "deliver", "tool"]
+AllowToggle = Literal["any", "never", "if_named", "if_named_or_group"]
+ParameterType = Literal["string", "integer", "number", "boolean", "array", "object", "null"]
+RunMode = Literal["ask", "unattended", "skip"]
+ResultMode = Literal["unattended", "ask", "skip"]
+
+DEFAULT_DETACHED_MODE: DetachedMode = "defer"
+"""RFD 049 built-in default for every kind when no config says otherwise."""
+
+
+def _table_or_scalar(value: Any) -> str:
+    """Pick the union member by shape, so errors speak of the form the user wrote."""
+    return "table" if isinstance(value, dict | BaseModel) else "scalar"
+
+
+# --- enable (RFD 081) --------------------------------------------------------------
+
+_ENABLE_SHORTHANDS: dict[object, dict[str, Any]] = {
+    "on": {"state": True, "allow_toggle": "any"},
+    "off": {"state": False, "allow_toggle": "any"},
+    "always": {"state": True, "allow_toggle": "never"},
+    "explicit": {"state": False, "allow_toggle": "if_named"},
+}
+
+
+def _expand_enable(value: Any) -> Any:
+    """Normalize the shorthands to the table form; tables pass through."""
+    if isinstance(value, bool):
+        return {"state": value, "allow_toggle": "any"}
+    if isinstance(value, str):
+        if value not in _ENABLE_SHORTHANDS:
+            raise ValueError(
+                f"expected true, false, 'on', 'off', 'always', 'explicit' or a table, got {value!r}"
+            )
+        return dict(_ENABLE_SHORTHANDS[value])
+    return value
+
+
+class EnableConfig(ConfigModel):
+    """Whether a tool is on, and which toggles (bulk `-T`, by name) may change that."""
+
+    state: bool = True
+    allow_toggle: AllowToggle = "any"
+
+
+# --- command, parameters, style ----------------------------------------------------
+
+
+class CommandConfig(ConfigModel):
+    program: str
+    args: list[str] = []
+    shell: bool = False
+
+
+class ParameterConfig(ConfigModel):
+    """One argument of a tool, rendered as JSON Schema for the provider."""
+
+    type: Annotated[
+        Annotated[ParameterType, Tag("scalar")] | Annotated[list[ParameterType], Tag("list")],
+        Discriminator(lambda value: "list" if isinstance(value, list) else "scalar"),
+    ]
+    """A JSON Schema type, or a list of them (e.g. `["boolean", "string"]`)."""
+    required: bool = False
+    enum: list[Any] | None = None
+    items: ParameterConfig | None = None
+    properties: dict[str, ParameterConfig] | None = None
+    default: Any = None
+    description: str | None = None
+
+
+class StyleConfig(ConfigModel):
+    hidden: bool = False
+
+
+# --- questions ---------------------------------------------------------------------
+
+
+class QuestionConfig(ConfigModel):
+    """User settings for one question a tool may ask (RFD 028/049/083)."""
+
+    target: Annotated[
+        Annotated[Literal["user", "assistant"], Tag("scalar")]
+        | Annotated[PartialAssistantConfig, Tag("table")],
+        Discriminator(_table_or_scalar),
+    ] = "user"
+    """`"user"`, `"assistant"`, or assistant overrides (which imply the assistant)."""
+    answer: Any = None
+    """A fixed answer; when set, the question is never routed."""
+    prompt_label: str | None = None
+    exclusive: bool | None = None
+    """Overrides the tool's own `exclusive` flag when set."""
+
+
+# --- detached policy (RFD 049) -----------------------------------------------------
+
+
+class DetachedKinds(ConfigModel):
+    """`detached` per kind; an unset kind falls through the cascade."""
+
+    run: DetachedMode | None = None
+    deliver: DetachedMode | None = None
+    tool: DetachedMode | None = None
+
+
+DetachedSetting = Annotated[
+    Annotated[DetachedMode, Tag("scalar")] | Annotated[DetachedKinds, Tag("table")],
+    Discriminator(_table_or_scalar),
+]
+
+
+def detached_for(
+    setting: DetachedMode | DetachedKinds | None, kind: DetachedKind
+) -> DetachedMode | None:
+    """The mode one `detached` setting gives for `kind`: per-kind entry, then scalar."""
+    if isinstance(setting, DetachedKinds):
+        mode: DetachedMode | None = getattr(setting, kind)
+        return mode
+    return setting
+
+
+# --- the tool ----------------------------------------------------------------------
+
+
+class ToolConfig(ConfigModel):
+    """Settings of one tool, or of every tool under the key `'*'`."""
+
+    source: Literal["builtin", "local"] | None = None
+    """None: builtin when a built-in tool has this name, else local when a command is set."""
+    command: (
+        Annotated[
+            Annotated[str, Tag("scalar")] | Annotated[CommandConfig, Tag("table")],
+            Discriminator(_table_or_scalar),
+        ]
+        | None
+    ) = None
+    """A shell command line (str) or a program with arguments."""
+    summary: str | None = None
+    description: str | None = None
+    parameters: dict[str, ParameterConfig] = {}
+    enable: Annotated[EnableConfig, BeforeValidator(_expand_enable)] = EnableConfig()
+    run: RunMode = "ask"
+    result: ResultMode = "unattended"
+    timeout: Annotated[float, Field(gt=0)] | None = None
+    """Seconds a local tool may run; None = no limit."""
+    options: dict[str, Any] = {}
+    style: StyleConfig = StyleConfig()
+    questions: dict[str, QuestionConfig] = {}
+    detached: DetachedSetting | None = None
+    detached_timeout: Annotated[float, Field(gt=0)] = 600.0
+    """Seconds a `defer`red question waits for a prompt-capable client."""
+    detached_fallback: DetachedFallback = "deny"
+    """What a `defer`red question does after `detached_timeout`."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the tool is on (`enable.state`)."""
+        return self.enable.state
+
+    @property
+    def allow_toggle(self) -> AllowToggle:
+        """Which toggles may change `enabled` (`enable.allow_toggle`)."""
+        return self.enable.allow_toggle
+
+    def detached_mode(self, kind: DetachedKind) -> DetachedMode:
+        """This tool's detached mode for `kind`, falling back to `defer`."""
+        return detached_for(self.detached, kind) or DEFAULT_DETACHED_MODE

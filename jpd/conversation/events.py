@@ -1,0 +1,215 @@
+"""Persisted conversation events: one JSON object per line in `events.jsonl`.
+
+The `type` field discriminates; shapes follow DESIGN.md and RFD 082/083.
+Unknown cancellation reasons are kept verbatim so newer logs still load.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+
+def now() -> datetime:
+    """The timestamp used for new events (UTC, aware)."""
+    return datetime.now(UTC)
+
+
+class _Event(BaseModel):
+    # Persisted records tolerate fields added by newer versions.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    timestamp: datetime = Field(default_factory=now)
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+
+
+class TurnStart(_Event):
+    type: Literal["turn_start"] = "turn_start"
+    turn_id: str
+    model: str | None = None
+
+
+class ChatRequest(_Event):
+    type: Literal["chat_request"] = "chat_request"
+    content: str
+
+
+class ChatResponse(_Event):
+    """Assistant output: a `message` or a `reasoning` block (one per event)."""
+
+    type: Literal["chat_response"] = "chat_response"
+    message: str | None = None
+    reasoning: str | None = None
+    usage: Usage | None = None
+
+
+class ToolCallRequest(_Event):
+    type: Literal["tool_call_request"] = "tool_call_request"
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallResponse(_Event):
+    type: Literal["tool_call_response"] = "tool_call_response"
+    id: str
+    content: str
+    is_error: bool = False
+
+
+# --- inquiries (RFD 082 / 083) -------------------------------------------------------
+
+
+class AnswerType(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    type: Literal["boolean", "select", "text", "secret"]
+    options: list[str] | None = None
+
+
+class InquiryQuestion(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str
+    text: str
+    context: str | None = None
+    answer_type: AnswerType
+    default: Any = None
+    exclusive: bool = False
+    persistence: Literal["turn", "none"] = "turn"
+
+
+class ToolSource(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    type: Literal["tool"] = "tool"
+    name: str
+
+
+class AssistantSource(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    type: Literal["assistant"] = "assistant"
+
+
+InquirySource = Annotated[ToolSource | AssistantSource, Field(discriminator="type")]
+
+
+class InquiryRequest(_Event):
+    type: Literal["inquiry_request"] = "inquiry_request"
+    id: str
+    source: InquirySource
+    question: InquiryQuestion
+
+
+KNOWN_CANCELLATION_REASONS = (
+    "user",
+    "backend_error",
+    "no_prompt_backend",
+    "assistant_routing_denied",
+    "invalid_static_answer",
+)
+
+
+class _Outcome(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    id: str
+
+
+class Answered(_Outcome):
+    outcome: Literal["answered"] = "answered"
+    answer: Any
+
+
+class Cancelled(_Outcome):
+    outcome: Literal["cancelled"] = "cancelled"
+    # Any string: reasons this build does not know are preserved verbatim (RFD 082).
+    reason: str
+
+
+class Redacted(_Outcome):
+    outcome: Literal["redacted"] = "redacted"
+
+
+Outcome = Annotated[Answered | Cancelled | Redacted, Field(discriminator="outcome")]
+
+
+class InquiryResponse(_Event):
+    type: Literal["inquiry_response"] = "inquiry_response"
+    response: Outcome
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest(cls, data: Any) -> Any:
+        # On disk the outcome is flat: {type, timestamp, id, outcome, answer|reason}.
+        # Legacy records `{id, answer}` have no outcome and read as answered.
+        if isinstance(data, dict) and "response" not in data:
+            data = dict(data)
+            flat = {k: data.pop(k) for k in ("id", "outcome", "answer", "reason") if k in data}
+            flat.setdefault("outcome", "answered")
+            data["response"] = flat
+        return data
+
+    @property
+    def id(self) -> str:
+        return self.response.id
+
+    def to_record(self) -> dict[str, Any]:
+        """The flat on-disk shape."""
+        out: dict[str, Any] = {"type": self.type, "timestamp": self.timestamp.isoformat()}
+        out.update(self.response.model_dump(mode="json"))
+        return out
+
+
+class TurnEnd(_Event):
+    """How a turn ended; written last in every turn (not in DESIGN.md's minimum, an addition)."""
+
+    type: Literal["turn_end"] = "turn_end"
+    turn_id: str
+    stop_reason: Literal["end_turn", "max_tokens", "cancelled", "error"]
+    error: str | None = None
+
+
+Event = Annotated[
+    TurnStart
+    | ChatRequest
+    | ChatResponse
+    | ToolCallRequest
+    | ToolCallResponse
+    | InquiryRequest
+    | InquiryResponse
+    | TurnEnd,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(line: str | bytes) -> Event:
+    """Parse one JSONL line into an event (raises `pydantic.ValidationError`)."""
+    return EVENT_ADAPTER.validate_json(line)
+
+
+def dump_event(event: Event) -> str:
+    """Serialize an event to its one-line on-disk JSON form (no trailing newline)."""
+    import json
+
+    if isinstance(event, InquiryResponse):
+        return json.dumps(event.to_record(), separators=(",", ":"))
+    return event.model_dump_json(exclude_none=True)
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    """The JSON-ready dict of an event, as stored on disk (used by `conversation/get`)."""
+    import json
+
+    result: dict[str, Any] = json.loads(dump_event(event))
+    return result

@@ -1,0 +1,108 @@
+"""`metadata.json`: a rebuildable summary cache of one conversation's log."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from jpd.conversation.events import ChatRequest, Event
+
+log = logging.getLogger(__name__)
+
+TITLE_MAX = 80
+
+
+class ConversationMeta(BaseModel):
+    """Summary of a conversation, as listed by `conversation/list`."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str
+    title: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    event_count: int = 0
+
+
+class MetaRecord(ConversationMeta):
+    """The on-disk record: the summary plus the log size it describes."""
+
+    # Any other size of events.jsonl means the record is stale (crash before sync).
+    log_size: int
+
+
+def make_title(content: str) -> str | None:
+    """The title for a first message: its first non-blank line, at most 80 characters."""
+    line = next((ln.strip() for ln in content.splitlines() if ln.strip()), None)
+    if line is None:
+        return None
+    if len(line) > TITLE_MAX:
+        line = line[: TITLE_MAX - 1].rstrip() + "\u2026"
+    return line
+
+
+def aware(moment: datetime) -> datetime:
+    """`moment` with UTC assumed when it is naive (legacy records), so times compare."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def record_from_events(
+    conversation_id: str, events: list[Event], log_size: int, log_mtime: datetime
+) -> MetaRecord:
+    """Rebuild a record from a parsed log (`log_mtime` dates an empty log)."""
+    stamps = [aware(e.timestamp) for e in events]
+    created = stamps[0] if stamps else log_mtime
+    titles = (make_title(e.content) for e in events if isinstance(e, ChatRequest))
+    return MetaRecord(
+        id=conversation_id,
+        title=next((t for t in titles if t is not None), None),
+        created_at=created,
+        updated_at=max([created, *stamps]),
+        event_count=len(events),
+        log_size=log_size,
+    )
+
+
+def read_record(path: Path) -> MetaRecord | None:
+    """The record at `path`, or None (with a warning if it exists but is unreadable)."""
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cannot read %s: %s", path, exc)
+        return None
+    try:
+        return MetaRecord.model_validate_json(text)
+    except ValidationError:
+        log.warning("corrupt %s; rebuilding it from the log", path)
+        return None
+
+
+def write_record(path: Path, record: MetaRecord) -> bool:
+    """Atomically replace `path` with `record`; False (and a warning) on failure.
+
+    Not fsynced: a lost or stale record is detected by its `log_size` and rebuilt,
+    so a failure here never fails the caller's operation.
+    """
+    payload = record.model_dump_json(indent=2).encode()
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(payload)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:
+        log.warning("cannot write %s: %s", path, exc)
+        return False
+    return True

@@ -1,0 +1,90 @@
+"""Repair tool-call pairing in a loaded event log so it can be replayed to a provider.
+
+Provider APIs require every assistant tool call to be followed by exactly one tool
+result before the conversation continues. A crash, a cancellation or a bug can leave a
+log where that does not hold; `sanitize` restores the invariant without touching any
+other event.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from jpd.conversation.events import (
+    Event,
+    InquiryRequest,
+    InquiryResponse,
+    ToolCallRequest,
+    ToolCallResponse,
+)
+
+INTERRUPTED_CONTENT = "Tool call was interrupted before it returned a result."
+
+# Events that belong to a tool-call batch: the requests of one assistant step, the
+# questions asked while running them, and their results.
+_BATCH_TYPES = (ToolCallRequest, ToolCallResponse, InquiryRequest, InquiryResponse)
+
+
+def sanitize(events: list[Event]) -> list[Event]:
+    """Return a copy of `events` where every tool call has exactly one result.
+
+    - A `tool_call_response` whose id has no earlier, still unanswered
+      `tool_call_request` (an orphan) is dropped.
+    - A `tool_call_request` left without a response gets a synthetic
+      `ToolCallResponse(content=INTERRUPTED_CONTENT, is_error=True)`, inserted at the
+      end of the request's batch: immediately before the next event that is not a tool
+      call request/response or inquiry request/response, or at the end of the log.
+      Synthetic responses follow the order of their requests and carry the timestamp of
+      the batch's last event, so the function is deterministic.
+
+    Pairing is by id, in order: each response answers the earliest unanswered request
+    with the same id, so an id reused in a later turn pairs correctly. A response
+    arriving after its request's batch has closed is an orphan (the request was already
+    given a synthetic result). Pure: the input list and its events are not modified.
+    """
+    out: list[Event] = []
+    # Unanswered requests of the current batch: id -> request positions, oldest first.
+    unanswered: dict[str, deque[int]] = {}
+    batch_requests: list[ToolCallRequest] = []
+    answered: set[int] = set()
+
+    def close_batch() -> None:
+        if not unanswered:
+            batch_requests.clear()
+            answered.clear()
+            return
+        stamp = out[-1].timestamp
+        for pos, request in enumerate(batch_requests):
+            if pos not in answered:
+                out.append(
+                    ToolCallResponse(
+                        id=request.id,
+                        content=INTERRUPTED_CONTENT,
+                        is_error=True,
+                        timestamp=stamp,
+                    )
+                )
+        unanswered.clear()
+        batch_requests.clear()
+        answered.clear()
+
+    for event in events:
+        if not isinstance(event, _BATCH_TYPES):
+            close_batch()
+            out.append(event)
+        elif isinstance(event, ToolCallRequest):
+            unanswered.setdefault(event.id, deque()).append(len(batch_requests))
+            batch_requests.append(event)
+            out.append(event)
+        elif isinstance(event, ToolCallResponse):
+            waiting = unanswered.get(event.id)
+            if not waiting:
+                continue  # orphan: nothing to answer
+            answered.add(waiting.popleft())
+            if not waiting:
+                del unanswered[event.id]
+            out.append(event)
+        else:
+            out.append(event)
+    close_batch()
+    return out

@@ -1,0 +1,222 @@
+"""The daemon core: conversations, running turns and event fan-out.
+
+Transport-agnostic: clients are `ClientLink`s. Turns run as tasks in the daemon's
+task group, so they outlive the request that started them.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from jpd.config import Config, ConfigError, load_config
+from jpd.conversation import events as ev
+from jpd.conversation.store import (
+    ConversationNotFound,
+    ConversationStore,
+    InvalidConversationId,
+    new_conversation_id,
+)
+from jpd.core.hub import EventHub
+from jpd.core.links import ClientLink
+from jpd.core.models import ConversationSummary, TurnInfo
+from jpd.core.turn import Turn, TurnSpec
+from jpd.errors import Busy, ConfigInvalid, InvalidParams, NotFound, ProviderUnavailableError
+from jpd.llm.errors import ProviderUnavailable
+from jpd.llm.registry import ProviderRegistry
+from jpd.settings import Settings
+from jpd.tools.base import NoTools
+
+log = logging.getLogger(__name__)
+
+
+class Daemon:
+    """Owns the store, providers, running turns and subscriptions."""
+
+    def __init__(self, settings: Settings, task_group: TaskGroup) -> None:
+        self.settings = settings
+        self._tg = task_group
+        self.store = ConversationStore(settings.data_dir)
+        self.providers = ProviderRegistry(settings.env)
+        self.hub = EventHub(replay_limit=self._replay_limit())
+        self._turns: dict[str, Turn] = {}
+
+    # --- configuration -------------------------------------------------------------
+
+    def _replay_limit(self) -> int:
+        try:
+            return self.load_config(None).daemon.replay_buffer
+        except ConfigInvalid as exc:
+            # A broken config file must not stop the daemon; each turn reports it.
+            log.warning("%s", exc.message)
+            return 10_000
+
+    def load_config(
+        self, workspace: Path | None, overrides: list[tuple[str, Mapping[str, Any]]] | None = None
+    ) -> Config:
+        """Layered config for one request; errors become `ConfigInvalid` (-32003)."""
+        try:
+            return load_config(
+                workspace=workspace, env=self.settings.env, overrides=overrides or []
+            )
+        except ConfigError as exc:
+            raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
+
+    # --- turns ---------------------------------------------------------------------
+
+    async def start_turn(
+        self,
+        link: ClientLink,
+        message: str,
+        conversation_id: str | None = None,
+        model: str | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> TurnInfo:
+        """Validate everything, then start the turn as a task and return at once."""
+        overrides: list[tuple[str, Mapping[str, Any]]] = []
+        if config:
+            overrides.append(("turn/start config", config))
+        if model is not None:
+            overrides.append(("turn/start model", {"assistant": {"model": {"id": model}}}))
+        cfg = await anyio.to_thread.run_sync(self.load_config, link.workspace_root, overrides)
+        try:
+            provider = self.providers.get(cfg)
+        except ProviderUnavailable as exc:
+            raise ProviderUnavailableError(exc.message) from exc
+
+        if conversation_id is None:
+            conversation_id = new_conversation_id()
+            await anyio.to_thread.run_sync(self.store.create, conversation_id)
+            history: list[ev.Event] = []
+        else:
+            if any(t.conversation_id == conversation_id for t in self._turns.values()):
+                raise Busy(f"conversation {conversation_id} already has a running turn")
+            history = await self._load(conversation_id)
+
+        turn_id = "t-" + secrets.token_hex(6)
+        params = cfg.assistant.model.parameters
+        spec = TurnSpec(
+            conversation_id=conversation_id,
+            turn_id=turn_id,
+            message=message,
+            model_id=cfg.assistant.model.id,
+            provider=provider,
+            tools=NoTools(),
+            history=history,
+            system=cfg.assistant.system_prompt,
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            reasoning_effort=cfg.assistant.reasoning.effort,
+            reasoning_budget=cfg.assistant.reasoning.budget_tokens,
+        )
+        turn = Turn(spec, self.store, self.hub, datetime.now(UTC))
+        self._turns[turn_id] = turn
+        self.hub.subscribe(conversation_id, link)
+        self._tg.start_soon(self._run_turn, turn)
+        return self._info(turn)
+
+    async def _run_turn(self, turn: Turn) -> None:
+        try:
+            await turn.run()
+        finally:
+            self._turns.pop(turn.turn_id, None)
+
+    def cancel_turn(self, turn_id: str) -> bool:
+        """Cancel a running turn; False if it already ended."""
+        turn = self._turns.get(turn_id)
+        if turn is None:
+            return False
+        turn.cancel()
+        return True
+
+    def running_turns(self) -> list[TurnInfo]:
+        """Turns currently running, oldest first."""
+        return [self._info(t) for t in sorted(self._turns.values(), key=lambda t: t.started_at)]
+
+    def attach(self, link: ClientLink, conversation_id: str, from_seq: int | None) -> int:
+        """Subscribe `link` to a conversation, replaying events after `from_seq`."""
+        self._check_id(conversation_id)
+        if not self.store.exists(conversation_id):
+            raise NotFound(f"conversation not found: {conversation_id}")
+        return self.hub.subscribe(conversation_id, link, from_seq)
+
+    def detach(self, link: ClientLink, conversation_id: str) -> bool:
+        """Unsubscribe `link` from a conversation."""
+        return self.hub.unsubscribe(conversation_id, link)
+
+    def disconnected(self, link: ClientLink) -> None:
+        """A client went away: forget its subscriptions; its turns keep running."""
+        self.hub.drop(link)
+
+    async def aclose(self) -> None:
+        """Cancel running turns, wait until each has recorded its end, close resources."""
+        turns = list(self._turns.values())
+        for turn in turns:
+            turn.cancel()
+        for turn in turns:
+            await turn.done.wait()
+        await self.providers.aclose()
+        self.store.close()
+
+    # --- conversations -------------------------------------------------------------
+
+    async def list_conversations(self) -> list[ConversationSummary]:
+        """All conversations, most recently updated first."""
+        metas = await anyio.to_thread.run_sync(self.store.list)
+        return [
+            ConversationSummary(
+                conversation_id=m.id,
+                title=m.title,
+                created_at=m.created_at,
+                updated_at=m.updated_at,
+                event_count=m.event_count,
+            )
+            for m in metas
+        ]
+
+    async def get_conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The persisted (sanitized) events, as stored on disk."""
+        return [ev.event_to_json(e) for e in await self._load(conversation_id)]
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        """Delete a conversation that has no running turn."""
+        self._check_id(conversation_id)
+        if any(t.conversation_id == conversation_id for t in self._turns.values()):
+            raise Busy(f"conversation {conversation_id} has a running turn; cancel it first")
+        try:
+            await anyio.to_thread.run_sync(self.store.delete, conversation_id)
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        self.hub.forget(conversation_id)
+
+    async def _load(self, conversation_id: str) -> list[ev.Event]:
+        self._check_id(conversation_id)
+        try:
+            return await anyio.to_thread.run_sync(self.store.load, conversation_id)
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from exc
+
+    @staticmethod
+    def _check_id(conversation_id: str) -> None:
+        try:
+            from jpd.conversation.store import validate_id
+
+            validate_id(conversation_id)
+        except InvalidConversationId as exc:
+            raise InvalidParams(str(exc)) from exc
+
+    @staticmethod
+    def _info(turn: Turn) -> TurnInfo:
+        return TurnInfo(
+            turn_id=turn.turn_id,
+            conversation_id=turn.conversation_id,
+            model=turn.spec.model_id,
+            started_at=turn.started_at,
+        )

@@ -1,0 +1,26 @@
+"""Results the daemon core returns; they double as wire payloads (camelCase)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from jpd.wire_base import WireModel
+
+
+class TurnInfo(WireModel):
+    """A running turn."""
+
+    turn_id: str
+    conversation_id: str
+    model: str
+    started_at: datetime
+
+
+class ConversationSummary(WireModel):
+    """One conversation in `conversation/list`."""
+
+    conversation_id: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+    event_count: int

@@ -1,0 +1,218 @@
+"""The turn loop: LLM call -> tool calls -> results -> LLM call, until the model stops.
+
+A turn is one anyio task. Everything it receives is persisted as it completes, and
+whatever way it ends (normally, cancelled, provider error, daemon shutdown) it writes
+a `turn_end` event, sends a final `turn_completed` and fsyncs the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+import anyio
+
+from jpd.conversation import events as ev
+from jpd.core.hub import EventHub
+from jpd.core.turn_events import (
+    ReasoningDeltaEvent,
+    RetryScheduled,
+    StopReason,
+    TextDeltaEvent,
+    ToolCallStarted,
+    ToolResult,
+    TurnCompleted,
+    TurnEvent,
+    TurnStarted,
+    UsageFigures,
+    UsageReported,
+)
+from jpd.llm import base as llm
+from jpd.llm.errors import ProviderError
+from jpd.llm.history import to_messages
+from jpd.tools.base import ToolRunner
+
+log = logging.getLogger(__name__)
+
+MAX_CYCLES = 32
+
+
+class EventLog(Protocol):
+    """The part of the store a turn writes to."""
+
+    def append(self, conversation_id: str, event: ev.Event) -> None: ...
+    def sync(self, conversation_id: str) -> None: ...
+
+
+@dataclass
+class TurnSpec:
+    """Everything a turn needs, resolved before it starts."""
+
+    conversation_id: str
+    turn_id: str
+    message: str
+    model_id: str
+    provider: llm.Provider
+    tools: ToolRunner
+    history: list[ev.Event]
+    system: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    reasoning_effort: Literal["off", "low", "medium", "high"] = "off"
+    reasoning_budget: int | None = None
+
+
+@dataclass
+class _Partial:
+    """Output of the model call in progress, persisted even if the call is cut short."""
+
+    text: str = ""
+    reasoning: str = ""
+    calls: list[llm.ToolCallPart] = field(default_factory=list)
+    usage: llm.Usage | None = None
+
+
+class Turn:
+    """One running turn. `run` drives it; `cancel` stops it promptly."""
+
+    def __init__(self, spec: TurnSpec, log_: EventLog, hub: EventHub, started_at: datetime) -> None:
+        self.spec = spec
+        self.started_at = started_at
+        self._log = log_
+        self._hub = hub
+        self._history = list(spec.history)
+        self._partial = _Partial()
+        self._scope = anyio.CancelScope()
+        self.done = anyio.Event()
+
+    @property
+    def conversation_id(self) -> str:
+        return self.spec.conversation_id
+
+    @property
+    def turn_id(self) -> str:
+        return self.spec.turn_id
+
+    def cancel(self) -> None:
+        """Ask the turn to stop; it ends with stop reason `cancelled`."""
+        self._scope.cancel()
+
+    async def run(self) -> None:
+        """Run the turn to completion; never raises except for outer cancellation."""
+        stop: StopReason = "cancelled"
+        error: str | None = None
+        try:
+            with self._scope:
+                try:
+                    stop = await self._cycles()
+                except ProviderError as exc:
+                    stop, error = "error", exc.message
+                except Exception as exc:  # a turn must always end cleanly
+                    log.exception("turn %s failed", self.turn_id)
+                    stop, error = "error", f"internal error: {type(exc).__name__}: {exc}"
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._finish(stop, error)
+
+    def _record(self, event: ev.Event) -> None:
+        self._history.append(event)
+        self._log.append(self.conversation_id, event)
+
+    def _publish(self, event: TurnEvent) -> None:
+        self._hub.publish(self.conversation_id, self.turn_id, event)
+
+    async def _cycles(self) -> StopReason:
+        spec = self.spec
+        self._record(ev.TurnStart(turn_id=spec.turn_id, model=spec.model_id))
+        self._record(ev.ChatRequest(content=spec.message))
+        self._publish(TurnStarted(model=spec.model_id))
+        for _ in range(MAX_CYCLES):
+            reason = await self._call_model()
+            calls = self._flush_partial()
+            if not calls:
+                return "max_tokens" if reason == "max_tokens" else "end_turn"
+            results = await spec.tools.run(calls)
+            for result in results:
+                self._record(
+                    ev.ToolCallResponse(
+                        id=result.id, content=result.content, is_error=result.is_error
+                    )
+                )
+                self._publish(
+                    ToolResult(id=result.id, content=result.content, is_error=result.is_error)
+                )
+        raise ProviderError(f"the model kept calling tools for {MAX_CYCLES} rounds; turn stopped")
+
+    async def _call_model(self) -> llm.FinishReason:
+        spec = self.spec
+        request = llm.ChatRequest(
+            model=spec.model_id.split("/", 1)[1],
+            system=spec.system,
+            messages=tuple(to_messages(self._history)),
+            tools=spec.tools.definitions(),
+            max_tokens=spec.max_tokens,
+            temperature=spec.temperature,
+            reasoning_effort=spec.reasoning_effort,
+            reasoning_budget=spec.reasoning_budget,
+        )
+        partial = self._partial = _Partial()
+        reason: llm.FinishReason = "end_turn"
+        async for item in spec.provider.stream(request):
+            if isinstance(item, llm.TextDelta):
+                partial.text += item.text
+                self._publish(TextDeltaEvent(text=item.text))
+            elif isinstance(item, llm.ReasoningDelta):
+                partial.reasoning += item.text
+                self._publish(ReasoningDeltaEvent(text=item.text))
+            elif isinstance(item, llm.ToolCallEvent):
+                partial.calls.append(
+                    llm.ToolCallPart(id=item.id, name=item.name, arguments=item.arguments)
+                )
+                self._publish(ToolCallStarted(id=item.id, name=item.name, arguments=item.arguments))
+            elif isinstance(item, llm.UsageEvent):
+                partial.usage = item.usage
+                self._publish(UsageReported(usage=UsageFigures(**item.usage.model_dump())))
+            elif isinstance(item, llm.Retry):
+                # A retried call starts over: drop what the failed attempt produced.
+                self._partial = partial = _Partial()
+                self._publish(
+                    RetryScheduled(attempt=item.attempt, delay=item.delay, reason=item.reason)
+                )
+            elif isinstance(item, llm.Finish):
+                reason = item.reason
+        return reason
+
+    def _flush_partial(self) -> list[llm.ToolCallPart]:
+        """Persist the current model output; returns its tool calls."""
+        partial, self._partial = self._partial, _Partial()
+        usage = ev.Usage(**partial.usage.model_dump()) if partial.usage else None
+        if partial.reasoning:
+            self._record(ev.ChatResponse(reasoning=partial.reasoning))
+        if partial.text or (usage is not None and not partial.calls):
+            self._record(ev.ChatResponse(message=partial.text, usage=usage))
+            usage = None
+        for call in partial.calls:
+            self._record(ev.ToolCallRequest(id=call.id, name=call.name, arguments=call.arguments))
+        return partial.calls
+
+    async def _finish(self, stop: StopReason, error: str | None) -> None:
+        try:
+            calls = self._flush_partial()
+            for call in calls:
+                # Keep the log well formed: every request gets a response.
+                self._record(
+                    ev.ToolCallResponse(
+                        id=call.id,
+                        content="Tool call was interrupted by cancellation.",
+                        is_error=True,
+                    )
+                )
+            self._record(ev.TurnEnd(turn_id=self.turn_id, stop_reason=stop, error=error))
+            await anyio.to_thread.run_sync(self._log.sync, self.conversation_id)
+        except Exception:  # the client must still learn the turn ended
+            log.exception("could not record the end of turn %s", self.turn_id)
+        finally:
+            self._publish(TurnCompleted(stop_reason=stop, error=error))
+            self.done.set()

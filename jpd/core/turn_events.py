@@ -1,0 +1,90 @@
+"""The `event` payloads of `turn/event` notifications (camelCase on the wire).
+
+These are the live progress of a turn, distinct from persisted conversation events.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from jpd.wire_base import WireModel
+
+StopReason = Literal["end_turn", "max_tokens", "cancelled", "error"]
+
+
+class TurnStarted(WireModel):
+    kind: Literal["turn_started"] = "turn_started"
+    model: str
+
+
+class TextDeltaEvent(WireModel):
+    kind: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ReasoningDeltaEvent(WireModel):
+    kind: Literal["reasoning_delta"] = "reasoning_delta"
+    text: str
+
+
+class ToolCallStarted(WireModel):
+    kind: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolResult(WireModel):
+    kind: Literal["tool_result"] = "tool_result"
+    id: str
+    content: str
+    is_error: bool
+
+
+class UsageFigures(WireModel):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+
+
+class UsageReported(WireModel):
+    kind: Literal["usage"] = "usage"
+    usage: UsageFigures
+
+
+class RetryScheduled(WireModel):
+    kind: Literal["retry"] = "retry"
+    attempt: int
+    delay: float
+    reason: str
+
+
+class TurnCompleted(WireModel):
+    kind: Literal["turn_completed"] = "turn_completed"
+    stop_reason: StopReason
+    error: str | None = None
+
+
+TurnEvent = Annotated[
+    TurnStarted
+    | TextDeltaEvent
+    | ReasoningDeltaEvent
+    | ToolCallStarted
+    | ToolResult
+    | UsageReported
+    | RetryScheduled
+    | TurnCompleted,
+    Field(discriminator="kind"),
+]
+
+
+class TurnEventParams(WireModel):
+    """Params of the `turn/event` notification."""
+
+    conversation_id: str
+    turn_id: str
+    seq: int
+    event: TurnEvent

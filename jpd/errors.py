@@ -1,0 +1,72 @@
+"""Typed errors of the daemon core, each carrying its JSON-RPC error code.
+
+The core raises these; the rpc boundary turns them into JSON-RPC errors without
+tracebacks. Codes in -32099..-32000 are ours; the rest are JSON-RPC/LSP standard.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class JpdError(Exception):
+    """Base of every error a client may see. `message` is one line."""
+
+    code = -32603
+
+    def __init__(self, message: str, *, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class ParseError(JpdError):
+    code = -32700
+
+
+class InvalidRequest(JpdError):
+    code = -32600
+
+
+class MethodNotFound(JpdError):
+    code = -32601
+
+
+class InvalidParams(JpdError):
+    code = -32602
+
+
+class InternalError(JpdError):
+    code = -32603
+
+
+class NotInitialized(JpdError):
+    code = -32002
+
+
+class RequestCancelled(JpdError):
+    code = -32800
+
+
+class NotFound(JpdError):
+    """A conversation, turn or inquiry does not exist."""
+
+    code = -32001
+
+
+class ConfigInvalid(JpdError):
+    """Configuration (files, `-c`, or `turn/start` overrides) is invalid."""
+
+    code = -32003
+
+
+class ProviderUnavailableError(JpdError):
+    """The selected model's provider cannot be used (missing extra or key)."""
+
+    code = -32004
+
+
+class Busy(JpdError):
+    """The conversation already has a running turn."""
+
+    code = -32005

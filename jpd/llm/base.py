@@ -1,0 +1,168 @@
+"""The provider interface: a chat request in, typed stream events out.
+
+Every provider (test, local, and later anthropic/openai) implements `Provider`
+and yields only the events defined here, so the turn loop never sees a wire format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- messages sent to a provider -------------------------------------------------
+
+
+class UserMessage(_Model):
+    role: Literal["user"] = "user"
+    content: str
+
+
+class ToolCallPart(_Model):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class AssistantMessage(_Model):
+    role: Literal["assistant"] = "assistant"
+    content: str = ""
+    reasoning: str | None = None
+    reasoning_signature: str | None = None
+    """Provider signature of `reasoning` (Anthropic thinking); required to send it back."""
+    tool_calls: tuple[ToolCallPart, ...] = ()
+
+
+class ToolResultMessage(_Model):
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+
+
+Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")]
+
+
+class ToolDefinition(_Model):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """A JSON schema object describing the arguments."""
+    strict: bool = False
+    """Ask the provider to enforce the schema exactly (sent only when true)."""
+
+
+class ToolChoiceAuto(_Model):
+    type: Literal["auto"] = "auto"
+
+
+class ToolChoiceNone(_Model):
+    type: Literal["none"] = "none"
+
+
+class ToolChoiceAny(_Model):
+    type: Literal["any"] = "any"
+
+
+class ToolChoiceTool(_Model):
+    type: Literal["tool"] = "tool"
+    name: str
+
+
+ToolChoice = Annotated[
+    ToolChoiceAuto | ToolChoiceNone | ToolChoiceAny | ToolChoiceTool, Field(discriminator="type")
+]
+
+
+class ChatRequest(_Model):
+    """Everything a provider needs for one model call."""
+
+    model: str
+    """The model name within the provider (the part after `<provider>/`)."""
+    system: str | None = None
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDefinition, ...] = ()
+    tool_choice: ToolChoice = ToolChoiceAuto()
+    max_tokens: int | None = None
+    temperature: float | None = None
+    reasoning_effort: Literal["off", "low", "medium", "high"] = "off"
+    reasoning_budget: int | None = None
+    """Token budget for extended thinking where the provider takes one."""
+
+
+# --- events a provider yields ------------------------------------------------------
+
+
+class TextDelta(_Model):
+    kind: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ReasoningDelta(_Model):
+    kind: Literal["reasoning_delta"] = "reasoning_delta"
+    text: str
+    signature: str | None = None
+    """Set (with empty `text`) once a reasoning block ends, if the provider signed it."""
+
+
+class ToolCallEvent(_Model):
+    kind: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class Usage(_Model):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+
+
+class UsageEvent(_Model):
+    kind: Literal["usage"] = "usage"
+    usage: Usage
+
+
+FinishReason = Literal["end_turn", "max_tokens", "tool_use"]
+
+
+class Finish(_Model):
+    kind: Literal["finish"] = "finish"
+    reason: FinishReason
+
+
+class Retry(_Model):
+    """A failed attempt that will be retried after `delay` seconds (shown to clients)."""
+
+    kind: Literal["retry"] = "retry"
+    attempt: int
+    delay: float
+    reason: str
+
+
+StreamEvent = TextDelta | ReasoningDelta | ToolCallEvent | UsageEvent | Retry | Finish
+
+
+class Provider(Protocol):
+    """A model backend. `stream` yields events and ends with exactly one `Finish`."""
+
+    name: str
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Run one model call, yielding events as they arrive.
+
+        Raises `jpd.llm.errors.ProviderError` on failure. Cancelling the consuming
+        task must stop the underlying work promptly.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release resources (HTTP clients, loaded models)."""
+        ...

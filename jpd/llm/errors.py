@@ -1,0 +1,16 @@
+"""Errors raised by providers, mapped to JSON-RPC errors or turn stop reasons by callers."""
+
+from __future__ import annotations
+
+
+class ProviderError(Exception):
+    """A model call failed. `message` is one line a person can act on."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider cannot be used at all (missing extra, missing key, unknown name)."""

@@ -1,0 +1,124 @@
+"""The `test` provider: replays a scripted list of responses and records requests.
+
+Script file (JSON, or TOML with a top-level `responses` array):
+
+    {"responses": [
+      {"text": "Hello there", "reasoning": "...", "tool_calls": [{"id": "c1", "name": "t",
+       "arguments": {}}], "finish": "end_turn", "usage": {"input_tokens": 3},
+       "chunk": 8, "delay_ms": 0, "error": null}
+    ]}
+
+Each model call consumes the next response; text streams in `chunk`-character pieces
+with `delay_ms` between them, so tests can cancel mid-stream. `error` makes the call
+fail with that message. Every received `ChatRequest` is appended as one JSON line to
+the `record` file, so tests can assert on exactly what a model would have seen.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from jpd.llm.base import (
+    ChatRequest,
+    Finish,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+    UsageEvent,
+)
+from jpd.llm.errors import ProviderError, ProviderUnavailable
+
+
+class ScriptedToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptedResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    finish: Literal["end_turn", "max_tokens", "tool_use"] | None = None
+    usage: Usage | None = None
+    chunk: int = Field(default=8, ge=1)
+    delay_ms: int = Field(default=0, ge=0)
+    error: str | None = None
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    responses: list[ScriptedResponse]
+
+
+def load_script(path: Path) -> Script:
+    """Read and validate a script file; errors name the file."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ProviderUnavailable(f"test provider: cannot read script {path}: {exc}") from exc
+    try:
+        data = tomllib.loads(raw.decode()) if path.suffix == ".toml" else json.loads(raw)
+        return Script.model_validate(data)
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).splitlines()[0]
+        raise ProviderUnavailable(f"test provider: invalid script {path}: {first}") from exc
+
+
+class ScriptedProvider:
+    """Replays `script` responses in order, one per model call."""
+
+    name = "test"
+
+    def __init__(self, script: Script, record: Path | None = None) -> None:
+        self._script = script
+        self._record = record
+        self._next = 0
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Yield the next scripted response as stream events."""
+        if self._record is not None:
+            line = request.model_dump_json() + "\n"
+            await anyio.to_thread.run_sync(_append, self._record, line)
+        if self._next >= len(self._script.responses):
+            raise ProviderError("test provider: script exhausted (no response left)")
+        response = self._script.responses[self._next]
+        self._next += 1
+        delay = response.delay_ms / 1000
+        if response.error is not None:
+            raise ProviderError(response.error)
+        for piece in _chunks(response.reasoning, response.chunk):
+            await anyio.sleep(delay)
+            yield ReasoningDelta(text=piece)
+        for piece in _chunks(response.text, response.chunk):
+            await anyio.sleep(delay)
+            yield TextDelta(text=piece)
+        for call in response.tool_calls:
+            yield ToolCallEvent(id=call.id, name=call.name, arguments=call.arguments)
+        if response.usage is not None:
+            yield UsageEvent(usage=response.usage)
+        default_finish = "tool_use" if response.tool_calls else "end_turn"
+        yield Finish(reason=response.finish or default_finish)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _append(path: Path, line: str) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(line)

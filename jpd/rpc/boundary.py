@@ -1,0 +1,249 @@
+"""The one module that touches pygls: a protocol per connection, framing, errors.
+
+pygls gives us dispatch, `$/cancelRequest` and server-to-client request futures.
+We own the read loop (so malformed frames and invalid JSON get -32700 and the
+connection keeps serving), lifecycle gating (-32002 before `initialize`, -32600
+after `shutdown`), param validation with pydantic (-32602 with the errors in
+`data`), and error mapping (typed `JpdError` codes, never a traceback on the wire).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from lsprotocol.converters import get_converter
+from lsprotocol.types import CancelNotification, ResponseError
+from pydantic import ValidationError
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import JsonRPCProtocol
+from pygls.protocol.json_rpc import RPCNotification, RPCRequest
+from pygls.server import JsonRPCServer
+
+from jpd.core.daemon import Daemon
+from jpd.errors import JpdError
+from jpd.rpc.framing import Malformed, Receive, encode_frame, read_frames
+from jpd.rpc.methods import METHODS, Method
+from jpd.rpc.session import Session
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[bytes], Awaitable[None]]
+
+
+class _QuietRpcErrors(logging.Filter):
+    """pygls logs a traceback for every error reply; expected errors need one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], JsonRpcException):
+            record.exc_info = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return record.levelno >= logging.getLogger("pygls").getEffectiveLevel()
+
+
+# pygls logs every message body at INFO; prompts and secrets pass through here.
+logging.getLogger("pygls").setLevel(logging.WARNING)
+for _name in ("pygls.protocol.json_rpc", "pygls.server"):
+    logging.getLogger(_name).addFilter(_QuietRpcErrors())
+
+
+class ConnectionLost(Exception):
+    """The client went away while the daemon awaited its answer."""
+
+
+class _JpdProtocol(JsonRPCProtocol):
+    """pygls protocol with our lifecycle gating and `$/cancelRequest` typing."""
+
+    session: Session
+
+    def get_message_type(self, method: str) -> Any:
+        # With the plain-dict converter pygls cannot read cancel params unless typed.
+        if method == "$/cancelRequest":
+            return CancelNotification
+        return None
+
+    def handle_message(self, message: Any) -> None:
+        session = self.session
+        if isinstance(message, RPCRequest):
+            if session.shutdown_requested:
+                self._reply_error(
+                    message.id, -32600, "server is shut down: only `exit` is accepted"
+                )
+                return
+            if not session.initialized and message.method != "initialize":
+                self._reply_error(message.id, -32002, "server not initialized: send `initialize`")
+                return
+        elif (
+            isinstance(message, RPCNotification)
+            and not session.initialized
+            and message.method not in ("exit", "$/cancelRequest")
+        ):
+            log.warning("ignoring notification %r before initialize", message.method)
+            return
+        super().handle_message(message)
+
+    def _reply_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+        self._send_response(msg_id, error=ResponseError(code=code, message=message, data=data))
+
+
+class _Server(JsonRPCServer):
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        if isinstance(error, JsonRpcException):
+            log.info("error reply: %s", error)
+        else:
+            log.error("%s", error)
+
+
+class _QueueWriter:
+    """pygls writes here; a writer task drains to the transport, so sends never block."""
+
+    def __init__(self, out: MemoryObjectSendStream[bytes]) -> None:
+        self._out = out
+
+    def write(self, data: bytes) -> None:
+        try:
+            self._out.send_nowait(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            log.debug("dropping %d bytes for a closed connection", len(data))
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def _make_handler(daemon: Daemon, session: Session, name: str, method: Method) -> Any:
+    async def handler(params: Any) -> Any:
+        try:
+            model = method.params.model_validate({} if params is None else params)
+        except ValidationError as exc:
+            errors = json.loads(exc.json(include_url=False, include_input=False))
+            first = errors[0] if errors else {}
+            where = ".".join(str(p) for p in first.get("loc", ())) or "params"
+            raise JsonRpcException(
+                code=-32602,
+                message=f"invalid params for {name}: {where}: {first.get('msg', 'invalid')}",
+                data=errors,
+            ) from None
+        try:
+            result = await method.handler(daemon, session, model)
+        except JpdError as exc:
+            raise JsonRpcException(code=exc.code, message=exc.message, data=exc.data) from None
+        except (asyncio.CancelledError, JsonRpcException):
+            raise
+        except Exception as exc:  # never leak a traceback to the wire
+            log.exception("internal error in %s", name)
+            raise JsonRpcException(
+                code=-32603, message=f"internal error in {name}: {type(exc).__name__}"
+            ) from None
+        return None if result is None else result.to_wire()
+
+    return handler
+
+
+def _error_frame(msg_id: Any, code: int, message: str) -> bytes:
+    body = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+    return encode_frame(json.dumps(body).encode())
+
+
+async def serve_connection(daemon: Daemon, receive: Receive, send: Send) -> int:
+    """Serve one client until `exit` or end of input; returns the exit code."""
+    out_send, out_recv = anyio.create_memory_object_stream[bytes](max_buffer_size=math.inf)
+    server = _Server(_JpdProtocol, get_converter)
+    protocol = server.protocol
+    assert isinstance(protocol, _JpdProtocol)
+
+    def notify(method: str, params: dict[str, Any]) -> None:
+        protocol.notify(method, params)
+
+    async def request(method: str, params: dict[str, Any]) -> Any:
+        return await protocol.send_request_async(method, params)
+
+    session = Session(notify, request)
+    protocol.session = session
+    protocol.set_writer(_QueueWriter(out_send), include_headers=True)
+    for name, method in METHODS.items():
+        protocol.fm.feature(name)(_make_handler(daemon, session, name, method))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_write_loop, out_recv, send, session)
+        tg.start_soon(_read_loop, protocol, receive, out_send, session)
+        await session.closed.wait()
+        tg.cancel_scope.cancel()
+    out_send.close()
+    daemon.disconnected(session)
+    _fail_pending(protocol)
+    server.shutdown()  # type: ignore[no-untyped-call]
+    return session.exit_code
+
+
+async def _read_loop(
+    protocol: _JpdProtocol, receive: Receive, out: MemoryObjectSendStream[bytes], session: Session
+) -> None:
+    async for frame in read_frames(receive):
+        if isinstance(frame, Malformed):
+            log.warning("malformed frame: %s", frame.reason)
+            out.send_nowait(_error_frame(None, -32700, f"parse error: {frame.reason}"))
+            continue
+        _dispatch(protocol, frame, out)
+        if session.closed.is_set():
+            return
+    # End of input without `exit`: the client is gone.
+    session.close(session.exit_code if session.closed.is_set() else 1)
+
+
+def _dispatch(protocol: _JpdProtocol, body: bytes, out: MemoryObjectSendStream[bytes]) -> None:
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        log.warning("invalid JSON from client: %s", exc)
+        out.send_nowait(_error_frame(None, -32700, f"parse error: invalid JSON: {exc}"))
+        return
+    msg_id = data.get("id") if isinstance(data, dict) else None
+    if not isinstance(msg_id, str | int) or isinstance(msg_id, bool):
+        msg_id = None
+    if isinstance(data, list):
+        out.send_nowait(_error_frame(None, -32600, "invalid request: batches are not supported"))
+        return
+    if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
+        out.send_nowait(_error_frame(msg_id, -32600, "invalid request: not a JSON-RPC 2.0 object"))
+        return
+    if "method" in data:
+        if not isinstance(data["method"], str):
+            out.send_nowait(
+                _error_frame(msg_id, -32600, "invalid request: method must be a string")
+            )
+            return
+        data.setdefault("params", None)
+    try:
+        message = protocol.structure_message(data)
+    except Exception:  # pygls raises several types here
+        log.warning("could not read message %r", data.get("method"))
+        if msg_id is not None:
+            out.send_nowait(_error_frame(msg_id, -32600, "invalid request: unreadable message"))
+        return
+    protocol.handle_message(message)
+
+
+async def _write_loop(out: MemoryObjectReceiveStream[bytes], send: Send, session: Session) -> None:
+    async with out:
+        async for data in out:
+            try:
+                await send(data)
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                log.warning("client connection lost while writing")
+                session.close(1)
+                return
+
+
+def _fail_pending(protocol: _JpdProtocol) -> None:
+    """Fail server-to-client requests still awaiting this client's answer."""
+    for future in list(protocol._request_futures.values()):
+        if isinstance(future, asyncio.Future):
+            future.cancel()  # a handler of this client's own request
+        elif not future.done():
+            future.set_exception(ConnectionLost("the client disconnected"))

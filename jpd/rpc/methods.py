@@ -1,0 +1,135 @@
+"""The method table: each JSON-RPC method's params model and its thin handler.
+
+Handlers receive validated pydantic params and return pydantic results; all logic
+lives in the daemon core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from jpd.core.daemon import Daemon
+from jpd.core.links import ClientCapabilities
+from jpd.llm.registry import KNOWN
+from jpd.rpc import wire
+from jpd.rpc.session import Session
+from jpd.wire_base import WireModel, WireParams
+
+Handler = Callable[[Daemon, Session, Any], Awaitable[WireModel | None]]
+
+
+@dataclass(frozen=True)
+class Method:
+    params: type[WireParams]
+    handler: Handler
+    notification: bool = False
+
+
+def _version() -> str:
+    try:
+        return version("jpd")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+async def initialize(daemon: Daemon, session: Session, p: wire.InitializeParams) -> WireModel:
+    """Record the client's capabilities; may be sent again to update them."""
+    caps = p.capabilities
+    session.capabilities_ = ClientCapabilities(
+        prompt_answer_types=frozenset(caps.prompt.answer_types if caps.prompt else ()),
+        permission=caps.permission,
+    )
+    session.workspace_root_ = Path(p.workspace_root) if p.workspace_root else None
+    session.client_name = p.client_info.name
+    session.initialized = True
+    return wire.InitializeResult(
+        server_info=wire.ServerInfo(version=_version()),
+        capabilities=wire.ServerCapabilities(methods=sorted(METHODS), providers=list(KNOWN)),
+    )
+
+
+async def initialized(daemon: Daemon, session: Session, p: wire.NoParams) -> None:
+    """Acknowledgement of `initialize`; nothing to do."""
+
+
+async def shutdown(daemon: Daemon, session: Session, p: wire.NoParams) -> None:
+    """After this, requests get -32600 and `exit` ends the connection with code 0."""
+    session.shutdown_requested = True
+
+
+async def exit_(daemon: Daemon, session: Session, p: wire.NoParams) -> None:
+    """End the connection: exit code 0 after `shutdown`, 1 otherwise."""
+    session.close(0 if session.shutdown_requested else 1)
+
+
+async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) -> WireModel:
+    """Start a turn in the daemon and return its ids at once."""
+    info = await daemon.start_turn(
+        session, p.message, conversation_id=p.conversation_id, model=p.model, config=p.config
+    )
+    return wire.TurnStartResult(conversation_id=info.conversation_id, turn_id=info.turn_id)
+
+
+async def turn_cancel(daemon: Daemon, session: Session, p: wire.TurnCancelParams) -> WireModel:
+    """Cancel a running turn (False if it is not running)."""
+    return wire.TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
+
+
+async def turn_attach(daemon: Daemon, session: Session, p: wire.TurnAttachParams) -> WireModel:
+    """Subscribe to a conversation's events, replaying those after `fromSeq`."""
+    last = daemon.attach(session, p.conversation_id, p.from_seq)
+    running = [t for t in daemon.running_turns() if t.conversation_id == p.conversation_id]
+    return wire.TurnAttachResult(
+        conversation_id=p.conversation_id, last_seq=last, running_turns=running
+    )
+
+
+async def turn_detach(daemon: Daemon, session: Session, p: wire.TurnDetachParams) -> WireModel:
+    """Stop receiving a conversation's events; its turns keep running."""
+    return wire.TurnDetachResult(detached=daemon.detach(session, p.conversation_id))
+
+
+async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
+    """Running turns (and, later, pending inquiries)."""
+    return wire.TurnListResult(turns=daemon.running_turns())
+
+
+async def conversation_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
+    """Every stored conversation, most recently updated first."""
+    return wire.ConversationListResult(conversations=await daemon.list_conversations())
+
+
+async def conversation_get(
+    daemon: Daemon, session: Session, p: wire.ConversationIdParams
+) -> WireModel:
+    """A conversation's persisted events."""
+    events = await daemon.get_conversation(p.conversation_id)
+    return wire.ConversationGetResult(conversation_id=p.conversation_id, events=events)
+
+
+async def conversation_delete(
+    daemon: Daemon, session: Session, p: wire.ConversationIdParams
+) -> WireModel:
+    """Delete a conversation and its log."""
+    await daemon.delete_conversation(p.conversation_id)
+    return wire.ConversationDeleteResult(deleted=True)
+
+
+METHODS: dict[str, Method] = {
+    "initialize": Method(wire.InitializeParams, initialize),
+    "initialized": Method(wire.NoParams, initialized, notification=True),
+    "shutdown": Method(wire.NoParams, shutdown),
+    "exit": Method(wire.NoParams, exit_, notification=True),
+    "turn/start": Method(wire.TurnStartParams, turn_start),
+    "turn/cancel": Method(wire.TurnCancelParams, turn_cancel),
+    "turn/attach": Method(wire.TurnAttachParams, turn_attach),
+    "turn/detach": Method(wire.TurnDetachParams, turn_detach),
+    "turn/list": Method(wire.NoParams, turn_list),
+    "conversation/list": Method(wire.NoParams, conversation_list),
+    "conversation/get": Method(wire.ConversationIdParams, conversation_get),
+    "conversation/delete": Method(wire.ConversationIdParams, conversation_delete),
+}

@@ -1,0 +1,69 @@
+"""Per-connection state: lifecycle flags, declared capabilities, and the `ClientLink` face.
+
+The boundary module fills in how to send; this module knows no transport and no pygls.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from jpd.core.links import ClientCapabilities
+
+log = logging.getLogger(__name__)
+
+_ids = itertools.count(1)
+
+Notify = Callable[[str, dict[str, Any]], None]
+Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+class Session:
+    """One client connection, as seen by the daemon core (implements `ClientLink`)."""
+
+    def __init__(self, notify: Notify, request: Request) -> None:
+        self._link_id = next(_ids)
+        self._notify = notify
+        self._request = request
+        self.capabilities_: ClientCapabilities = ClientCapabilities()
+        self.workspace_root_: Path | None = None
+        self.client_name: str = "?"
+        self.initialized = False
+        self.shutdown_requested = False
+        self.closed = anyio.Event()
+        self.exit_code = 1
+
+    @property
+    def link_id(self) -> int:
+        return self._link_id
+
+    @property
+    def capabilities(self) -> ClientCapabilities:
+        return self.capabilities_
+
+    @property
+    def workspace_root(self) -> Path | None:
+        return self.workspace_root_
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Queue a notification to this client (dropped once the connection closed)."""
+        if self.closed.is_set():
+            return
+        try:
+            self._notify(method, params)
+        except Exception:  # a dead client must not break a turn
+            log.warning("could not notify client %s of %s", self._link_id, method)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Send a request to the client and await its result."""
+        return await self._request(method, params)
+
+    def close(self, exit_code: int) -> None:
+        """Mark the connection finished (after `exit` or end of input)."""
+        self.exit_code = exit_code
+        self.closed.set()

@@ -1,0 +1,134 @@
+"""Params and results of every JSON-RPC method (camelCase on the wire).
+
+Params reject unknown fields; results are dumped with `to_wire()`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from jpd.core.models import ConversationSummary, TurnInfo
+from jpd.wire_base import WireModel, WireParams
+
+PROTOCOL_VERSION = 1
+
+AnswerTypeName = Literal["boolean", "select", "text", "secret"]
+
+# --- lifecycle -----------------------------------------------------------------------
+
+
+class ClientInfo(WireParams):
+    name: str
+    version: str | None = None
+
+
+class PromptCapability(WireParams):
+    answer_types: list[AnswerTypeName] = Field(default_factory=list)
+
+
+class ClientCapabilitiesParams(WireParams):
+    prompt: PromptCapability | None = None
+    permission: bool = False
+
+
+class InitializeParams(WireParams):
+    protocol_version: Literal[1]
+    client_info: ClientInfo
+    capabilities: ClientCapabilitiesParams = Field(default_factory=ClientCapabilitiesParams)
+    workspace_root: str | None = None
+    """Absolute path of the client's workspace (for `.jp/config.toml`); optional."""
+
+
+class ServerInfo(WireModel):
+    name: str = "jpd"
+    version: str
+
+
+class ServerCapabilities(WireModel):
+    methods: list[str]
+    providers: list[str]
+
+
+class InitializeResult(WireModel):
+    protocol_version: int = PROTOCOL_VERSION
+    server_info: ServerInfo
+    capabilities: ServerCapabilities
+
+
+class NoParams(WireParams):
+    """Methods without params accept `null`, absent, or `{}`."""
+
+
+# --- turns ---------------------------------------------------------------------------
+
+
+class TurnStartParams(WireParams):
+    message: str = Field(min_length=1)
+    conversation_id: str | None = None
+    model: str | None = None
+    config: dict[str, Any] | None = None
+    """Nested config overrides for this turn, validated like a config file."""
+    detached: Literal["auto", "defaults", "deny", "defer"] | None = None
+    """Reserved: the detached policy for this turn (inquiry routing)."""
+    tools: list[str] | None = None
+    """Reserved: per-turn tool toggles."""
+
+
+class TurnStartResult(WireModel):
+    conversation_id: str
+    turn_id: str
+
+
+class TurnCancelParams(WireParams):
+    turn_id: str
+
+
+class TurnCancelResult(WireModel):
+    cancelled: bool
+
+
+class TurnAttachParams(WireParams):
+    conversation_id: str
+    from_seq: int | None = Field(default=None, ge=0)
+
+
+class TurnAttachResult(WireModel):
+    conversation_id: str
+    last_seq: int
+    running_turns: list[TurnInfo]
+
+
+class TurnDetachParams(WireParams):
+    conversation_id: str
+
+
+class TurnDetachResult(WireModel):
+    detached: bool
+
+
+class TurnListResult(WireModel):
+    turns: list[TurnInfo]
+    inquiries: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# --- conversations -------------------------------------------------------------------
+
+
+class ConversationIdParams(WireParams):
+    conversation_id: str
+
+
+class ConversationListResult(WireModel):
+    conversations: list[ConversationSummary]
+
+
+class ConversationGetResult(WireModel):
+    conversation_id: str
+    events: list[dict[str, Any]]
+    """Persisted events exactly as on disk (snake_case, `type`-tagged)."""
+
+
+class ConversationDeleteResult(WireModel):
+    deleted: bool

@@ -1,0 +1,54 @@
+"""The interface between the turn loop and tool execution.
+
+The turn loop hands the tool calls of one model response to a `ToolRunner` and gets
+one result per call, in call order. Until the tool coordinator exists, `NoTools`
+answers every call with a clear error the model can read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from jpd.llm.base import ToolCallPart, ToolDefinition
+
+
+@dataclass(frozen=True)
+class ToolResultData:
+    """What goes back to the model for one tool call."""
+
+    id: str
+    content: str
+    is_error: bool
+
+
+class ToolRunner(Protocol):
+    """Runs the tool calls of one model response."""
+
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        """The tools offered to the model."""
+        ...
+
+    async def run(self, calls: Sequence[ToolCallPart]) -> list[ToolResultData]:
+        """Run `calls`, returning results in the order of `calls`."""
+        ...
+
+
+class NoTools:
+    """Offers no tools; a call to any tool gets a 'no such tool' error response."""
+
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        """No tools are offered."""
+        return ()
+
+    async def run(self, calls: Sequence[ToolCallPart]) -> list[ToolResultData]:
+        """Answer each call with an error naming the unknown tool."""
+        return [
+            ToolResultData(
+                id=call.id,
+                content=f"No such tool: {call.name!r}. No tools are available in this turn.",
+                is_error=True,
+            )
+            for call in calls
+        ]

@@ -1,0 +1,26 @@
+"""Base classes for JSON-RPC wire models: camelCase on the wire, snake_case in Python."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class WireModel(BaseModel):
+    """A result or notification payload sent to clients."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-ready dict sent on the wire (aliases, no None fields)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class WireParams(WireModel):
+    """Params received from clients: unknown fields are rejected."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"
+    )

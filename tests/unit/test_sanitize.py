@@ -1,0 +1,130 @@
+"""Tests for `jpd.conversation.sanitize`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from jpd.conversation.events import (
+    Answered,
+    AnswerType,
+    ChatRequest,
+    ChatResponse,
+    Event,
+    InquiryQuestion,
+    InquiryRequest,
+    InquiryResponse,
+    ToolCallRequest,
+    ToolCallResponse,
+    ToolSource,
+    TurnEnd,
+    TurnStart,
+)
+from jpd.conversation.sanitize import INTERRUPTED_CONTENT, sanitize
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def at(n: int) -> datetime:
+    return T0 + timedelta(seconds=n)
+
+
+def req(call_id: str, n: int = 0) -> ToolCallRequest:
+    return ToolCallRequest(id=call_id, name="fs_read", arguments={"path": "x"}, timestamp=at(n))
+
+
+def resp(call_id: str, n: int = 0, content: str = "ok") -> ToolCallResponse:
+    return ToolCallResponse(id=call_id, content=content, timestamp=at(n))
+
+
+def interrupted(call_id: str, n: int) -> ToolCallResponse:
+    return ToolCallResponse(id=call_id, content=INTERRUPTED_CONTENT, is_error=True, timestamp=at(n))
+
+
+def msg(text: str, n: int = 0) -> ChatResponse:
+    return ChatResponse(message=text, timestamp=at(n))
+
+
+def test_empty_and_tool_free_logs_are_unchanged() -> None:
+    assert sanitize([]) == []
+    events: list[Event] = [
+        TurnStart(turn_id="t1", timestamp=at(0)),
+        ChatRequest(content="hi", timestamp=at(1)),
+        msg("hello", 2),
+        TurnEnd(turn_id="t1", stop_reason="end_turn", timestamp=at(3)),
+    ]
+    assert sanitize(events) == events
+
+
+def test_paired_calls_are_unchanged() -> None:
+    events: list[Event] = [req("a", 1), req("b", 2), resp("b", 3), resp("a", 4), msg("done", 5)]
+    assert sanitize(events) == events
+
+
+def test_orphan_response_is_dropped() -> None:
+    events: list[Event] = [ChatRequest(content="hi"), resp("ghost"), msg("x")]
+    assert sanitize(events) == [events[0], events[2]]
+
+
+def test_response_before_its_request_is_an_orphan() -> None:
+    events: list[Event] = [resp("a", 1), req("a", 2), msg("x", 3)]
+    assert sanitize(events) == [events[1], interrupted("a", 2), events[2]]
+
+
+def test_unanswered_request_gets_error_response_after_its_batch() -> None:
+    question = InquiryQuestion(id="confirm", text="Sure?", answer_type=AnswerType(type="boolean"))
+    events: list[Event] = [
+        req("a", 1),
+        req("b", 2),
+        InquiryRequest(id="a.confirm.1", source=ToolSource(name="fs_read"), question=question),
+        InquiryResponse(response=Answered(id="a.confirm.1", answer=True), timestamp=at(3)),
+        resp("b", 4),
+        msg("after", 5),
+    ]
+    out = sanitize(events)
+    # The synthetic result sits right before the first event outside the batch.
+    assert out == [*events[:5], interrupted("a", 4), events[5]]
+
+
+def test_several_unanswered_requests_keep_request_order() -> None:
+    events: list[Event] = [req("c", 1), req("a", 2), req("b", 3), resp("a", 4)]
+    assert sanitize(events) == [*events, interrupted("c", 4), interrupted("b", 4)]
+
+
+def test_unanswered_request_at_end_of_log() -> None:
+    events: list[Event] = [ChatRequest(content="go", timestamp=at(0)), req("a", 1)]
+    assert sanitize(events) == [*events, interrupted("a", 1)]
+
+
+def test_reused_id_pairs_with_earliest_unanswered_request() -> None:
+    events: list[Event] = [
+        req("call_1", 1),
+        resp("call_1", 2),
+        msg("turn one", 3),
+        req("call_1", 4),  # the provider reused the id in a later turn
+        TurnEnd(turn_id="t2", stop_reason="cancelled", timestamp=at(5)),
+    ]
+    out = sanitize(events)
+    assert out == [*events[:4], interrupted("call_1", 4), events[4]]
+
+
+def test_reused_id_within_one_batch() -> None:
+    events: list[Event] = [req("a", 1), req("a", 2), resp("a", 3, "first"), msg("x", 4)]
+    out = sanitize(events)
+    assert out == [*events[:3], interrupted("a", 3), events[3]]
+
+
+def test_duplicate_response_is_dropped() -> None:
+    events: list[Event] = [req("a", 1), resp("a", 2, "one"), resp("a", 3, "two"), msg("x", 4)]
+    assert sanitize(events) == [events[0], events[1], events[3]]
+
+
+def test_late_response_after_batch_closed_is_dropped() -> None:
+    events: list[Event] = [req("a", 1), msg("interrupted", 2), resp("a", 3)]
+    assert sanitize(events) == [events[0], interrupted("a", 1), events[1]]
+
+
+def test_input_is_not_modified() -> None:
+    events: list[Event] = [req("a", 1), resp("zzz", 2)]
+    snapshot = list(events)
+    sanitize(events)
+    assert events == snapshot

@@ -1,0 +1,447 @@
+"""Tests for `jpd.conversation.store` (with `paths`, `metadata` and `logfile`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jpd.conversation.events import (
+    Answered,
+    AnswerType,
+    AssistantSource,
+    Cancelled,
+    ChatRequest,
+    ChatResponse,
+    Event,
+    InquiryQuestion,
+    InquiryRequest,
+    InquiryResponse,
+    Redacted,
+    ToolCallRequest,
+    ToolCallResponse,
+    ToolSource,
+    TurnEnd,
+    TurnStart,
+    Usage,
+)
+from jpd.conversation.sanitize import INTERRUPTED_CONTENT
+from jpd.conversation.store import (
+    ConversationExists,
+    ConversationNotFound,
+    ConversationStore,
+    InvalidConversationId,
+    default_data_dir,
+    new_conversation_id,
+    validate_id,
+)
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+CID = "c-test"
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def soon(minutes: int) -> datetime:
+    # After any `created_at` a store sets while the test runs.
+    return datetime.now(UTC) + timedelta(minutes=minutes + 1)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[ConversationStore]:
+    s = ConversationStore(tmp_path)
+    yield s
+    s.close()
+
+
+def log_path(store: ConversationStore, cid: str = CID) -> Path:
+    return store.conversation_dir(cid) / "events.jsonl"
+
+
+def every_event_type() -> list[Event]:
+    question = InquiryQuestion(
+        id="confirm",
+        text="Overwrite the file?",
+        context="x.txt exists",
+        answer_type=AnswerType(type="select", options=["y", "n"]),
+        default="n",
+        exclusive=True,
+    )
+    return [
+        TurnStart(turn_id="t1", model="test/model", timestamp=at(0)),
+        ChatRequest(content="Fix the bug\nin main.py", timestamp=at(1)),
+        ChatResponse(reasoning="Let me look.", timestamp=at(2)),
+        ChatResponse(
+            message="Reading it.",
+            usage=Usage(input_tokens=10, output_tokens=5, cache_read_tokens=2),
+            timestamp=at(3),
+        ),
+        ToolCallRequest(id="call_1", name="fs_write", arguments={"path": "x.txt"}, timestamp=at(4)),
+        InquiryRequest(
+            id="call_1.confirm.1",
+            source=ToolSource(name="fs_write"),
+            question=question,
+            timestamp=at(5),
+        ),
+        InquiryResponse(response=Answered(id="call_1.confirm.1", answer="y"), timestamp=at(6)),
+        InquiryRequest(
+            id="call_1.more.1", source=AssistantSource(), question=question, timestamp=at(7)
+        ),
+        InquiryResponse(response=Cancelled(id="call_1.more.1", reason="user"), timestamp=at(8)),
+        InquiryResponse(
+            response=Cancelled(id="call_1.more.2", reason="reason_from_the_future"),
+            timestamp=at(9),
+        ),
+        InquiryResponse(response=Redacted(id="call_1.secret.1"), timestamp=at(10)),
+        ToolCallResponse(id="call_1", content="written", is_error=False, timestamp=at(11)),
+        ChatResponse(message="Done. \u2713 caf\u00e9", timestamp=at(12)),
+        TurnEnd(turn_id="t1", stop_reason="end_turn", timestamp=at(13)),
+    ]
+
+
+# --- ids and paths ------------------------------------------------------------------
+
+
+BAD_IDS = ["../x", "a/b", "..", ".", "", "x" * 129, "a\\b", "a b", "caf\u00e9", "a\nb", "/abs"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_validate_id_rejects_unsafe_ids(bad: str) -> None:
+    with pytest.raises(InvalidConversationId, match="invalid conversation id"):
+        validate_id(bad)
+    with pytest.raises(ValueError):
+        ConversationStore.validate_id(bad)
+
+
+@pytest.mark.parametrize("good", ["a", "c-20250101T000000-0123abcd", "x" * 128, "A.b_c-9", "..."])
+def test_validate_id_accepts_safe_ids(good: str) -> None:
+    assert validate_id(good) == good
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/b", "..", "", "x" * 129, "a\\b"])
+def test_every_method_validates_the_id(store: ConversationStore, bad: str) -> None:
+    calls: list[Any] = [
+        lambda: store.create(bad),
+        lambda: store.exists(bad),
+        lambda: store.append(bad, ChatRequest(content="x")),
+        lambda: store.sync(bad),
+        lambda: store.load(bad),
+        lambda: store.delete(bad),
+        lambda: store.metadata(bad),
+        lambda: store.conversation_dir(bad),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidConversationId):
+            call()
+    assert not (store.root / "x").exists()
+
+
+def test_new_conversation_id_format() -> None:
+    cid = new_conversation_id()
+    assert re.fullmatch(r"c-\d{8}T\d{6}-[0-9a-f]{8}", cid)
+    assert validate_id(cid) == cid
+    assert ConversationStore.new_conversation_id() != cid
+
+
+def test_default_data_dir(tmp_path: Path) -> None:
+    assert default_data_dir({"JP_DATA_DIR": str(tmp_path)}) == tmp_path
+    fallback = default_data_dir({})
+    assert fallback.is_absolute()
+    assert default_data_dir({"JP_DATA_DIR": ""}) == fallback
+
+
+# --- create / append / load ---------------------------------------------------------
+
+
+def test_round_trip_of_every_event_type(tmp_path: Path) -> None:
+    events = every_event_type()
+    with ConversationStore(tmp_path) as writer:
+        writer.create(CID)
+        for event in events:
+            writer.append(CID, event)
+        assert writer.load(CID) == events
+    # A fresh store reads the same events back from disk.
+    assert ConversationStore(tmp_path).load(CID) == events
+
+
+def test_on_disk_shape_is_one_flat_json_object_per_line(store: ConversationStore) -> None:
+    store.create(CID)
+    events = every_event_type()
+    for event in events:
+        store.append(CID, event)
+    lines = log_path(store).read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(events)
+    records = [json.loads(line) for line in lines]
+    assert [r["type"] for r in records] == [e.type for e in events]
+    assert records[6] == {
+        "type": "inquiry_response",
+        "timestamp": at(6).isoformat(),
+        "id": "call_1.confirm.1",
+        "outcome": "answered",
+        "answer": "y",
+    }
+    assert records[9]["reason"] == "reason_from_the_future"
+    assert records[10] == {
+        "type": "inquiry_response",
+        "timestamp": at(10).isoformat(),
+        "id": "call_1.secret.1",
+        "outcome": "redacted",
+    }
+
+
+def test_legacy_inquiry_response_reads_as_answered(store: ConversationStore) -> None:
+    store.create(CID)
+    legacy = {"type": "inquiry_response", "timestamp": at(0).isoformat(), "id": "c.q.1"}
+    with open(log_path(store), "a", encoding="utf-8") as f:
+        f.write(json.dumps({**legacy, "answer": True}) + "\n")
+    [event] = store.load(CID)
+    assert isinstance(event, InquiryResponse)
+    assert event.response == Answered(id="c.q.1", answer=True)
+    assert event.id == "c.q.1"
+
+
+def test_unknown_cancellation_reason_is_kept_verbatim(tmp_path: Path) -> None:
+    with ConversationStore(tmp_path) as s:
+        s.create(CID)
+        s.append(CID, InquiryResponse(response=Cancelled(id="q", reason="new_reason_v9")))
+    [event] = ConversationStore(tmp_path).load(CID)
+    assert isinstance(event, InquiryResponse)
+    assert event.response == Cancelled(id="q", reason="new_reason_v9")
+
+
+def test_create_twice_and_append_to_missing(store: ConversationStore) -> None:
+    assert not store.exists(CID)
+    store.create(CID)
+    assert store.exists(CID)
+    with pytest.raises(ConversationExists):
+        store.create(CID)
+    with pytest.raises(ConversationNotFound):
+        store.append("c-missing", ChatRequest(content="x"))
+    with pytest.raises(ConversationNotFound):
+        store.load("c-missing")
+    with pytest.raises(ConversationNotFound):
+        store.sync("c-missing")
+    with pytest.raises(ConversationNotFound):
+        store.metadata("c-missing")
+    assert not store.exists("c-missing")
+
+
+def test_load_sanitizes_unless_asked_not_to(store: ConversationStore) -> None:
+    store.create(CID)
+    request = ToolCallRequest(id="call_9", name="slow", timestamp=at(1))
+    store.append(CID, request)
+    store.append(CID, ToolCallResponse(id="orphan", content="?", timestamp=at(2)))
+    assert store.load(CID, sanitized=False)[0] == request
+    assert len(store.load(CID, sanitized=False)) == 2
+    loaded = store.load(CID)
+    assert loaded[0] == request
+    assert isinstance(loaded[1], ToolCallResponse)
+    assert (loaded[1].id, loaded[1].content, loaded[1].is_error) == (
+        "call_9",
+        INTERRUPTED_CONTENT,
+        True,
+    )
+    assert len(loaded) == 2
+
+
+def test_concurrent_appends_never_interleave(store: ConversationStore) -> None:
+    store.create(CID)
+
+    def writer(n: int) -> None:
+        for i in range(100):
+            store.append(CID, ChatResponse(message=f"w{n}-{i}" + "x" * 500))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(store.load(CID)) == 400
+    assert store.metadata(CID).event_count == 400
+
+
+# --- crash tolerance ----------------------------------------------------------------
+
+
+def test_torn_last_line_is_skipped_and_next_append_starts_fresh_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    events = every_event_type()[:3]
+    with ConversationStore(tmp_path) as s:
+        s.create(CID)
+        for event in events:
+            s.append(CID, event)
+    path = ConversationStore(tmp_path).conversation_dir(CID) / "events.jsonl"
+    with open(path, "ab") as f:  # a crash in the middle of writing the 4th event
+        f.write(b'{"type":"chat_response","mess')
+
+    store = ConversationStore(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        assert store.load(CID) == events
+    assert "torn last line 4" in caplog.text
+
+    extra = ChatResponse(message="after the crash", timestamp=at(50))
+    store.append(CID, extra)
+    store.close()
+    raw = path.read_bytes().split(b"\n")
+    assert raw[3] == b'{"type":"chat_response","mess'
+    assert json.loads(raw[4])["message"] == "after the crash"
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert ConversationStore(tmp_path).load(CID) == [*events, extra]
+    assert "invalid line 4" in caplog.text
+    assert ConversationStore(tmp_path).metadata(CID).event_count == 4
+
+
+def test_corrupt_middle_line_is_skipped_with_line_number(
+    store: ConversationStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.create(CID)
+    events = every_event_type()
+    store.append(CID, events[0])
+    with open(log_path(store), "ab") as f:
+        f.write(b"not json at all\n")
+        f.write(b'{"type":"no_such_event","timestamp":"2025-01-01T00:00:00Z"}\n')
+    for event in events[1:4]:
+        store.append(CID, event)
+    with caplog.at_level(logging.WARNING):
+        assert store.load(CID) == [events[0], *events[1:4]]
+    assert "invalid line 2" in caplog.text
+    assert "invalid line 3" in caplog.text
+
+
+# --- delete / list / metadata -------------------------------------------------------
+
+
+def test_delete(store: ConversationStore) -> None:
+    store.create(CID)
+    store.append(CID, ChatRequest(content="bye"))
+    store.delete(CID)
+    assert not store.exists(CID)
+    assert not store.conversation_dir(CID).exists()
+    assert store.list() == []
+    with pytest.raises(ConversationNotFound) as info:
+        store.delete(CID)
+    assert isinstance(info.value, KeyError)
+    assert str(info.value) == f"conversation not found: {CID}"
+    store.create(CID)  # the id can be used again
+    assert store.load(CID) == []
+
+
+def test_list_is_newest_updated_first(store: ConversationStore) -> None:
+    assert store.list() == []
+    for n, cid in enumerate(["c-a", "c-b", "c-c"]):
+        store.create(cid)
+        # Explicit, spaced timestamps: ordering must not depend on clock resolution.
+        store.append(cid, ChatRequest(content=f"hello {cid}", timestamp=soon(n)))
+        assert store.metadata(cid).event_count == 1
+    order = [m.id for m in store.list()]
+    assert order == ["c-c", "c-b", "c-a"]
+    later = soon(10)
+    store.append("c-a", ChatResponse(message="again", timestamp=later))
+    assert [m.id for m in store.list()] == ["c-a", "c-c", "c-b"]
+    # Stray entries in the conversations directory are ignored.
+    (store.root / "conversations" / "notes.txt").write_text("x")
+    (store.root / "conversations" / "half-created").mkdir()
+    assert [m.id for m in store.list()] == ["c-a", "c-c", "c-b"]
+    # Another store sees the same order from metadata.json.
+    store.sync("c-a")
+    assert [m.id for m in ConversationStore(store.root).list()] == ["c-a", "c-c", "c-b"]
+
+
+def test_metadata_title_counts_and_times(store: ConversationStore) -> None:
+    store.create(CID)
+    meta = store.metadata(CID)
+    assert (meta.id, meta.title, meta.event_count) == (CID, None, 0)
+    long_line = "word " * 30
+    store.append(CID, TurnStart(turn_id="t1", timestamp=at(0)))
+    store.append(CID, ChatRequest(content=f"\n  {long_line}\nsecond line", timestamp=at(1)))
+    store.append(CID, ChatRequest(content="not the title", timestamp=at(2)))
+    meta = store.metadata(CID)
+    assert meta.title is not None
+    assert len(meta.title) == 80
+    assert meta.title.endswith("\u2026")
+    assert meta.title.startswith("word word")
+    assert meta.event_count == 3
+    assert meta.updated_at >= meta.created_at
+    # The title is written as soon as it is known, before any sync.
+    on_disk = json.loads((store.conversation_dir(CID) / "metadata.json").read_text())
+    assert on_disk["title"] == meta.title
+
+
+def test_short_title_is_kept_whole(store: ConversationStore) -> None:
+    store.create(CID)
+    store.append(CID, ChatRequest(content="Fix the bug\nin main.py"))
+    assert store.metadata(CID).title == "Fix the bug"
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt", "stale"])
+def test_metadata_is_rebuilt_from_the_log(tmp_path: Path, damage: str) -> None:
+    writer = ConversationStore(tmp_path)
+    writer.create(CID)
+    events = every_event_type()
+    for event in events[:5]:
+        writer.append(CID, event)
+    writer.sync(CID)
+    for event in events[5:]:
+        writer.append(CID, event)  # not synced: metadata.json is now behind the log
+    meta_path = writer.conversation_dir(CID) / "metadata.json"
+    if damage == "missing":
+        meta_path.unlink()
+    elif damage == "corrupt":
+        meta_path.write_text('{"id": "c-test", "title": ')
+    # "stale": simulate a crash by never closing `writer`.
+
+    meta = ConversationStore(tmp_path).metadata(CID)
+    assert meta.event_count == len(events)
+    assert meta.title == "Fix the bug"
+    assert meta.created_at == at(0)
+    assert meta.updated_at == at(13)
+    assert json.loads(meta_path.read_text())["event_count"] == len(events)
+    writer.close()
+
+
+def test_fsync_happens_on_sync_not_on_append(
+    store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []  # inode of each fsynced file
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    store.create(CID)
+    for event in every_event_type():
+        store.append(CID, event)
+    assert synced == []
+    store.sync(CID)
+    assert synced.count(log_path(store).stat().st_ino) == 1
+    before = len(synced)
+    store.append(CID, ChatResponse(message="more"))
+    store.sync(CID)
+    assert len(synced) == before + 1
+
+
+def test_close_writes_pending_metadata_and_store_stays_usable(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path)
+    store.create(CID)
+    store.append(CID, ChatRequest(content="one"))
+    store.append(CID, ChatResponse(message="two"))
+    store.close()
+    record = json.loads((store.conversation_dir(CID) / "metadata.json").read_text())
+    assert record["event_count"] == 2
+    store.append(CID, ChatResponse(message="three"))
+    store.close()
+    assert len(ConversationStore(tmp_path).load(CID)) == 3
