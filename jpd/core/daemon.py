@@ -28,6 +28,7 @@ from jpd.core.hub import EventHub
 from jpd.core.links import ClientLink
 from jpd.core.models import ConversationSummary, TurnInfo
 from jpd.core.turn import Turn, TurnSpec
+from jpd.core.turn_events import StopReason
 from jpd.errors import Busy, ConfigInvalid, InvalidParams, NotFound, ProviderUnavailableError
 from jpd.llm.errors import ProviderUnavailable
 from jpd.llm.registry import ProviderRegistry
@@ -135,6 +136,14 @@ class Daemon:
             return False
         turn.cancel()
         return True
+
+    async def wait_turn(self, turn_id: str) -> StopReason:
+        """Wait for a running turn to end; returns its stop reason."""
+        turn = self._turns.get(turn_id)
+        if turn is None:
+            raise NotFound(f"no running turn {turn_id}")
+        await turn.done.wait()
+        return turn.stop_reason
 
     def running_turns(self) -> list[TurnInfo]:
         """Turns currently running, oldest first."""

@@ -86,6 +86,7 @@ class Turn:
         self._partial = _Partial()
         self._scope = anyio.CancelScope()
         self.done = anyio.Event()
+        self.stop_reason: StopReason = "cancelled"
 
     @property
     def conversation_id(self) -> str:
@@ -214,5 +215,6 @@ class Turn:
         except Exception:  # the client must still learn the turn ended
             log.exception("could not record the end of turn %s", self.turn_id)
         finally:
+            self.stop_reason = stop
             self._publish(TurnCompleted(stop_reason=stop, error=error))
             self.done.set()

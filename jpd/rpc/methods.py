@@ -79,6 +79,12 @@ async def turn_cancel(daemon: Daemon, session: Session, p: wire.TurnCancelParams
     return wire.TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
 
 
+async def turn_wait(daemon: Daemon, session: Session, p: wire.TurnWaitParams) -> WireModel:
+    """Wait until a running turn ends (cancelling this request leaves the turn running)."""
+    stop = await daemon.wait_turn(p.turn_id)
+    return wire.TurnWaitResult(turn_id=p.turn_id, stop_reason=stop)
+
+
 async def turn_attach(daemon: Daemon, session: Session, p: wire.TurnAttachParams) -> WireModel:
     """Subscribe to a conversation's events, replaying those after `fromSeq`."""
     last = daemon.attach(session, p.conversation_id, p.from_seq)
@@ -126,6 +132,7 @@ METHODS: dict[str, Method] = {
     "exit": Method(wire.NoParams, exit_, notification=True),
     "turn/start": Method(wire.TurnStartParams, turn_start),
     "turn/cancel": Method(wire.TurnCancelParams, turn_cancel),
+    "turn/wait": Method(wire.TurnWaitParams, turn_wait),
     "turn/attach": Method(wire.TurnAttachParams, turn_attach),
     "turn/detach": Method(wire.TurnDetachParams, turn_detach),
     "turn/list": Method(wire.NoParams, turn_list),

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from functools import partial
+import threading
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectSendStream
 
 from jpd.core.daemon import Daemon
 from jpd.rpc.boundary import serve_connection
@@ -17,6 +20,28 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def _start_reader(
+    fd: int, chunks: MemoryObjectSendStream[bytes], token: anyio.lowlevel.EventLoopToken
+) -> None:
+    """Read `fd` in a daemon thread: a blocked read must never hold up process exit
+    (a worker-pool thread would, since the event loop joins its pool on the way out)."""
+
+    def pump() -> None:
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            try:
+                anyio.from_thread.run(chunks.send, data, token=token)
+            except Exception:  # the loop is gone or the connection closed
+                return
+            if not data:
+                return
+
+    threading.Thread(target=pump, name="jpd-stdin", daemon=True).start()
 
 
 def claim_stdout() -> int:
@@ -33,10 +58,14 @@ def claim_stdout() -> int:
 async def serve_stdio(daemon: Daemon, in_fd: int, out_fd: int) -> int:
     """Serve one client over the given file descriptors; returns the exit code."""
 
+    chunks_in, chunks_out = anyio.create_memory_object_stream[bytes](max_buffer_size=16)
+    _start_reader(in_fd, chunks_in, anyio.lowlevel.current_token())
+
     async def receive() -> bytes:
-        return await anyio.to_thread.run_sync(
-            partial(os.read, in_fd, 65536), abandon_on_cancel=True
-        )
+        try:
+            return await chunks_out.receive()
+        except anyio.EndOfStream:
+            return b""
 
     async def send(data: bytes) -> None:
         await anyio.to_thread.run_sync(_write_all, out_fd, data)

@@ -89,6 +89,15 @@ class TurnCancelResult(WireModel):
     cancelled: bool
 
 
+class TurnWaitParams(WireParams):
+    turn_id: str
+
+
+class TurnWaitResult(WireModel):
+    turn_id: str
+    stop_reason: Literal["end_turn", "max_tokens", "cancelled", "error"]
+
+
 class TurnAttachParams(WireParams):
     conversation_id: str
     from_seq: int | None = Field(default=None, ge=0)

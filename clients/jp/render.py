@@ -1,0 +1,210 @@
+"""Rendering: streamed turn events to the terminal, persisted events and conversation rows.
+
+The answer goes to stdout; everything else (reasoning, tool calls, notes) to stderr,
+so `jp query ... > answer.txt` captures only the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, TextIO
+
+DIM = "\x1b[2m"
+RESET = "\x1b[0m"
+TOOL_MARK = "⚙"
+_MAX_ARGS = 80
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """Collapse whitespace runs (newlines included) and cut to `limit` characters with `…`."""
+    flat = " ".join(str(text).split())
+    if limit is not None and len(flat) > limit:
+        return flat[: max(limit - 1, 0)] + "…"
+    return flat
+
+
+def format_tool_call(name: str, arguments: Any, limit: int = _MAX_ARGS) -> str:
+    """`⚙ name(key=value, …)`: a compact one-line view of a tool call."""
+    if isinstance(arguments, dict):
+        parts = [
+            f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in arguments.items()
+        ]
+        args = ", ".join(parts)
+    elif arguments is None:
+        args = ""
+    else:
+        args = json.dumps(arguments, ensure_ascii=False)
+    return f"{TOOL_MARK} {name}({one_line(args, limit)})"
+
+
+def format_time(stamp: Any, seconds: bool = False) -> str:
+    """An ISO timestamp shown in local time (`YYYY-MM-DD HH:MM`); unparsable input verbatim."""
+    if not isinstance(stamp, str):
+        return "-" if stamp is None else str(stamp)
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp
+    if moment.tzinfo is not None:
+        moment = moment.astimezone()
+    return moment.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+class TurnRenderer:
+    """Writes one turn's `turn/event`s: answer text to `out`, the rest to `err`.
+
+    When both streams are the same terminal, a line on stderr never starts in the
+    middle of streamed answer text (and vice versa). Reasoning is shown dimmed, and
+    only when stderr is a terminal.
+    """
+
+    def __init__(self, out: TextIO, err: TextIO, *, out_tty: bool, err_tty: bool) -> None:
+        self.out = out
+        self.err = err
+        self.err_tty = err_tty
+        self._shared = out_tty and err_tty
+        self._out_open = False  # the terminal cursor sits after answer text
+        self._err_open = False  # ... after reasoning text
+        self._out_last = ""  # last character written to stdout, for the final newline
+        self._tool_names: dict[str, str] = {}
+
+    def handle(self, event: dict[str, Any]) -> None:
+        """Render one event (`turn_completed` is the caller's business; it is ignored here)."""
+        kind = event.get("kind")
+        if kind == "text_delta":
+            self.text(str(event.get("text", "")))
+        elif kind == "reasoning_delta":
+            self.reasoning(str(event.get("text", "")))
+        elif kind == "tool_call":
+            name = str(event.get("name", "?"))
+            self._tool_names[str(event.get("id"))] = name
+            self.note(format_tool_call(name, event.get("arguments")))
+        elif kind == "tool_result" and event.get("isError"):
+            name = self._tool_names.get(str(event.get("id")), "tool")
+            self.note(f"✗ {name}: {one_line(str(event.get('content', '')), 120)}")
+        elif kind == "retry":
+            reason = one_line(str(event.get("reason", "")), 120)
+            self.note(f"jp: retrying in {event.get('delay', '?')}s ({reason})")
+
+    def text(self, text: str) -> None:
+        """Answer text, flushed at once."""
+        if not text:
+            return
+        if self._shared and self._err_open:
+            self.err.write("\n")
+            self.err.flush()
+            self._err_open = False
+        self.out.write(text)
+        self.out.flush()
+        self._out_last = text[-1]
+        self._out_open = self._shared and text[-1] != "\n"
+
+    def reasoning(self, text: str) -> None:
+        """Reasoning text, dimmed on a terminal stderr; dropped otherwise."""
+        if not text or not self.err_tty:
+            return
+        prefix = "\n" if self._shared and self._out_open else ""
+        self._out_open = False
+        self.err.write(f"{prefix}{DIM}{text}{RESET}")
+        self.err.flush()
+        self._err_open = text[-1] != "\n"
+
+    def note(self, line: str) -> None:
+        """One whole line on stderr."""
+        prefix = "\n" if self._err_open or (self._shared and self._out_open) else ""
+        self._err_open = self._out_open = False
+        self.err.write(f"{prefix}{line}\n")
+        self.err.flush()
+
+    def finish(self) -> None:
+        """End the answer with a newline (if any text came) and close an open reasoning line."""
+        if self._out_last and self._out_last != "\n":
+            self.out.write("\n")
+            self.out.flush()
+            self._out_last = "\n"
+        self._out_open = False
+        if self._err_open:
+            self.err.write("\n")
+            self.err.flush()
+            self._err_open = False
+
+
+def format_conversation_row(conversation: dict[str, Any]) -> str:
+    """`id  updated  events  title` for `jp conversation ls`."""
+    count = conversation.get("eventCount")
+    return "  ".join(
+        [
+            str(conversation.get("conversationId", "?")),
+            format_time(conversation.get("updatedAt")),
+            f"{'?' if count is None else count!s:>4}",
+            one_line(str(conversation.get("title") or "")),
+        ]
+    )
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in str(text).splitlines() or [""])
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _format_inquiry_request(event: dict[str, Any]) -> str:
+    source = event.get("source") or {}
+    origin = f"tool {source.get('name')}" if source.get("type") == "tool" else "assistant"
+    question = event.get("question") or {}
+    answer_type = (question.get("answer_type") or {}).get("type", "?")
+    options = (question.get("answer_type") or {}).get("options")
+    kind = f"{answer_type}: {' | '.join(map(str, options))}" if options else answer_type
+    lines = [
+        f"? inquiry {event.get('id')} from {origin} [{kind}]",
+        _indent(question.get("text", "")),
+    ]
+    if question.get("context"):
+        lines.append(_indent(question["context"]))
+    return "\n".join(lines)
+
+
+def _format_inquiry_response(event: dict[str, Any]) -> str:
+    outcome = event.get("outcome", "answered")
+    if outcome == "answered":
+        detail = f"answered {_json(event.get('answer'))}"
+    elif outcome == "cancelled":
+        detail = f"cancelled ({event.get('reason', '?')})"
+    else:
+        detail = str(outcome)
+    return f"  inquiry {event.get('id')}: {detail}"
+
+
+def format_persisted_event(event: dict[str, Any]) -> str:
+    """A readable, possibly multi-line view of one persisted conversation event."""
+    kind = event.get("type")
+    if kind == "turn_start":
+        model = f" · {event['model']}" if event.get("model") else ""
+        stamp = format_time(event.get("timestamp"), seconds=True)
+        return f"── turn {event.get('turn_id', '?')}{model} · {stamp}"
+    if kind == "chat_request":
+        return "user:\n" + _indent(event.get("content", ""))
+    if kind == "chat_response":
+        if event.get("reasoning") is not None and event.get("message") is None:
+            return "assistant (reasoning):\n" + _indent(event["reasoning"])
+        return "assistant:\n" + _indent(event.get("message") or "")
+    if kind == "tool_call_request":
+        call = format_tool_call(str(event.get("name", "?")), event.get("arguments"), 400)
+        return f"{call}  [{event.get('id')}]"
+    if kind == "tool_call_response":
+        label = "tool error" if event.get("is_error") else "tool result"
+        return f"{label} [{event.get('id')}]:\n" + _indent(event.get("content", ""))
+    if kind == "inquiry_request":
+        return _format_inquiry_request(event)
+    if kind == "inquiry_response":
+        return _format_inquiry_response(event)
+    if kind == "turn_end":
+        reason = str(event.get("stop_reason", "?"))
+        if event.get("error"):
+            reason += f": {one_line(event['error'])}"
+        return f"── end of turn ({reason})"
+    rest = {key: value for key, value in event.items() if key not in ("type", "timestamp")}
+    return f"[{kind}] {_json(rest)}"
