@@ -132,7 +132,8 @@ class Answered(_Outcome):
 class Cancelled(_Outcome):
     outcome: Literal["cancelled"] = "cancelled"
     # Any string: reasons this build does not know are preserved verbatim (RFD 082).
-    reason: str
+    # A record without a reason predates reasons and was a user cancellation.
+    reason: str = "user"
 
 
 class Redacted(_Outcome):
@@ -164,7 +165,7 @@ class InquiryResponse(_Event):
 
     def to_record(self) -> dict[str, Any]:
         """The flat on-disk shape."""
-        out: dict[str, Any] = {"type": self.type, "timestamp": self.timestamp.isoformat()}
+        out: dict[str, Any] = self.model_dump(mode="json", include={"type", "timestamp"})
         out.update(self.response.model_dump(mode="json"))
         return out
 

@@ -27,13 +27,18 @@ from jpd.conversation.store import (
 from jpd.core.hub import EventHub
 from jpd.core.links import ClientLink
 from jpd.core.models import ConversationSummary, TurnInfo
+from jpd.core.tooling import NullLog, make_coordinator
 from jpd.core.turn import Turn, TurnSpec
 from jpd.core.turn_events import StopReason
 from jpd.errors import Busy, ConfigInvalid, InvalidParams, NotFound, ProviderUnavailableError
+from jpd.inquiry.desk import Desk
+from jpd.inquiry.wire import PendingInfo
+from jpd.llm.base import ToolCallPart
 from jpd.llm.errors import ProviderUnavailable
 from jpd.llm.registry import ProviderRegistry
 from jpd.settings import Settings
-from jpd.tools.base import NoTools
+from jpd.tools.builtin import default_registry
+from jpd.tools.catalog import EffectiveTool, ToolToggle, build_catalog
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +53,9 @@ class Daemon:
         self.providers = ProviderRegistry(settings.env)
         self.hub = EventHub(replay_limit=self._replay_limit())
         self._turns: dict[str, Turn] = {}
+        self._links: dict[int, ClientLink] = {}
+        self.builtins = default_registry()
+        self.desk = Desk(self.hub.subscribers, lambda: list(self._links.values()))
 
     # --- configuration -------------------------------------------------------------
 
@@ -79,6 +87,8 @@ class Daemon:
         conversation_id: str | None = None,
         model: str | None = None,
         config: Mapping[str, Any] | None = None,
+        toggles: list[ToolToggle] | None = None,
+        detached: Any = None,
     ) -> TurnInfo:
         """Validate everything, then start the turn as a task and return at once."""
         overrides: list[tuple[str, Mapping[str, Any]]] = []
@@ -102,6 +112,21 @@ class Daemon:
             history = await self._load(conversation_id)
 
         turn_id = "t-" + secrets.token_hex(6)
+        tools = self._catalog(cfg, toggles or [])
+        coordinator = make_coordinator(
+            config=cfg,
+            registry=self.builtins,
+            toggles=[],
+            tools=tools,
+            desk=self.desk,
+            log=self.store,
+            backend=None,
+            conversation_id=conversation_id,
+            turn_id=turn_id,
+            root=link.workspace_root or Path.cwd(),
+            env=self.settings.env,
+            detached=detached,
+        )
         params = cfg.assistant.model.parameters
         spec = TurnSpec(
             conversation_id=conversation_id,
@@ -109,7 +134,7 @@ class Daemon:
             message=message,
             model_id=cfg.assistant.model.id,
             provider=provider,
-            tools=NoTools(),
+            tools=coordinator,
             history=history,
             system=cfg.assistant.system_prompt,
             max_tokens=params.max_tokens,
@@ -154,15 +179,89 @@ class Daemon:
         self._check_id(conversation_id)
         if not self.store.exists(conversation_id):
             raise NotFound(f"conversation not found: {conversation_id}")
-        return self.hub.subscribe(conversation_id, link, from_seq)
+        last = self.hub.subscribe(conversation_id, link, from_seq)
+        self.desk.client_ready(link, conversation_id)
+        return last
 
     def detach(self, link: ClientLink, conversation_id: str) -> bool:
         """Unsubscribe `link` from a conversation."""
         return self.hub.unsubscribe(conversation_id, link)
 
+    def connected(self, link: ClientLink) -> None:
+        """A client connected (not yet initialized)."""
+        self._links[link.link_id] = link
+
     def disconnected(self, link: ClientLink) -> None:
         """A client went away: forget its subscriptions; its turns keep running."""
+        self._links.pop(link.link_id, None)
         self.hub.drop(link)
+
+    def client_ready(self, link: ClientLink) -> None:
+        """A client (re-)initialized: send it the pending questions it can answer."""
+        self.desk.client_ready(link)
+
+    # --- tools and inquiries -----------------------------------------------------------
+
+    def _catalog(self, cfg: Config, toggles: list[ToolToggle]) -> dict[str, EffectiveTool]:
+        return build_catalog(cfg, self.builtins, toggles)
+
+    async def list_tools(self, link: ClientLink) -> list[EffectiveTool]:
+        """The effective tools for this client's workspace config."""
+        cfg = await anyio.to_thread.run_sync(self.load_config, link.workspace_root, None)
+        return list(self._catalog(cfg, []).values())
+
+    async def call_tool(
+        self,
+        link: ClientLink,
+        name: str,
+        arguments: dict[str, Any],
+        conversation_id: str | None,
+        detached: Any = None,
+    ) -> tuple[str, bool]:
+        """Run one tool outside a turn, through the coordinator (questions included)."""
+        cfg = await anyio.to_thread.run_sync(self.load_config, link.workspace_root, None)
+        call_id = "call-" + secrets.token_hex(6)
+        log: Any = NullLog()
+        channel = conversation_id or call_id
+        if conversation_id is not None:
+            self._check_id(conversation_id)
+            if not self.store.exists(conversation_id):
+                raise NotFound(f"conversation not found: {conversation_id}")
+            log = self.store
+        coordinator = make_coordinator(
+            config=cfg,
+            registry=self.builtins,
+            toggles=[],
+            desk=self.desk,
+            log=log,
+            backend=None,
+            conversation_id=channel,
+            turn_id=call_id,
+            root=link.workspace_root or Path.cwd(),
+            env=self.settings.env,
+            detached=detached,
+        )
+        call = ToolCallPart(id=call_id, name=name, arguments=arguments)
+        log.append(channel, ev.ToolCallRequest(id=call_id, name=name, arguments=arguments))
+        self.hub.subscribe(channel, link)
+        try:
+            content, is_error = await coordinator.run_one(call)
+        finally:
+            if conversation_id is None:
+                self.hub.forget(channel)
+        log.append(channel, ev.ToolCallResponse(id=call_id, content=content, is_error=is_error))
+        await anyio.to_thread.run_sync(log.sync, channel)
+        return content, is_error
+
+    def pending_inquiries(self) -> list[PendingInfo]:
+        """Questions and permission requests waiting for an answer."""
+        return self.desk.pending()
+
+    def answer_inquiry(
+        self, link: ClientLink, inquiry_id: str, answer: Any, remember: bool
+    ) -> None:
+        """Answer a pending question from any client (first valid answer wins)."""
+        self.desk.answer(inquiry_id, answer, remember, by=f"client-{link.link_id}")
 
     async def aclose(self) -> None:
         """Cancel running turns, wait until each has recorded its end, close resources."""
@@ -182,7 +281,7 @@ class Daemon:
         return [
             ConversationSummary(
                 conversation_id=m.id,
-                title=m.title,
+                title=m.title or "",
                 created_at=m.created_at,
                 updated_at=m.updated_at,
                 event_count=m.event_count,

@@ -191,7 +191,7 @@ class Turn:
         usage = ev.Usage(**partial.usage.model_dump()) if partial.usage else None
         if partial.reasoning:
             self._record(ev.ChatResponse(reasoning=partial.reasoning))
-        if partial.text or (usage is not None and not partial.calls):
+        if partial.text or usage is not None:
             self._record(ev.ChatResponse(message=partial.text, usage=usage))
             usage = None
         for call in partial.calls:

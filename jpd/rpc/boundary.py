@@ -27,7 +27,7 @@ from pygls.protocol.json_rpc import RPCNotification, RPCRequest
 from pygls.server import JsonRPCServer
 
 from jpd.core.daemon import Daemon
-from jpd.errors import JpdError
+from jpd.errors import JpdError, RequestCancelled
 from jpd.rpc.framing import Malformed, Receive, encode_frame, read_frames
 from jpd.rpc.methods import METHODS, Method
 from jpd.rpc.session import Session
@@ -161,13 +161,21 @@ async def serve_connection(daemon: Daemon, receive: Receive, send: Send) -> int:
         protocol.notify(method, params)
 
     async def request(method: str, params: dict[str, Any]) -> Any:
-        return await protocol.send_request_async(method, params)
+        try:
+            return await protocol.send_request_async(method, params)
+        except JsonRpcException as exc:
+            if exc.code == RequestCancelled.code:
+                raise RequestCancelled(exc.message) from None
+            raise JpdError(
+                f"client answered {method} with error {exc.code}: {exc.message}"
+            ) from None
 
     session = Session(notify, request)
     protocol.session = session
     protocol.set_writer(_QueueWriter(out_send), include_headers=True)
     for name, method in METHODS.items():
         protocol.fm.feature(name)(_make_handler(daemon, session, name, method))
+    daemon.connected(session)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(_write_loop, out_recv, send, session)
@@ -226,7 +234,10 @@ def _dispatch(protocol: _JpdProtocol, body: bytes, out: MemoryObjectSendStream[b
         if msg_id is not None:
             out.send_nowait(_error_frame(msg_id, -32600, "invalid request: unreadable message"))
         return
-    protocol.handle_message(message)
+    try:
+        protocol.handle_message(message)
+    except Exception:  # one bad message (e.g. a late answer) must not end the connection
+        log.exception("could not handle message %r", data.get("method") or data.get("id"))
 
 
 async def _write_loop(out: MemoryObjectReceiveStream[bytes], send: Send, session: Session) -> None:

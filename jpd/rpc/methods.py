@@ -14,6 +14,7 @@ from typing import Any
 
 from jpd.core.daemon import Daemon
 from jpd.core.links import ClientCapabilities
+from jpd.inquiry.wire import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
 from jpd.llm.registry import KNOWN
 from jpd.rpc import wire
 from jpd.rpc.session import Session
@@ -46,6 +47,7 @@ async def initialize(daemon: Daemon, session: Session, p: wire.InitializeParams)
     session.workspace_root_ = Path(p.workspace_root) if p.workspace_root else None
     session.client_name = p.client_info.name
     session.initialized = True
+    daemon.client_ready(session)
     return wire.InitializeResult(
         server_info=wire.ServerInfo(version=_version()),
         capabilities=wire.ServerCapabilities(methods=sorted(METHODS), providers=list(KNOWN)),
@@ -69,7 +71,13 @@ async def exit_(daemon: Daemon, session: Session, p: wire.NoParams) -> None:
 async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) -> WireModel:
     """Start a turn in the daemon and return its ids at once."""
     info = await daemon.start_turn(
-        session, p.message, conversation_id=p.conversation_id, model=p.model, config=p.config
+        session,
+        p.message,
+        conversation_id=p.conversation_id,
+        model=p.model,
+        config=p.config,
+        toggles=list(p.tools),
+        detached=p.detached,
     )
     return wire.TurnStartResult(conversation_id=info.conversation_id, turn_id=info.turn_id)
 
@@ -101,7 +109,7 @@ async def turn_detach(daemon: Daemon, session: Session, p: wire.TurnDetachParams
 
 async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
     """Running turns (and, later, pending inquiries)."""
-    return wire.TurnListResult(turns=daemon.running_turns())
+    return wire.TurnListResult(turns=daemon.running_turns(), inquiries=daemon.pending_inquiries())
 
 
 async def conversation_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
@@ -125,6 +133,44 @@ async def conversation_delete(
     return wire.ConversationDeleteResult(deleted=True)
 
 
+async def tool_list(daemon: Daemon, session: Session, p: wire.ToolListParams) -> WireModel:
+    """The effective tools (enabled or not) with their JSON schemas."""
+    tools = await daemon.list_tools(session)
+    return wire.ToolListResult(
+        tools=[
+            wire.ToolInfo(
+                name=t.name,
+                source=t.source,
+                enabled=t.enabled,
+                run=t.config.run,
+                result=t.config.result,
+                summary=t.config.summary or t.config.description,
+                parameters=t.schema,
+            )
+            for t in tools
+        ]
+    )
+
+
+async def tool_call(daemon: Daemon, session: Session, p: wire.ToolCallParams) -> WireModel:
+    """Run one tool outside a turn; questions and permissions are asked as in a turn."""
+    content, is_error = await daemon.call_tool(
+        session, p.name, p.arguments, p.conversation_id, p.detached
+    )
+    return wire.ToolCallResult(content=content, is_error=is_error)
+
+
+async def inquiry_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
+    """Questions and permission requests waiting for an answer."""
+    return InquiryListResult(inquiries=daemon.pending_inquiries())
+
+
+async def inquiry_answer(daemon: Daemon, session: Session, p: InquiryAnswerParams) -> WireModel:
+    """Answer a pending question (e.g. a deferred one, or from a second client)."""
+    daemon.answer_inquiry(session, p.inquiry_id, p.answer, p.remember)
+    return InquiryAnswerResult(accepted=True)
+
+
 METHODS: dict[str, Method] = {
     "initialize": Method(wire.InitializeParams, initialize),
     "initialized": Method(wire.NoParams, initialized, notification=True),
@@ -139,4 +185,8 @@ METHODS: dict[str, Method] = {
     "conversation/list": Method(wire.NoParams, conversation_list),
     "conversation/get": Method(wire.ConversationIdParams, conversation_get),
     "conversation/delete": Method(wire.ConversationIdParams, conversation_delete),
+    "tool/list": Method(wire.ToolListParams, tool_list),
+    "tool/call": Method(wire.ToolCallParams, tool_call),
+    "inquiry/list": Method(wire.NoParams, inquiry_list),
+    "inquiry/answer": Method(InquiryAnswerParams, inquiry_answer),
 }

@@ -10,6 +10,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from jpd.core.models import ConversationSummary, TurnInfo
+from jpd.inquiry.wire import PendingInfo
+from jpd.tools.catalog import ToolToggle
 from jpd.wire_base import WireModel, WireParams
 
 PROTOCOL_VERSION = 1
@@ -71,9 +73,9 @@ class TurnStartParams(WireParams):
     config: dict[str, Any] | None = None
     """Nested config overrides for this turn, validated like a config file."""
     detached: Literal["auto", "defaults", "deny", "defer"] | None = None
-    """Reserved: the detached policy for this turn (inquiry routing)."""
-    tools: list[str] | None = None
-    """Reserved: per-turn tool toggles."""
+    """The detached policy for this turn's questions and permissions (overrides config)."""
+    tools: list[ToolToggle] = Field(default_factory=list)
+    """Per-turn tool toggles, applied left to right (`-t`/`-T` of `jp query`)."""
 
 
 class TurnStartResult(WireModel):
@@ -119,7 +121,40 @@ class TurnDetachResult(WireModel):
 
 class TurnListResult(WireModel):
     turns: list[TurnInfo]
-    inquiries: list[dict[str, Any]] = Field(default_factory=list)
+    inquiries: list[PendingInfo] = Field(default_factory=list)
+
+
+# --- tools ---------------------------------------------------------------------------
+
+
+class ToolListParams(WireParams):
+    conversation_id: str | None = None
+
+
+class ToolInfo(WireModel):
+    name: str
+    source: Literal["builtin", "local"]
+    enabled: bool
+    run: Literal["ask", "unattended", "skip"]
+    result: Literal["unattended", "ask", "skip"]
+    summary: str | None = None
+    parameters: dict[str, Any]
+
+
+class ToolListResult(WireModel):
+    tools: list[ToolInfo]
+
+
+class ToolCallParams(WireParams):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    conversation_id: str | None = None
+    detached: Literal["auto", "defaults", "deny", "defer"] | None = None
+
+
+class ToolCallResult(WireModel):
+    content: str
+    is_error: bool
 
 
 # --- conversations -------------------------------------------------------------------

@@ -116,7 +116,7 @@ async def test_provider_error_ends_turn_with_error(jpd_factory: StartJpd, home: 
     assert (await daemon.request("turn/list"))["turns"] == []
 
 
-async def test_tool_call_without_tools_gets_error_response_and_loop_continues(
+async def test_call_to_unknown_tool_gets_error_response_and_loop_continues(
     jpd_factory: StartJpd, home: Path
 ) -> None:
     daemon = await jpd_factory(
@@ -135,7 +135,8 @@ async def test_tool_call_without_tools_gets_error_response_and_loop_continues(
         "turn_completed",
     ]
     result = events[2]["event"]
-    assert result["isError"] and "No such tool" in result["content"]
+    assert result["isError"] and "'ls' does not exist" in result["content"]
+    assert "describe_tools" in result["content"]  # the model is told what exists
     types = [e["type"] for e in disk_events(home, started["conversationId"])]
     assert types == [
         "turn_start",

@@ -1,0 +1,54 @@
+"""Assembles the tool side of a turn (or a `tool/call`): catalog, router, permissions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from jpd.config import Config
+from jpd.inquiry.desk import Desk
+from jpd.inquiry.recorder import EventLog, InquiryRecorder
+from jpd.inquiry.router import InquiryBackend, Router
+from jpd.tools.builtin import BuiltinRegistry
+from jpd.tools.catalog import EffectiveTool, ToolToggle, build_catalog
+from jpd.tools.coordinator import CallScope, Coordinator
+from jpd.tools.permissions import DetachedMode, PermissionGate
+
+
+class NullLog:
+    """Where a `tool/call` without a conversation records: nowhere."""
+
+    def append(self, conversation_id: str, event: object) -> None:
+        """Drop the event."""
+
+    def sync(self, conversation_id: str) -> None:
+        """Nothing to sync."""
+
+
+def make_coordinator(
+    *,
+    config: Config,
+    registry: BuiltinRegistry,
+    toggles: Sequence[ToolToggle],
+    desk: Desk,
+    log: EventLog,
+    backend: InquiryBackend | None,
+    conversation_id: str,
+    turn_id: str,
+    root: Path,
+    env: Mapping[str, str],
+    detached: DetachedMode | None,
+    tools: Mapping[str, EffectiveTool] | None = None,
+) -> Coordinator:
+    """A coordinator with its own turn cache, attempt counters and permission memory."""
+    catalog = tools if tools is not None else build_catalog(config, registry, toggles)
+    router = Router(desk, InquiryRecorder(log, conversation_id), backend)
+    gate = PermissionGate(desk, conversation_id, turn_id, detached_override=detached)
+    scope = CallScope(
+        conversation_id=conversation_id,
+        turn_id=turn_id,
+        root=root,
+        env=env,
+        detached_override=detached,
+    )
+    return Coordinator(catalog, router, gate, scope)

@@ -1,0 +1,202 @@
+"""The desk: questions and permission requests waiting for a human answer.
+
+A pending request is offered (as a server-to-client request) to every attached client
+able to answer it; the first valid answer wins, every client is then told with
+`inquiry/resolved`. An invalid answer is sent back to that client with the error and
+the question stays open. A request may also wait with nobody to ask (`defer`): it is
+offered to each capable client that attaches later, and `inquiry/answer` from any
+client answers it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import TaskGroup
+
+from jpd.core.links import ClientLink
+from jpd.errors import InvalidParams, JpdError, NotFound, RequestCancelled
+from jpd.inquiry.wire import InquiryResolvedParams, PendingInfo
+
+log = logging.getLogger(__name__)
+
+INQUIRY_RESOLVED = "inquiry/resolved"
+
+
+@dataclass(frozen=True)
+class Answer:
+    value: Any
+    remember: bool
+    by: str
+
+
+@dataclass(frozen=True)
+class Dismissed:
+    """A human cancelled the question (reason `user`)."""
+
+    by: str
+
+
+Outcome = Answer | Dismissed
+
+
+@dataclass
+class Request:
+    """What to ask and how to read the answer."""
+
+    info: PendingInfo
+    method: str
+    params: Callable[[str | None], dict[str, Any]]
+    """Builds the request params, given the previous invalid-answer error if any."""
+    can_answer: Callable[[ClientLink], bool]
+    parse: Callable[[Any], tuple[Any, bool]]
+    """Validates a client's result -> (answer, remember); raises ValueError."""
+    parse_direct: Callable[[Any, bool], tuple[Any, bool]]
+    """Validates an `inquiry/answer` value -> (answer, remember); raises ValueError."""
+
+
+@dataclass
+class _Pending:
+    request: Request
+    tg: TaskGroup
+    offers: dict[int, ClientLink] = field(default_factory=dict)
+    outcome: Outcome | None = None
+    changed: anyio.Event = field(default_factory=anyio.Event)
+
+    def poke(self) -> None:
+        self.changed.set()
+        self.changed = anyio.Event()
+
+
+class Desk:
+    """All pending human questions of the daemon."""
+
+    def __init__(
+        self,
+        subscribers: Callable[[str], list[ClientLink]],
+        everyone: Callable[[], list[ClientLink]],
+    ) -> None:
+        self._subscribers = subscribers
+        self._everyone = everyone
+        self._pending: dict[str, _Pending] = {}
+
+    async def ask(
+        self, request: Request, *, wait: bool, timeout: float | None
+    ) -> Outcome | None:
+        """Offer `request` to capable attached clients and await the first answer.
+
+        With `wait`, keep waiting for clients to attach (up to `timeout` seconds).
+        Returns None when nobody answered (no capable client, all went away, or timeout).
+        """
+        info = request.info.model_copy(update={"deferred": wait})
+        request.info = info
+        key = info.inquiry_id
+        try:
+            async with anyio.create_task_group() as tg:
+                pending = self._pending[key] = _Pending(request, tg)
+                for link in self._subscribers(info.conversation_id):
+                    self._offer(pending, link)
+                with anyio.move_on_after(timeout if wait else None):
+                    while pending.outcome is None and (wait or pending.offers):
+                        await pending.changed.wait()
+                if pending.outcome is None and wait:
+                    self._broadcast(pending, "timed_out", None)
+                tg.cancel_scope.cancel()
+        finally:
+            self._pending.pop(key, None)
+        return pending.outcome
+
+    def client_ready(self, link: ClientLink, conversation_id: str | None = None) -> None:
+        """A client attached or (re-)initialized: offer it what it can answer."""
+        for pending in list(self._pending.values()):
+            info = pending.request.info
+            if conversation_id is None or info.conversation_id == conversation_id:
+                self._offer(pending, link)
+
+    def answer(self, inquiry_id: str, value: Any, remember: bool, by: str) -> None:
+        """`inquiry/answer` from any client; invalid answers raise and leave it open."""
+        pending = self._pending.get(inquiry_id)
+        if pending is None or pending.outcome is not None:
+            raise NotFound(f"no pending inquiry {inquiry_id} (already answered, or never asked)")
+        try:
+            answer, keep = pending.request.parse_direct(value, remember)
+        except ValueError as exc:
+            raise InvalidParams(f"invalid answer for {inquiry_id}: {exc}") from exc
+        self._resolve(pending, Answer(answer, keep, by))
+
+    def pending(self) -> list[PendingInfo]:
+        """Everything waiting for an answer, oldest first."""
+        infos = [p.request.info for p in self._pending.values() if p.outcome is None]
+        return sorted(infos, key=lambda i: i.asked_at)
+
+    def _offer(self, pending: _Pending, link: ClientLink) -> None:
+        if pending.outcome is not None or link.link_id in pending.offers:
+            return
+        if not pending.request.can_answer(link):
+            return
+        pending.offers[link.link_id] = link
+        pending.request.info = pending.request.info.model_copy(update={"deferred": False})
+        pending.tg.start_soon(self._ask_client, pending, link)
+
+    async def _ask_client(self, pending: _Pending, link: ClientLink) -> None:
+        request = pending.request
+        error: str | None = None
+        try:
+            while pending.outcome is None:
+                try:
+                    result = await link.request(request.method, request.params(error))
+                except RequestCancelled:
+                    self._resolve(pending, Dismissed(by=_who(link)))
+                    return
+                except (JpdError, Exception) as exc:
+                    log.info("client %s could not answer %s: %s", link.link_id, request.method, exc)
+                    return
+                try:
+                    answer, remember = request.parse(result)
+                except ValueError as exc:
+                    error = str(exc)
+                    continue
+                self._resolve(pending, Answer(answer, remember, _who(link)))
+        finally:
+            pending.offers.pop(link.link_id, None)
+            pending.poke()
+
+    def _resolve(self, pending: _Pending, outcome: Outcome) -> None:
+        if pending.outcome is not None:
+            return
+        pending.outcome = outcome
+        kind: Literal["answered", "cancelled"] = (
+            "answered" if isinstance(outcome, Answer) else "cancelled"
+        )
+        self._broadcast(pending, kind, outcome.by)
+        pending.poke()
+
+    def _broadcast(
+        self,
+        pending: _Pending,
+        outcome: Literal["answered", "cancelled", "timed_out"],
+        by: str | None,
+    ) -> None:
+        info = pending.request.info
+        params = InquiryResolvedParams(
+            inquiry_id=info.inquiry_id,
+            conversation_id=info.conversation_id,
+            outcome=outcome,
+            answered_by=by,
+        ).to_wire()
+        for link in self._everyone():
+            link.notify(INQUIRY_RESOLVED, params)
+
+
+def _who(link: ClientLink) -> str:
+    return f"client-{link.link_id}"
+
+
+def now() -> datetime:
+    """Timestamp for `askedAt`."""
+    return datetime.now(UTC)

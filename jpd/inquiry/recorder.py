@@ -1,0 +1,63 @@
+"""Recording of inquiries (RFD 082): ids with per-turn attempt counters, and the
+request/response pair written for every question whatever path answers it.
+
+Secret answers are recorded as `redacted`: the answer reaches the tool in memory only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Protocol
+
+import anyio
+
+from jpd.conversation import events as ev
+
+
+class EventLog(Protocol):
+    def append(self, conversation_id: str, event: ev.Event) -> None: ...
+    def sync(self, conversation_id: str) -> None: ...
+
+
+class InquiryRecorder:
+    """Writes inquiry events for one turn of one conversation."""
+
+    def __init__(self, log: EventLog, conversation_id: str) -> None:
+        self._log = log
+        self._conversation_id = conversation_id
+        self._attempts: Counter[tuple[str, str]] = Counter()
+
+    def next_id(self, tool_call_id: str, question_id: str) -> str:
+        """`<tool_call_id>.<question_id>.<attempt>`, attempt counted per turn from 1."""
+        key = (tool_call_id, question_id)
+        self._attempts[key] += 1
+        return f"{tool_call_id}.{question_id}.{self._attempts[key]}"
+
+    async def request(
+        self,
+        inquiry_id: str,
+        source: ev.ToolSource | ev.AssistantSource,
+        question: ev.InquiryQuestion,
+    ) -> None:
+        """Record the question and fsync, before anybody is asked."""
+        self._log.append(
+            self._conversation_id,
+            ev.InquiryRequest(id=inquiry_id, source=source, question=question),
+        )
+        await anyio.to_thread.run_sync(self._log.sync, self._conversation_id)
+
+    def answered(self, inquiry_id: str, question: ev.InquiryQuestion, answer: Any) -> None:
+        """Record an answer (`redacted` for a secret question)."""
+        outcome: ev.Answered | ev.Redacted
+        if question.answer_type.type == "secret":
+            outcome = ev.Redacted(id=inquiry_id)
+        else:
+            outcome = ev.Answered(id=inquiry_id, answer=answer)
+        self._log.append(self._conversation_id, ev.InquiryResponse(response=outcome))
+
+    def cancelled(self, inquiry_id: str, reason: str) -> None:
+        """Record that the question was closed without an answer."""
+        self._log.append(
+            self._conversation_id,
+            ev.InquiryResponse(response=ev.Cancelled(id=inquiry_id, reason=reason)),
+        )

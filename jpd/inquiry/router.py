@@ -1,0 +1,279 @@
+"""The inquiry router: who answers a tool's question, decided in one place.
+
+Order (RFD 028/049/082/083): the static `answer` from config; the turn cache; then by
+target: `assistant` goes to the LLM inquiry backend (never for exclusive or secret
+questions); `user` goes to attached prompt-capable clients; with none, the detached
+policy (`auto`, `defaults`, `deny`, `defer`). Every question is recorded before any
+routing decision and closed with exactly one response.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import anyio
+
+from jpd.config.models import PartialAssistantConfig
+from jpd.config.tools import QuestionConfig
+from jpd.conversation import events as ev
+from jpd.core.links import ClientLink
+from jpd.inquiry import messages
+from jpd.inquiry.desk import Answer, Desk, Request, now
+from jpd.inquiry.recorder import InquiryRecorder
+from jpd.inquiry.wire import (
+    AnswerTypeWire,
+    InquiryPromptParams,
+    InquiryPromptResult,
+    PendingInfo,
+    QuestionWire,
+    SourceWire,
+)
+from jpd.tools.outcome import Question, question_to_inquiry, validate_answer
+
+log = logging.getLogger(__name__)
+
+DetachedMode = Literal["auto", "defaults", "deny", "defer"]
+
+
+class BackendError(Exception):
+    """The LLM inquiry backend could not produce a valid answer."""
+
+
+@dataclass
+class QuestionContext:
+    """One in-flight question and everything that decides its routing."""
+
+    conversation_id: str
+    turn_id: str
+    tool_name: str
+    tool_call_id: str
+    source: ev.ToolSource | ev.AssistantSource
+    question: Question
+    config: QuestionConfig | None
+    detached_mode: DetachedMode
+    detached_timeout: float
+    detached_fallback: DetachedMode
+    inquiry_id: str = ""
+    persisted: ev.InquiryQuestion = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.persisted = question_to_inquiry(self.question)
+
+    @property
+    def exclusive(self) -> bool:
+        """Human-only: the tool's flag, overridable in config."""
+        override = self.config.exclusive if self.config else None
+        return self.question.exclusive if override is None else override
+
+    @property
+    def secret(self) -> bool:
+        return self.question.answer_type.type == "secret"
+
+    @property
+    def cache_key(self) -> str:
+        return f"{self.tool_name}.{self.question.id}"
+
+    @property
+    def cacheable(self) -> bool:
+        return not self.secret and self.question.persistence != "none"
+
+
+class InquiryBackend(Protocol):
+    """Answers a question with the LLM (issue: the inquiry backend)."""
+
+    async def answer(self, ctx: QuestionContext, target: PartialAssistantConfig | None) -> Any:
+        """Return a valid typed answer or raise BackendError."""
+        ...
+
+
+@dataclass(frozen=True)
+class Resolved:
+    answer: Any
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The tool fails with `message` (what the model reads)."""
+
+    message: str
+
+
+class Router:
+    """Routes the questions of one turn."""
+
+    def __init__(
+        self,
+        desk: Desk,
+        recorder: InquiryRecorder,
+        backend: InquiryBackend | None,
+        turn_cache: dict[str, Any] | None = None,
+    ) -> None:
+        self._desk = desk
+        self._recorder = recorder
+        self._backend = backend
+        self._cache: dict[str, Any] = {} if turn_cache is None else turn_cache
+
+    async def resolve(self, ctx: QuestionContext) -> Resolved | Failed:
+        """Answer `ctx.question` or fail; records the request and its response."""
+        ctx.inquiry_id = self._recorder.next_id(ctx.tool_call_id, ctx.question.id)
+        await self._recorder.request(ctx.inquiry_id, ctx.source, ctx.persisted)
+        try:
+            return await self._route(ctx)
+        except anyio.get_cancelled_exc_class():
+            self._recorder.cancelled(ctx.inquiry_id, "user")
+            raise
+
+    async def _route(self, ctx: QuestionContext) -> Resolved | Failed:
+        config = ctx.config
+        if config is not None and config.answer is not None:
+            try:
+                value = validate_answer(ctx.question, config.answer)
+            except ValueError as exc:
+                return self._fail(
+                    ctx,
+                    "invalid_static_answer",
+                    messages.invalid_static_answer(ctx.tool_name, ctx.question.id, str(exc)),
+                )
+            return self._answered(ctx, value, remember=False)
+        if ctx.cacheable and ctx.cache_key in self._cache:
+            return self._answered(ctx, self._cache[ctx.cache_key], remember=False)
+
+        target = config.target if config is not None else "user"
+        if target != "user":
+            if ctx.exclusive or ctx.secret:
+                return self._fail(
+                    ctx,
+                    "assistant_routing_denied",
+                    messages.assistant_routing_denied(ctx.tool_name),
+                )
+            overrides = target if isinstance(target, PartialAssistantConfig) else None
+            return await self._ask_backend(ctx, overrides)
+
+        outcome = await self._desk.ask(self._request(ctx), wait=False, timeout=None)
+        if outcome is not None:
+            return self._from_human(ctx, outcome)
+        return await self._detached(ctx, ctx.detached_mode)
+
+    async def _detached(self, ctx: QuestionContext, mode: DetachedMode) -> Resolved | Failed:
+        human_only = ctx.exclusive or ctx.secret
+        if mode == "defer":
+            outcome = await self._desk.ask(
+                self._request(ctx), wait=True, timeout=ctx.detached_timeout
+            )
+            if outcome is not None:
+                return self._from_human(ctx, outcome)
+            fallback = ctx.detached_fallback if ctx.detached_fallback != "defer" else "deny"
+            return await self._detached(ctx, fallback)
+        if mode == "auto":
+            if human_only:
+                return self._fail(
+                    ctx, "no_prompt_backend", messages.no_prompt_backend(ctx.tool_name)
+                )
+            return await self._ask_backend(ctx, None)
+        if mode == "defaults":
+            if ctx.question.default is None:
+                return self._fail(
+                    ctx, "no_prompt_backend", messages.no_default(ctx.tool_name, ctx.question.id)
+                )
+            try:
+                value = validate_answer(ctx.question, ctx.question.default)
+            except ValueError:
+                return self._fail(
+                    ctx, "no_prompt_backend", messages.no_default(ctx.tool_name, ctx.question.id)
+                )
+            return self._answered(ctx, value, remember=False)
+        message = (
+            messages.no_prompt_backend(ctx.tool_name)
+            if human_only
+            else messages.denied_by_policy(ctx.tool_name)
+        )
+        return self._fail(ctx, "no_prompt_backend", message)
+
+    async def _ask_backend(
+        self, ctx: QuestionContext, overrides: PartialAssistantConfig | None
+    ) -> Resolved | Failed:
+        if self._backend is None:
+            return self._fail(
+                ctx,
+                "backend_error",
+                messages.backend_failed(ctx.tool_name, "no inquiry backend is available"),
+            )
+        try:
+            value = await self._backend.answer(ctx, overrides)
+        except BackendError as exc:
+            return self._fail(
+                ctx, "backend_error", messages.backend_failed(ctx.tool_name, str(exc))
+            )
+        return self._answered(ctx, value, remember=False)
+
+    def _from_human(self, ctx: QuestionContext, outcome: object) -> Resolved | Failed:
+        if isinstance(outcome, Answer):
+            return self._answered(ctx, outcome.value, remember=outcome.remember)
+        return self._fail(ctx, "user", messages.cancelled_by_user(ctx.tool_name))
+
+    def _answered(self, ctx: QuestionContext, value: Any, *, remember: bool) -> Resolved:
+        self._recorder.answered(ctx.inquiry_id, ctx.persisted, value)
+        if remember and ctx.cacheable:
+            self._cache[ctx.cache_key] = value
+        return Resolved(value)
+
+    def _fail(self, ctx: QuestionContext, reason: str, message: str) -> Failed:
+        self._recorder.cancelled(ctx.inquiry_id, reason)
+        return Failed(message)
+
+    def _request(self, ctx: QuestionContext) -> Request:
+        label = ctx.config.prompt_label if ctx.config else None
+        q = ctx.question
+        base = InquiryPromptParams(
+            inquiry_id=ctx.inquiry_id,
+            conversation_id=ctx.conversation_id,
+            turn_id=ctx.turn_id,
+            tool_name=ctx.tool_name,
+            source=SourceWire(type=ctx.source.type, name=getattr(ctx.source, "name", None)),
+            prompt_label=label,
+            question=QuestionWire(
+                id=q.id,
+                text=q.text,
+                context=q.context,
+                answer_type=AnswerTypeWire(
+                    type=q.answer_type.type, options=getattr(q.answer_type, "options", None)
+                ),
+                default=None if ctx.secret else q.default,
+                exclusive=ctx.exclusive,
+                persistence=q.persistence,
+            ),
+        )
+
+        def params(error: str | None) -> dict[str, Any]:
+            return base.model_copy(update={"previous_error": error}).to_wire()
+
+        def can_answer(link: ClientLink) -> bool:
+            return q.answer_type.type in link.capabilities.prompt_answer_types
+
+        def parse(result: Any) -> tuple[Any, bool]:
+            parsed = InquiryPromptResult.model_validate(result)
+            return validate_answer(q, parsed.answer), parsed.remember
+
+        def parse_direct(value: Any, remember: bool) -> tuple[Any, bool]:
+            return validate_answer(q, value), remember
+
+        info = PendingInfo(
+            inquiry_id=ctx.inquiry_id,
+            kind="inquiry",
+            conversation_id=ctx.conversation_id,
+            turn_id=ctx.turn_id,
+            tool_name=ctx.tool_name,
+            deferred=False,
+            asked_at=now(),
+            prompt=base,
+        )
+        return Request(
+            info=info,
+            method="inquiry/prompt",
+            params=params,
+            can_answer=can_answer,
+            parse=parse,
+            parse_direct=parse_direct,
+        )

@@ -1,0 +1,108 @@
+"""Wire payloads of the inquiry and permission methods (camelCase on the wire)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from jpd.wire_base import WireModel, WireParams
+
+
+class AnswerTypeWire(WireModel):
+    type: Literal["boolean", "select", "text", "secret"]
+    options: list[str] | None = None
+
+
+class QuestionWire(WireModel):
+    id: str
+    text: str
+    context: str | None = None
+    answer_type: AnswerTypeWire
+    default: Any = None
+    exclusive: bool = False
+    persistence: Literal["turn", "none"] = "turn"
+
+
+class SourceWire(WireModel):
+    type: Literal["tool", "assistant"]
+    name: str | None = None
+
+
+class InquiryPromptParams(WireModel):
+    """Server-to-client `inquiry/prompt`: ask a human this question."""
+
+    inquiry_id: str
+    conversation_id: str
+    turn_id: str
+    tool_name: str
+    source: SourceWire
+    prompt_label: str | None = None
+    question: QuestionWire
+    previous_error: str | None = None
+    """Set when this client's previous answer was invalid; the question stays open."""
+
+
+class InquiryPromptResult(WireParams):
+    """A client's answer to `inquiry/prompt`."""
+
+    answer: Any
+    remember: bool = False
+
+
+class PermissionParams(WireModel):
+    """Server-to-client `tool/permission`."""
+
+    conversation_id: str
+    turn_id: str
+    tool_call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    kind: Literal["run", "deliver"]
+    content: str | None = None
+    """For `deliver`: the result that would go to the model."""
+
+
+class PermissionResult(WireParams):
+    allow: bool
+    remember: bool = False
+
+
+class PendingInfo(WireModel):
+    """One question (or permission request) waiting for an answer."""
+
+    inquiry_id: str
+    kind: Literal["inquiry", "permission"]
+    conversation_id: str
+    turn_id: str
+    tool_name: str
+    deferred: bool
+    """True when nobody is being asked and the question waits for a client."""
+    asked_at: datetime
+    prompt: InquiryPromptParams | None = None
+    permission: PermissionParams | None = None
+
+
+class InquiryResolvedParams(WireModel):
+    """Notification `inquiry/resolved`: dismiss this question wherever it is shown."""
+
+    inquiry_id: str
+    conversation_id: str
+    outcome: Literal["answered", "cancelled", "timed_out"]
+    answered_by: str | None = None
+
+
+class InquiryAnswerParams(WireParams):
+    inquiry_id: str
+    answer: Any = None
+    """The answer (for a permission request: `true` to allow, `false` to deny)."""
+    remember: bool = False
+
+
+class InquiryAnswerResult(WireModel):
+    accepted: bool
+
+
+class InquiryListResult(WireModel):
+    inquiries: list[PendingInfo] = Field(default_factory=list)

@@ -1,0 +1,72 @@
+"""Built-in tools: the registry that the daemon and tests share.
+
+A built-in declares its default config (description, parameters, enable, run mode),
+the source its questions are recorded with (RFD 082: `tool` unless the tool says
+otherwise; user config cannot change it), and how it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from jpd.config.tools import ToolConfig
+from jpd.conversation import events as ev
+from jpd.tools.outcome import Outcome
+
+
+@dataclass(frozen=True)
+class BuiltinContext:
+    """What a built-in may see while it runs."""
+
+    conversation_id: str | None
+    tool_docs: Mapping[str, tuple[str, str]]
+    """Enabled tools of this turn: name -> (summary, full description)."""
+
+
+class BuiltinTool(Protocol):
+    """A tool implemented inside the daemon."""
+
+    @property
+    def name(self) -> str: ...
+
+    def default_config(self) -> ToolConfig:
+        """Defaults that user config for this tool merges over, field by field."""
+        ...
+
+    def inquiry_source(self) -> ev.ToolSource | ev.AssistantSource:
+        """The persisted source of this tool's questions (not user-overridable)."""
+        ...
+
+    async def run(
+        self, arguments: dict[str, Any], answers: dict[str, Any], ctx: BuiltinContext
+    ) -> Outcome:
+        """Run once; may return NeedsInput, and is then run again with answers."""
+        ...
+
+
+class BuiltinRegistry:
+    """Name -> built-in tool."""
+
+    def __init__(self, tools: Iterable[BuiltinTool] = ()) -> None:
+        self._tools: dict[str, BuiltinTool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: BuiltinTool) -> None:
+        """Register `tool` (a later registration of the same name replaces it)."""
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> BuiltinTool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+
+def default_registry() -> BuiltinRegistry:
+    """Every built-in tool the daemon ships."""
+    from jpd.tools.builtin.describe_tools import DescribeTools
+
+    return BuiltinRegistry([DescribeTools()])

@@ -1,0 +1,174 @@
+"""The tool coordinator: runs the tool calls of one model response.
+
+Calls run in parallel; results come back in call order. Each call is checked (known,
+enabled, arguments valid), permitted (`run`), executed with the `needs_input` loop
+(questions go to the inquiry router; answers accumulate by question id, latest
+wins), and its result permitted (`deliver`) before the model sees it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from jpd.conversation import events as ev
+from jpd.inquiry.router import QuestionContext, Resolved, Router
+from jpd.llm.base import ToolCallPart, ToolDefinition
+from jpd.tools.base import ToolResultData
+from jpd.tools.builtin import BuiltinContext
+from jpd.tools.catalog import EffectiveTool
+from jpd.tools.local_runner import run_local_tool
+from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
+from jpd.tools.permissions import DetachedMode, PermissionGate
+from jpd.tools.schema import validate_arguments
+
+log = logging.getLogger(__name__)
+
+MAX_QUESTIONS = 16
+"""A tool that keeps asking after this many answers is stopped."""
+
+
+@dataclass(frozen=True)
+class CallScope:
+    """Where tools of this turn run and whom they belong to."""
+
+    conversation_id: str
+    turn_id: str
+    root: Path
+    env: Mapping[str, str]
+    detached_override: DetachedMode | None = None
+
+
+class Coordinator:
+    """Implements `ToolRunner` for one turn (or one `tool/call`)."""
+
+    def __init__(
+        self,
+        tools: Mapping[str, EffectiveTool],
+        router: Router,
+        gate: PermissionGate,
+        scope: CallScope,
+    ) -> None:
+        self._tools = tools
+        self._router = router
+        self._gate = gate
+        self._scope = scope
+
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        """Enabled tools, in name order (stable, so request prefixes stay cacheable)."""
+        return tuple(t.definition for _, t in sorted(self._tools.items()) if t.enabled)
+
+    async def run(self, calls: Sequence[ToolCallPart]) -> list[ToolResultData]:
+        """Run `calls` concurrently; results in the order of `calls`."""
+        results: list[ToolResultData | None] = [None] * len(calls)
+
+        async def one(index: int, call: ToolCallPart) -> None:
+            content, is_error = await self.run_one(call)
+            results[index] = ToolResultData(id=call.id, content=content, is_error=is_error)
+
+        async with anyio.create_task_group() as tg:
+            for index, call in enumerate(calls):
+                tg.start_soon(one, index, call)
+        return [r for r in results if r is not None]
+
+    async def run_one(self, call: ToolCallPart) -> tuple[str, bool]:
+        """One call, start to finish -> (content, is_error)."""
+        tool = self._tools.get(call.name)
+        if tool is None or not tool.enabled:
+            available = ", ".join(sorted(n for n, t in self._tools.items() if t.enabled))
+            state = "is disabled in this turn" if tool else "does not exist"
+            return (f"Tool {call.name!r} {state}. Available tools: {available or 'none'}.", True)
+        problems = validate_arguments(tool.schema, call.arguments)
+        if problems:
+            listed = "; ".join(problems)
+            return (f"Invalid arguments for {call.name}: {listed}. Fix them and call again.", True)
+        config = tool.config
+        if config.run == "skip":
+            return (f"The {call.name} tool call was skipped by configuration (run = skip).", True)
+        if config.run == "ask" and not await self._gate.allowed(
+            "run", call.name, config, call.id, call.arguments
+        ):
+            return (f"The user denied this tool call ({call.name}).", True)
+
+        content, is_error = await self._execute(tool, call)
+
+        if config.result == "skip":
+            return (
+                f"The {call.name} tool ran, but its result is not shared (result = skip).",
+                is_error,
+            )
+        if config.result == "ask" and not await self._gate.allowed(
+            "deliver", call.name, config, call.id, call.arguments, content
+        ):
+            return (f"The user declined to share the result of {call.name}.", True)
+        return content, is_error
+
+    async def _execute(self, tool: EffectiveTool, call: ToolCallPart) -> tuple[str, bool]:
+        answers: dict[str, Any] = {}
+        for _ in range(MAX_QUESTIONS + 1):
+            outcome = await self._invoke(tool, call, answers)
+            if isinstance(outcome, Success):
+                return outcome.content, False
+            if isinstance(outcome, Failure):
+                trace = "\n".join(outcome.trace)
+                return (f"{outcome.message}\n{trace}" if trace else outcome.message), True
+            assert isinstance(outcome, NeedsInput)
+            question = outcome.question
+            resolution = await self._router.resolve(
+                QuestionContext(
+                    conversation_id=self._scope.conversation_id,
+                    turn_id=self._scope.turn_id,
+                    tool_name=tool.name,
+                    tool_call_id=call.id,
+                    source=self._source(tool),
+                    question=question,
+                    config=tool.config.questions.get(question.id),
+                    detached_mode=self._scope.detached_override
+                    or tool.config.detached_mode("tool"),
+                    detached_timeout=tool.config.detached_timeout,
+                    detached_fallback=tool.config.detached_fallback,
+                )
+            )
+            if not isinstance(resolution, Resolved):
+                return resolution.message, True
+            answers[question.id] = resolution.answer
+        return (f"{tool.name} kept asking questions ({MAX_QUESTIONS}); stopped.", True)
+
+    def _source(self, tool: EffectiveTool) -> ev.ToolSource | ev.AssistantSource:
+        # RFD 082: provenance comes from the tool itself, never from user config.
+        if tool.builtin is not None:
+            return tool.builtin.inquiry_source()
+        return ev.ToolSource(name=tool.name)
+
+    async def _invoke(
+        self, tool: EffectiveTool, call: ToolCallPart, answers: dict[str, Any]
+    ) -> Outcome:
+        if tool.builtin is not None:
+            docs = {
+                name: (t.config.summary or "", t.config.description or t.config.summary or "")
+                for name, t in self._tools.items()
+                if t.enabled
+            }
+            ctx = BuiltinContext(conversation_id=self._scope.conversation_id, tool_docs=docs)
+            try:
+                return await tool.builtin.run(dict(call.arguments), dict(answers), ctx)
+            except Exception as exc:
+                log.exception("built-in tool %s failed", tool.name)
+                return Failure(message=f"{tool.name} failed: {type(exc).__name__}: {exc}")
+        assert tool.config.command is not None
+        return await run_local_tool(
+            name=tool.name,
+            command=tool.config.command,
+            arguments=dict(call.arguments),
+            answers=dict(answers),
+            options=dict(tool.config.options),
+            root=self._scope.root,
+            conversation_id=self._scope.conversation_id,
+            timeout=tool.config.timeout,
+            env=self._scope.env,
+        )
