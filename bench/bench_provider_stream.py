@@ -171,8 +171,8 @@ def bench(fmt: str, runs: int, tokens: int, delay: float, interval: float) -> No
     print(
         f"  ratio     {ttft['provider'] / ttft['direct']:>11.3f}x"
         f"{total['provider'] / total['direct']:>11.3f}x"
-        f"   (+{ttft['provider'] - ttft['direct']:.2f} ms first text,"
-        f" +{total['provider'] - total['direct']:.2f} ms total, {per_token:.1f} µs/token)"
+        f"   ({ttft['provider'] - ttft['direct']:+.2f} ms first text,"
+        f" {total['provider'] - total['direct']:+.2f} ms total, {per_token:+.1f} µs/token)"
     )
 
 

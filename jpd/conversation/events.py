@@ -50,6 +50,8 @@ class ChatResponse(_Event):
     type: Literal["chat_response"] = "chat_response"
     message: str | None = None
     reasoning: str | None = None
+    signature: str | None = None
+    """Provider signature of a reasoning block (Anthropic), needed to send it back."""
     usage: Usage | None = None
 
 

@@ -70,6 +70,7 @@ class _Partial:
 
     text: str = ""
     reasoning: str = ""
+    signature: str | None = None
     calls: list[llm.ToolCallPart] = field(default_factory=list)
     usage: llm.Usage | None = None
 
@@ -84,6 +85,7 @@ class Turn:
         self._hub = hub
         self._history = list(spec.history)
         self._partial = _Partial()
+        self._open_calls: list[llm.ToolCallPart] = []
         self._scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.stop_reason: StopReason = "cancelled"
@@ -134,7 +136,9 @@ class Turn:
             calls = self._flush_partial()
             if not calls:
                 return "max_tokens" if reason == "max_tokens" else "end_turn"
+            self._open_calls = calls
             results = await spec.tools.run(calls)
+            self._open_calls = []
             for result in results:
                 self._record(
                     ev.ToolCallResponse(
@@ -166,7 +170,10 @@ class Turn:
                 self._publish(TextDeltaEvent(text=item.text))
             elif isinstance(item, llm.ReasoningDelta):
                 partial.reasoning += item.text
-                self._publish(ReasoningDeltaEvent(text=item.text))
+                if item.signature:
+                    partial.signature = item.signature
+                if item.text:
+                    self._publish(ReasoningDeltaEvent(text=item.text))
             elif isinstance(item, llm.ToolCallEvent):
                 partial.calls.append(
                     llm.ToolCallPart(id=item.id, name=item.name, arguments=item.arguments)
@@ -190,7 +197,7 @@ class Turn:
         partial, self._partial = self._partial, _Partial()
         usage = ev.Usage(**partial.usage.model_dump()) if partial.usage else None
         if partial.reasoning:
-            self._record(ev.ChatResponse(reasoning=partial.reasoning))
+            self._record(ev.ChatResponse(reasoning=partial.reasoning, signature=partial.signature))
         if partial.text or usage is not None:
             self._record(ev.ChatResponse(message=partial.text, usage=usage))
             usage = None
@@ -200,7 +207,7 @@ class Turn:
 
     async def _finish(self, stop: StopReason, error: str | None) -> None:
         try:
-            calls = self._flush_partial()
+            calls = self._flush_partial() + self._open_calls
             for call in calls:
                 # Keep the log well formed: every request gets a response.
                 self._record(

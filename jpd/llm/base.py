@@ -139,7 +139,11 @@ class Finish(_Model):
 
 
 class Retry(_Model):
-    """A failed attempt that will be retried after `delay` seconds (shown to clients)."""
+    """A failed attempt that will be retried after `delay` seconds (shown to clients).
+
+    Everything yielded since the previous `Retry` (or the start of the stream)
+    belonged to the failed attempt and is void: the next attempt starts over.
+    """
 
     kind: Literal["retry"] = "retry"
     attempt: int

@@ -39,6 +39,8 @@ def to_messages(events: Iterable[ev.Event]) -> list[Message]:
                 part["content"] = str(part["content"]) + event.message
             if event.reasoning is not None:
                 part["reasoning"] = (str(part["reasoning"] or "")) + event.reasoning
+                if event.signature:
+                    part["reasoning_signature"] = event.signature
         elif isinstance(event, ev.ToolCallRequest):
             calls = assistant()["tool_calls"]
             assert isinstance(calls, list)

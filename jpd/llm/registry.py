@@ -53,19 +53,50 @@ class ProviderRegistry:
                 )
             return ScriptedProvider(load_script(settings.script), record=settings.record)
         if name == "local":
-            from jpd.llm.local import create_local_provider
+            return self._local(model_name, config)
+        if name == "anthropic":
+            from jpd.llm.anthropic import AnthropicProvider
 
-            local = config.providers.local
-            return create_local_provider(
-                model_name,
-                model_path=local.model_path,
-                n_ctx=local.n_ctx,
-                n_threads=local.n_threads,
-                seed=local.seed,
-            )
+            return AnthropicProvider(**config.providers.anthropic.model_dump(), env=self._env)
+        if name == "openai":
+            from jpd.llm.openai import OpenAIProvider
+
+            return OpenAIProvider(**config.providers.openai.model_dump(), env=self._env)
+        if name == "openai-compatible":
+            from jpd.llm.openai import OpenAIProvider
+
+            section = config.providers.openai_compatible
+            if section.base_url is None:
+                raise ProviderUnavailable(
+                    "openai-compatible models need a server: set "
+                    "providers.openai_compatible.base_url (e.g. http://localhost:11434/v1)"
+                )
+            return OpenAIProvider.compatible(**section.model_dump(), env=self._env)
         raise ProviderUnavailable(
             f"unknown or unsupported provider {name!r} in assistant.model.id; "
             f"known providers: {', '.join(KNOWN)}"
+        )
+
+    @staticmethod
+    def _local(model_name: str, config: Config) -> Provider:
+        import importlib.util
+
+        from jpd.llm.model_files import INSTALL_HINT, resolve_model_path
+
+        local = config.providers.local
+        # Fail at turn/start, not mid-turn, when the extra or the model file is missing.
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ProviderUnavailable(
+                f"the embedded model needs llama-cpp-python, which is not installed: {INSTALL_HINT}"
+            )
+        resolve_model_path(model_name, local.model_path)
+        from jpd.llm.local import LocalProvider
+
+        return LocalProvider(
+            model_path=local.model_path,
+            n_ctx=local.n_ctx,
+            n_threads=local.n_threads,
+            seed=local.seed,
         )
 
     async def aclose(self) -> None:

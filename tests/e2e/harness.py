@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,12 @@ class Jpd:
     def __init__(self, client: JsonRPCClient) -> None:
         self.client = client
         self.events: list[dict[str, Any]] = []
+        self.prompts: list[dict[str, Any]] = []
+        self.permissions: list[dict[str, Any]] = []
+        self.resolved: list[dict[str, Any]] = []
+        # Tests set these to answer server-to-client requests.
+        self.on_prompt: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
+        self.on_permission: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
         self._changed = asyncio.Condition()
         self.stderr = bytearray()
 
@@ -108,6 +114,22 @@ async def start_jpd(env: Mapping[str, str]) -> Jpd:
     @client.feature("turn/event")
     async def on_event(params: Any) -> None:
         await jpd._on_event(params)
+
+    @client.feature("inquiry/resolved")
+    async def on_resolved(params: Any) -> None:
+        jpd.resolved.append(params)
+
+    @client.feature("inquiry/prompt")
+    async def on_prompt(params: Any) -> Any:
+        jpd.prompts.append(params)
+        assert jpd.on_prompt is not None, "unexpected inquiry/prompt"
+        return await jpd.on_prompt(params)
+
+    @client.feature("tool/permission")
+    async def on_permission(params: Any) -> Any:
+        jpd.permissions.append(params)
+        assert jpd.on_permission is not None, "unexpected tool/permission"
+        return await jpd.on_permission(params)
 
     config = ClientServerConfig(
         server_command=[sys.executable, "-m", "jpd"],

@@ -1,0 +1,271 @@
+"""Anthropic Messages API provider, streaming over server-sent events.
+
+Wire events handled: `message_start` (input and cache usage), `content_block_start`
+/ `_delta` / `_stop` for `text`, `thinking` (with `signature_delta`) and
+`tool_use` (with `input_json_delta` fragments assembled into arguments),
+`message_delta` (stop reason, output usage), `message_stop`, `ping`, and `error`
+events mid-stream. Unknown events and delta types are ignored, as the API's
+versioning policy asks. A stream that ends before `message_stop` is a transient
+failure and is retried like a 5xx.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from jpd.llm import forced_tool
+from jpd.llm.anthropic_request import build_body, thinking_budget, uses_strict_tools
+from jpd.llm.base import (
+    ChatRequest,
+    Finish,
+    FinishReason,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+    UsageEvent,
+)
+from jpd.llm.errors import ProviderError
+from jpd.llm.request_build import encode_body
+from jpd.llm.retry import RetryableError, RetryPolicy, run_with_retries
+from jpd.llm.sse import iter_sse
+from jpd.llm.transport import StreamingPost, event_json, one_line, read_api_key
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+STRICT_TOOLS_BETA = "structured-outputs-2025-11-13"
+_RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+_STOP_REASONS: dict[str, FinishReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "refusal": "end_turn",
+    "pause_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "tool_use": "tool_use",
+}
+
+
+class AnthropicProvider:
+    """`anthropic/<model>`: the Messages API with streaming, tools, thinking and caching.
+
+    The API key is read from `env[api_key_env]` (default `os.environ`) when a
+    stream starts, so a missing key fails the turn, not daemon start-up. The base
+    URL is `base_url`, else `$ANTHROPIC_BASE_URL`, else the public endpoint.
+    """
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "ANTHROPIC_API_KEY",
+        max_retries: int = 3,
+        timeout: float = 600.0,
+        env: Mapping[str, str] | None = None,
+        client: httpx.AsyncClient | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        self._env = env if env is not None else os.environ
+        base = base_url or self._env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        self.base_url = base.rstrip("/")
+        self.api_key_env = api_key_env
+        self.policy = retry_policy or RetryPolicy(max_retries=max_retries)
+        self._post = StreamingPost(
+            provider=self.name, timeout=timeout, key_env=api_key_env, client=client
+        )
+        self._rng = random.Random()
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one model call (see `Provider.stream`), with RFD 068 applied."""
+        if forced_tool.applies(request, _reasoning_active):
+            return forced_tool.soft_forced(request, self._stream_one, _reasoning_active)
+        return self._stream_one(request)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this provider created it."""
+        await self._post.aclose()
+
+    async def _stream_one(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        key = read_api_key(self._env, self.api_key_env, self.name)
+        body = encode_body(build_body(request))
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "anthropic-version": API_VERSION,
+        }
+        if uses_strict_tools(request):
+            headers["anthropic-beta"] = STRICT_TOOLS_BETA
+        url = f"{self.base_url}/v1/messages"
+        secret = key.get_secret_value()
+
+        def attempt() -> AsyncGenerator[StreamEvent, None]:
+            return self._attempt(url, {**headers, "x-api-key": secret}, body, secret)
+
+        async with aclosing(run_with_retries(attempt, self.policy, self._rng)) as events:
+            async for event in events:
+                yield event
+
+    async def _attempt(
+        self, url: str, headers: dict[str, str], body: bytes, secret: str
+    ) -> AsyncGenerator[StreamEvent, None]:
+        state = _StreamState()
+        secrets = (secret,)
+        async with (
+            self._post.open(url, headers, body, secrets=secrets) as response,
+            aclosing(iter_sse(response.aiter_bytes())) as events,
+        ):
+            async for sse in events:
+                data = event_json(self.name, sse.data, secrets)
+                if not isinstance(data, dict):
+                    continue
+                for event in state.handle(data, secrets):
+                    yield event
+                if state.done:
+                    return
+        raise RetryableError(
+            "anthropic: the response stream ended before message_stop",
+            reason="stream ended early",
+        )
+
+
+def _reasoning_active(request: ChatRequest) -> bool:
+    return thinking_budget(request) is not None
+
+
+@dataclass
+class _Block:
+    type: str
+    id: str = ""
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+    signature: str = ""
+
+
+@dataclass
+class _StreamState:
+    """Assembles one response from its wire events."""
+
+    blocks: dict[int, _Block] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)
+    stop_reason: str | None = None
+    done: bool = False
+
+    def handle(self, data: dict[str, Any], secrets: tuple[str, ...]) -> list[StreamEvent]:
+        kind = data.get("type")
+        if kind == "content_block_delta":
+            return self._delta(data)
+        if kind == "content_block_start":
+            return self._start(data)
+        if kind == "content_block_stop":
+            return self._stop(data)
+        if kind == "message_start":
+            message = data.get("message") or {}
+            self._merge_usage(message.get("usage"))
+        elif kind == "message_delta":
+            delta = data.get("delta") or {}
+            self.stop_reason = delta.get("stop_reason") or self.stop_reason
+            self._merge_usage(data.get("usage"))
+        elif kind == "message_stop":
+            self.done = True
+            return [UsageEvent(usage=self._usage()), Finish(reason=self._finish_reason())]
+        elif kind == "error":
+            raise _stream_error(data.get("error") or {}, secrets)
+        return []
+
+    def _start(self, data: dict[str, Any]) -> list[StreamEvent]:
+        raw = data.get("content_block") or {}
+        block = _Block(type=str(raw.get("type", "")))
+        if block.type == "tool_use":
+            block.id = str(raw.get("id", ""))
+            block.name = str(raw.get("name", ""))
+            # `input` is `{}` at start; non-empty only if a server sends it whole.
+            initial = raw.get("input")
+            if initial:
+                block.parts.append(json.dumps(initial))
+        self.blocks[int(data.get("index", 0))] = block
+        if block.type == "text" and raw.get("text"):
+            return [TextDelta(text=raw["text"])]
+        if block.type == "thinking" and raw.get("thinking"):
+            return [ReasoningDelta(text=raw["thinking"])]
+        return []
+
+    def _delta(self, data: dict[str, Any]) -> list[StreamEvent]:
+        delta = data.get("delta") or {}
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text", "")
+            return [TextDelta(text=text)] if text else []
+        if kind == "thinking_delta":
+            text = delta.get("thinking", "")
+            return [ReasoningDelta(text=text)] if text else []
+        block = self.blocks.get(int(data.get("index", 0)))
+        if block is None:
+            return []
+        if kind == "input_json_delta":
+            block.parts.append(delta.get("partial_json", ""))
+        elif kind == "signature_delta":
+            block.signature += delta.get("signature", "")
+        return []
+
+    def _stop(self, data: dict[str, Any]) -> list[StreamEvent]:
+        block = self.blocks.pop(int(data.get("index", 0)), None)
+        if block is None:
+            return []
+        if block.type == "thinking" and block.signature:
+            return [ReasoningDelta(text="", signature=block.signature)]
+        if block.type != "tool_use":
+            return []
+        raw = "".join(block.parts).strip()
+        try:
+            arguments = json.loads(raw) if raw else {}
+        except ValueError as exc:
+            raise ProviderError(
+                f"anthropic: the model sent invalid JSON arguments for tool `{block.name}`"
+            ) from exc
+        if not isinstance(arguments, dict):
+            raise ProviderError(
+                f"anthropic: the model sent non-object arguments for tool `{block.name}`"
+            )
+        return [ToolCallEvent(id=block.id, name=block.name, arguments=arguments)]
+
+    def _merge_usage(self, raw: Any) -> None:
+        if not isinstance(raw, dict):
+            return
+        # message_delta usage is cumulative: later values replace earlier ones.
+        for key, value in raw.items():
+            if isinstance(value, int):
+                self.usage[key] = value
+
+    def _usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.usage.get("input_tokens"),
+            output_tokens=self.usage.get("output_tokens"),
+            cache_read_tokens=self.usage.get("cache_read_input_tokens"),
+            cache_creation_tokens=self.usage.get("cache_creation_input_tokens"),
+        )
+
+    def _finish_reason(self) -> FinishReason:
+        return _STOP_REASONS.get(self.stop_reason or "end_turn", "end_turn")
+
+
+def _stream_error(error: dict[str, Any], secrets: tuple[str, ...]) -> ProviderError:
+    etype = str(error.get("type") or "error")
+    detail = one_line(str(error.get("message") or "no details"), secrets)
+    if etype in _RETRYABLE_STREAM_ERRORS:
+        label = "server overloaded" if etype == "overloaded_error" else "server error"
+        return RetryableError(f"anthropic: {label} mid-stream ({etype}): {detail}", reason=etype)
+    return ProviderError(f"anthropic: error mid-stream ({etype}): {detail}")

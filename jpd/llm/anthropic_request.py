@@ -1,0 +1,195 @@
+"""Anthropic Messages API request bodies, built deterministically.
+
+The same `ChatRequest` always yields the same bytes: every object is built in a
+fixed key order, tools and messages keep their given order, and the body is
+serialised by `request_build.encode_body`. Prompt caching depends on it: a
+cache hit needs a byte-identical prefix.
+
+Cache breakpoints (`cache_control`, at most four per request): the last tool,
+the system prompt, the last message, and the user message before it (so the
+previous request's cached prefix is read back).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jpd.llm.base import (
+    AssistantMessage,
+    ChatRequest,
+    Message,
+    ToolChoice,
+    ToolDefinition,
+    ToolResultMessage,
+    UserMessage,
+)
+from jpd.llm.errors import ProviderError
+
+DEFAULT_MAX_TOKENS = 8192
+MIN_THINKING_BUDGET = 1024
+EFFORT_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}
+"""Thinking budget (tokens) per `assistant.reasoning.effort` when no budget is set."""
+
+Block = dict[str, Any]
+
+
+def _ephemeral() -> Block:
+    return {"type": "ephemeral"}
+
+
+def thinking_budget(request: ChatRequest) -> int | None:
+    """The extended-thinking budget for `request`, or None when thinking is off.
+
+    Thinking is also off when the tool cycle being continued was started by an
+    assistant message without a signed thinking block (e.g. the no-reasoning
+    retry of RFD 068): the API rejects thinking there.
+    """
+    if request.reasoning_effort == "off":
+        return None
+    if _open_tool_cycle_unsigned(request.messages):
+        return None
+    return request.reasoning_budget or EFFORT_BUDGET[request.reasoning_effort]
+
+
+def _open_tool_cycle_unsigned(messages: tuple[Message, ...]) -> bool:
+    # The request continues a tool cycle when it ends with tool results; the
+    # assistant message that asked for them must then start with thinking.
+    if not messages or not isinstance(messages[-1], ToolResultMessage):
+        return False
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            return not (message.reasoning and message.reasoning_signature)
+        if isinstance(message, UserMessage):
+            return False
+    return False
+
+
+def build_body(request: ChatRequest) -> dict[str, Any]:
+    """The JSON body for `POST /v1/messages` with `stream: true`.
+
+    Raises `ProviderError` for settings the API would reject (a forced tool
+    choice with thinking, a thinking budget below the minimum or not below
+    `max_tokens`).
+    """
+    budget = thinking_budget(request)
+    if budget is not None and request.tool_choice.type in ("any", "tool"):
+        raise ProviderError(
+            "anthropic: a forced tool_choice cannot be combined with extended thinking"
+        )
+    if budget is not None and budget < MIN_THINKING_BUDGET:
+        raise ProviderError(
+            f"anthropic: reasoning budget {budget} is below the minimum of "
+            f"{MIN_THINKING_BUDGET} tokens; raise assistant.reasoning.budget_tokens"
+        )
+    max_tokens = request.max_tokens
+    if max_tokens is None:
+        max_tokens = DEFAULT_MAX_TOKENS + (budget or 0)
+    elif budget is not None and max_tokens <= budget:
+        raise ProviderError(
+            f"anthropic: max_tokens ({max_tokens}) must exceed the reasoning budget ({budget});"
+            " raise assistant.model.parameters.max_tokens or lower"
+            " assistant.reasoning.budget_tokens"
+        )
+
+    body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens}
+    if request.system:
+        body["system"] = [{"type": "text", "text": request.system, "cache_control": _ephemeral()}]
+    body["messages"] = _messages(request.messages, thinking=budget is not None)
+    if request.tools:
+        body["tools"] = _tools(request.tools)
+        body["tool_choice"] = _tool_choice(request.tool_choice)
+    if budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    elif request.temperature is not None:
+        # The API accepts no temperature with thinking on, so it is only sent without.
+        body["temperature"] = request.temperature
+    body["stream"] = True
+    return body
+
+
+def uses_strict_tools(request: ChatRequest) -> bool:
+    """Whether any tool asks for strict schema adherence (needs a beta header)."""
+    return any(tool.strict for tool in request.tools)
+
+
+def _tools(tools: tuple[ToolDefinition, ...]) -> list[Block]:
+    out: list[Block] = []
+    for tool in tools:
+        entry: Block = {
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": tool.parameters,
+        }
+        if tool.strict:
+            entry["strict"] = True
+        out.append(entry)
+    out[-1]["cache_control"] = _ephemeral()
+    return out
+
+
+def _tool_choice(choice: ToolChoice) -> Block:
+    if choice.type == "tool":
+        return {"type": "tool", "name": choice.name}
+    return {"type": choice.type}
+
+
+def _messages(messages: tuple[Message, ...], *, thinking: bool) -> list[Block]:
+    turns: list[tuple[str, list[Block]]] = []
+    for message in messages:
+        role, blocks = _convert(message, thinking=thinking)
+        if not blocks:
+            continue
+        # The API wants alternating roles: tool results and a following user text
+        # (or two assistant messages) travel in one turn.
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+
+    cached = 0
+    for role, blocks in reversed(turns):
+        if cached == 0 or role == "user":
+            _mark_cache(blocks)
+            cached += 1
+        if cached == 2:
+            break
+    return [{"role": role, "content": blocks} for role, blocks in turns]
+
+
+def _mark_cache(blocks: list[Block]) -> None:
+    # Thinking blocks cannot carry cache_control; mark the last block that can.
+    for index in range(len(blocks) - 1, -1, -1):
+        if blocks[index]["type"] not in ("thinking", "redacted_thinking"):
+            blocks[index] = {**blocks[index], "cache_control": _ephemeral()}
+            return
+
+
+def _convert(message: Message, *, thinking: bool) -> tuple[str, list[Block]]:
+    if isinstance(message, UserMessage):
+        return "user", [{"type": "text", "text": message.content}]
+    if isinstance(message, ToolResultMessage):
+        result: Block = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": message.content,
+        }
+        if message.is_error:
+            result["is_error"] = True
+        return "user", [result]
+    blocks: list[Block] = []
+    # Unsigned reasoning (e.g. from another provider) cannot be sent back.
+    if thinking and message.reasoning and message.reasoning_signature:
+        blocks.append(
+            {
+                "type": "thinking",
+                "thinking": message.reasoning,
+                "signature": message.reasoning_signature,
+            }
+        )
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        blocks.append(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        )
+    return "assistant", blocks

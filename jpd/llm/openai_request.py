@@ -1,0 +1,93 @@
+"""OpenAI Chat Completions request bodies, built deterministically.
+
+Same rules as `anthropic_request.py`: fixed key order, tools and messages in
+the given order, serialised by `request_build.encode_body`. OpenAI caches
+prompt prefixes automatically, so stable bytes are what make it hit.
+
+`compatible` selects the dialect of OpenAI-compatible servers (Ollama,
+llama.cpp server, vLLM, OpenRouter): they take `max_tokens`, while OpenAI's
+reasoning models only accept `max_completion_tokens`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jpd.llm.base import (
+    AssistantMessage,
+    ChatRequest,
+    Message,
+    ToolChoice,
+    ToolDefinition,
+    UserMessage,
+)
+from jpd.llm.request_build import encode_arguments
+
+Obj = dict[str, Any]
+
+
+def build_body(request: ChatRequest, *, compatible: bool = False) -> Obj:
+    """The JSON body for `POST <base>/chat/completions` with `stream: true`."""
+    body: Obj = {"model": request.model, "messages": _messages(request)}
+    if request.tools:
+        body["tools"] = [_tool(tool) for tool in request.tools]
+        body["tool_choice"] = _tool_choice(request.tool_choice)
+    if request.max_tokens is not None:
+        body["max_tokens" if compatible else "max_completion_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.reasoning_effort != "off":
+        body["reasoning_effort"] = request.reasoning_effort
+    body["stream"] = True
+    # Without this the stream carries no token counts at all.
+    body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def _tool(tool: ToolDefinition) -> Obj:
+    function: Obj = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
+    }
+    if tool.strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(choice: ToolChoice) -> str | Obj:
+    if choice.type == "tool":
+        return {"type": "function", "function": {"name": choice.name}}
+    return "required" if choice.type == "any" else choice.type
+
+
+def _messages(request: ChatRequest) -> list[Obj]:
+    out: list[Obj] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        converted = _convert(message)
+        if converted is not None:
+            out.append(converted)
+    return out
+
+
+def _convert(message: Message) -> Obj | None:
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": message.content}
+    if not isinstance(message, AssistantMessage):
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if not message.content and not message.tool_calls:
+        return None
+    # Reasoning is not sent back: Chat Completions has no input field for it.
+    out: Obj = {"role": "assistant", "content": message.content or None}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": encode_arguments(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    return out

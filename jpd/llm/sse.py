@@ -1,0 +1,123 @@
+"""Server-sent events: an incremental decoder for `text/event-stream` bodies.
+
+Follows the WHATWG event-stream parsing rules: lines end with CRLF, LF or CR
+(possibly split across network chunks), `data` lines accumulate joined by LF,
+comment lines start with `:`, a blank line dispatches the event, and an event
+left incomplete when the body ends is discarded. Provider code decides what a
+missing final event means; this module only frames.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import AsyncGenerator, AsyncIterable
+from typing import NamedTuple
+
+
+class SSEEvent(NamedTuple):
+    """One dispatched event. `event` defaults to `message` as the spec says."""
+
+    event: str
+    data: str
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEDecoder:
+    """Turns decoded text chunks into events; keep one per response body."""
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._event = ""
+        self._data: list[str] = []
+        self._id: str | None = None
+        self._retry: int | None = None
+
+    def feed(self, text: str) -> list[SSEEvent]:
+        """Add `text` and return the events it completes."""
+        buffer = self._buffer + text if self._buffer else text
+        # A CR at the very end may be the first half of a CRLF: keep it pending.
+        pending_cr = buffer.endswith("\r")
+        if pending_cr:
+            buffer = buffer[:-1]
+        if "\r" in buffer:
+            buffer = buffer.replace("\r\n", "\n").replace("\r", "\n")
+        lines = buffer.split("\n")
+        rest = lines.pop()
+        self._buffer = rest + "\r" if pending_cr else rest
+        events: list[SSEEvent] = []
+        for line in lines:
+            if not line:
+                event = self._dispatch()
+                if event is not None:
+                    events.append(event)
+            elif line.startswith("data:"):
+                # The hot path (one data line per token) is inlined.
+                self._data.append(line[6:] if line.startswith("data: ") else line[5:])
+            elif line[0] != ":":
+                self._field(line)
+        return events
+
+    def close(self) -> list[SSEEvent]:
+        """End of body: a pending line is processed, an undispatched event is dropped."""
+        events = self.feed("\n") if self._buffer.endswith("\r") else []
+        # Per spec, a final line without its terminator is incomplete: drop it too.
+        self._buffer = ""
+        self._reset()
+        return events
+
+    def _field(self, line: str) -> None:
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry" and value.isdigit():
+            self._retry = int(value)
+
+    def _dispatch(self) -> SSEEvent | None:
+        # Per spec an event without any data line is not dispatched.
+        if not self._data:
+            self._reset()
+            return None
+        event = SSEEvent(
+            event=self._event or "message",
+            data="\n".join(self._data),
+            id=self._id,
+            retry=self._retry,
+        )
+        self._reset()
+        return event
+
+    def _reset(self) -> None:
+        self._event = ""
+        self._data = []
+        self._retry = None
+
+
+async def iter_sse(chunks: AsyncIterable[bytes]) -> AsyncGenerator[SSEEvent, None]:
+    """Decode a UTF-8 byte stream (e.g. `httpx.Response.aiter_bytes()`) into events.
+
+    Exceptions raised while reading `chunks` propagate unchanged so the caller
+    can classify them (timeouts, resets).
+    """
+    decoder = SSEDecoder()
+    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    first = True
+    async for chunk in chunks:
+        text = utf8.decode(chunk)
+        if first and text:
+            # A leading byte-order mark is not part of the first field name.
+            text = text.removeprefix("\ufeff")
+            first = False
+        for event in decoder.feed(text):
+            yield event
+    for event in decoder.feed(utf8.decode(b"", final=True)):
+        yield event
+    for event in decoder.close():
+        yield event

@@ -1,0 +1,218 @@
+"""HTTP plumbing shared by the hosted providers: API keys, the streaming POST, error lines.
+
+Every failure leaves here as a `ProviderError` whose message is one line a
+person can act on, and transient ones as `RetryableError` so `retry.py` can
+retry them. API keys live in `SecretStr` (masked in `repr`) and are scrubbed
+from any text a server echoes back before it reaches an error message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from jpd.llm.errors import ProviderError, ProviderUnavailable
+from jpd.llm.retry import RetryableError, parse_retry_after, status_is_retryable
+
+_MAX_DETAIL = 300
+
+
+def read_api_key(env: Mapping[str, str], var: str, provider: str) -> SecretStr:
+    """The key in environment variable `var`; `ProviderUnavailable` naming it if unset."""
+    value = env.get(var, "").strip()
+    if not value:
+        raise ProviderUnavailable(f"{provider}: no API key; set the {var} environment variable")
+    return SecretStr(value)
+
+
+def one_line(text: str, secrets: Sequence[str] = (), limit: int = _MAX_DETAIL) -> str:
+    """Collapse whitespace, mask `secrets`, and shorten `text` for an error message."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_detail(body: bytes) -> tuple[str | None, str | None, str | None]:
+    """(type, message, code) from an error body in Anthropic, OpenAI or common server shapes."""
+    try:
+        data: Any = json.loads(body)
+    except ValueError:
+        text = body.decode("utf-8", "replace").strip()
+        return None, text or None, None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict):
+            return (
+                _str(error.get("type")),
+                _str(error.get("message")),
+                _str(error.get("code")),
+            )
+        if isinstance(error, str):
+            return None, error, None
+        message = data.get("message", data.get("detail"))
+        return _str(data.get("type")), _str(message) or json.dumps(data), None
+    return None, str(data), None
+
+
+def _str(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def event_json(provider: str, data: str, secrets: Sequence[str]) -> Any:
+    """Parse one stream event's JSON; a garbled event is a transient failure."""
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise RetryableError(
+            f"{provider}: malformed stream event {one_line(data, secrets, 80)!r}",
+            reason="malformed stream event",
+        ) from exc
+
+
+def status_error(
+    provider: str,
+    response: httpx.Response,
+    *,
+    key_env: str | None,
+    secrets: Sequence[str],
+) -> ProviderError:
+    """Map an HTTP error response (body already read) to the error to raise."""
+    status = response.status_code
+    etype, emsg, code = error_detail(response.content)
+    detail = one_line(emsg or httpx.codes.get_reason_phrase(status) or "no details", secrets)
+    request_id = response.headers.get("request-id") or response.headers.get("x-request-id")
+    suffix = f" (request {one_line(request_id, secrets, 80)})" if request_id else ""
+    quota = "insufficient_quota" in (etype, code)
+
+    if status == 401:
+        hint = f"check the API key in ${key_env}" if key_env else "the server requires an API key"
+        return ProviderError(f"{provider}: authentication failed (401): {hint}{suffix}")
+    if status == 403:
+        return ProviderError(f"{provider}: permission denied (403): {detail}{suffix}")
+    if status == 404:
+        return ProviderError(
+            f"{provider}: not found (404): {detail}; check the model name and base URL{suffix}"
+        )
+    if quota:
+        return ProviderError(
+            f"{provider}: quota exceeded ({status}): {detail}; check your plan and billing{suffix}"
+        )
+    label = etype or httpx.codes.get_reason_phrase(status) or "error"
+    if status == 529 or etype == "overloaded_error":
+        message = f"{provider}: server overloaded ({status}): {detail}{suffix}"
+    elif status == 429:
+        message = f"{provider}: rate limited (429): {detail}{suffix}"
+    elif status >= 500:
+        message = f"{provider}: server error ({status} {label}): {detail}{suffix}"
+    else:
+        message = f"{provider}: request rejected ({status} {label}): {detail}{suffix}"
+    if status_is_retryable(status, response.headers):
+        return RetryableError(
+            message,
+            reason=f"HTTP {status} {label}",
+            retry_after=parse_retry_after(response.headers),
+        )
+    return ProviderError(message)
+
+
+class StreamingPost:
+    """POSTs a JSON body and hands back the streaming response, mapping every failure.
+
+    Owns its `httpx.AsyncClient` unless one is injected (then the caller closes it).
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        timeout: float,
+        key_env: str | None,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._provider = provider
+        self._timeout = httpx.Timeout(timeout)
+        self._seconds = timeout
+        self._key_env = key_env
+        self._owned = client is None
+        self._client = client if client is not None else httpx.AsyncClient()
+
+    @asynccontextmanager
+    async def open(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        secrets: Sequence[str] = (),
+    ) -> AsyncIterator[httpx.Response]:
+        """Send the request; yield the 2xx response for streaming.
+
+        Exceptions raised while the caller reads the body (inside the `async
+        with`) are mapped too, so a reset mid-stream becomes a `RetryableError`.
+        """
+        provider = self._provider
+        try:
+            async with self._client.stream(
+                "POST", url, content=body, headers=dict(headers), timeout=self._timeout
+            ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise status_error(provider, response, key_env=self._key_env, secrets=secrets)
+                yield response
+        except httpx.TimeoutException as exc:
+            raise RetryableError(
+                f"{provider}: no response from {_host(url)} within {self._seconds:g}s",
+                reason="timeout",
+            ) from exc
+        except httpx.ConnectError as exc:
+            raise RetryableError(
+                f"{provider}: cannot connect to {_host(url)} ({one_line(str(exc), secrets, 120)});"
+                " check the base URL and your network",
+                reason="connection failed",
+            ) from exc
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            what = one_line(_describe(exc), secrets, 120)
+            raise RetryableError(
+                f"{provider}: connection to {_host(url)} lost ({what})",
+                reason="connection lost",
+            ) from exc
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise ProviderError(
+                f"{provider}: cannot send the request to {_host(url)}: "
+                f"{one_line(str(exc), secrets, 120)}; check the base URL"
+            ) from exc
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this object created it."""
+        if self._owned:
+            await self._client.aclose()
+
+
+def _describe(exc: BaseException) -> str:
+    # httpx often wraps the OS error with an empty message ("ReadError"):
+    # the first non-empty message down the chain says what happened.
+    seen: BaseException | None = exc
+    while seen is not None:
+        if str(seen):
+            return str(seen)
+        seen = seen.__cause__ or seen.__context__
+    return type(exc).__name__
+
+
+def _host(url: str) -> str:
+    # Only scheme, host and port: never echo credentials a URL might carry.
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return "the configured base URL"
+    port = f":{parsed.port}" if parsed.port else ""
+    return f"{parsed.scheme}://{parsed.host}{port}"
