@@ -24,7 +24,7 @@ from pydantic_core import core_schema
 
 from jpd.conversation.events import EVENT_ADAPTER
 from jpd.core.turn_events import TurnEventParams
-from jpd.rpc import wire
+from jpd.inquiry import wire as iw
 from jpd.rpc.methods import METHODS
 from jpd.wire_base import WireModel
 
@@ -32,23 +32,6 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "protocol.schema.json"
 
 Mode = Literal["validation", "serialization"]
-
-# The method table names params models only; results are listed here. `None` means the
-# result is JSON `null`. A method missing here makes `export_schemas` fail loudly.
-RESULTS: dict[str, type[BaseModel] | None] = {
-    "initialize": wire.InitializeResult,
-    "shutdown": None,
-    "turn/start": wire.TurnStartResult,
-    "turn/cancel": wire.TurnCancelResult,
-    "turn/wait": wire.TurnWaitResult,
-    "turn/attach": wire.TurnAttachResult,
-    "turn/detach": wire.TurnDetachResult,
-    "turn/list": wire.TurnListResult,
-    "conversation/list": wire.ConversationListResult,
-    "conversation/get": wire.ConversationGetResult,
-    "conversation/delete": wire.ConversationDeleteResult,
-}
-
 
 class ErrorObject(WireModel):
     """The `error` member of a JSON-RPC error response."""
@@ -156,17 +139,15 @@ def export_schemas() -> dict[str, dict[str, Any]]:
     """Every protocol schema by name, with keys sorted, so the output is deterministic.
 
     Params use pydantic's validation mode (what the daemon accepts); results and
-    notifications its serialization mode (what the daemon sends). Raises `LookupError`
-    when a request method has no entry in `RESULTS`.
+    notifications its serialization mode (what the daemon sends). A request method
+    without a result model (`Method.result`) is documented as returning `null`.
     """
     out: dict[str, dict[str, Any]] = {}
     for name, method in METHODS.items():
         out[f"{name}.params"] = _schema(method.params, "validation")
         if method.notification:
             continue
-        if name not in RESULTS:
-            raise LookupError(f"no result model for method {name!r}: add it to jpd.schemas.RESULTS")
-        result = RESULTS[name]
+        result = method.result
         out[f"{name}.result"] = (
             {"title": "NullResult", "type": "null"}
             if result is None
@@ -174,6 +155,12 @@ def export_schemas() -> dict[str, dict[str, Any]]:
         )
     out["$/cancelRequest.params"] = _schema(CancelRequestParams, "validation")
     out["turn/event.params"] = _schema(TurnEventParams, "serialization")
+    # Server-to-client requests and notifications.
+    out["inquiry/prompt.params"] = _schema(iw.InquiryPromptParams, "serialization")
+    out["inquiry/prompt.result"] = _schema(iw.InquiryPromptResult, "validation")
+    out["tool/permission.params"] = _schema(iw.PermissionParams, "serialization")
+    out["tool/permission.result"] = _schema(iw.PermissionResult, "validation")
+    out["inquiry/resolved.params"] = _schema(iw.InquiryResolvedParams, "serialization")
     out["persisted-event"] = _persisted_event_schema()
     out["error"] = _schema(ErrorObject, "serialization")
     for schema in out.values():

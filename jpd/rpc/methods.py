@@ -6,6 +6,7 @@ lives in the daemon core.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -27,6 +28,8 @@ Handler = Callable[[Daemon, Session, Any], Awaitable[WireModel | None]]
 class Method:
     params: type[WireParams]
     handler: Handler
+    result: type[WireModel] | None = None
+    """The result model; None for notifications and for methods whose result is null."""
     notification: bool = False
 
 
@@ -171,22 +174,51 @@ async def inquiry_answer(daemon: Daemon, session: Session, p: InquiryAnswerParam
     return InquiryAnswerResult(accepted=True)
 
 
+async def daemon_status(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
+    """The daemon process: pid, version, uptime, socket, clients, running turns."""
+    host = session.host
+    assert host is not None  # the boundary always sets one
+    return wire.DaemonStatusResult(
+        pid=os.getpid(),
+        version=_version(),
+        uptime=round(host.uptime(), 3),
+        socket_path=str(host.socket_path) if host.socket_path is not None else None,
+        clients=host.client_count(),
+        running_turns=daemon.running_turns(),
+    )
+
+
+async def daemon_stop(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
+    """Stop the daemon: running turns are cancelled and recorded, then it exits 0."""
+    host = session.host
+    assert host is not None
+    turns = daemon.running_turns()
+    host.request_stop(session)
+    return wire.DaemonStopResult(cancelled_turns=turns)
+
+
 METHODS: dict[str, Method] = {
-    "initialize": Method(wire.InitializeParams, initialize),
+    "initialize": Method(wire.InitializeParams, initialize, wire.InitializeResult),
     "initialized": Method(wire.NoParams, initialized, notification=True),
     "shutdown": Method(wire.NoParams, shutdown),
     "exit": Method(wire.NoParams, exit_, notification=True),
-    "turn/start": Method(wire.TurnStartParams, turn_start),
-    "turn/cancel": Method(wire.TurnCancelParams, turn_cancel),
-    "turn/wait": Method(wire.TurnWaitParams, turn_wait),
-    "turn/attach": Method(wire.TurnAttachParams, turn_attach),
-    "turn/detach": Method(wire.TurnDetachParams, turn_detach),
-    "turn/list": Method(wire.NoParams, turn_list),
-    "conversation/list": Method(wire.NoParams, conversation_list),
-    "conversation/get": Method(wire.ConversationIdParams, conversation_get),
-    "conversation/delete": Method(wire.ConversationIdParams, conversation_delete),
-    "tool/list": Method(wire.ToolListParams, tool_list),
-    "tool/call": Method(wire.ToolCallParams, tool_call),
-    "inquiry/list": Method(wire.NoParams, inquiry_list),
-    "inquiry/answer": Method(InquiryAnswerParams, inquiry_answer),
+    "turn/start": Method(wire.TurnStartParams, turn_start, wire.TurnStartResult),
+    "turn/cancel": Method(wire.TurnCancelParams, turn_cancel, wire.TurnCancelResult),
+    "turn/wait": Method(wire.TurnWaitParams, turn_wait, wire.TurnWaitResult),
+    "turn/attach": Method(wire.TurnAttachParams, turn_attach, wire.TurnAttachResult),
+    "turn/detach": Method(wire.TurnDetachParams, turn_detach, wire.TurnDetachResult),
+    "turn/list": Method(wire.NoParams, turn_list, wire.TurnListResult),
+    "conversation/list": Method(wire.NoParams, conversation_list, wire.ConversationListResult),
+    "conversation/get": Method(
+        wire.ConversationIdParams, conversation_get, wire.ConversationGetResult
+    ),
+    "conversation/delete": Method(
+        wire.ConversationIdParams, conversation_delete, wire.ConversationDeleteResult
+    ),
+    "tool/list": Method(wire.ToolListParams, tool_list, wire.ToolListResult),
+    "tool/call": Method(wire.ToolCallParams, tool_call, wire.ToolCallResult),
+    "inquiry/list": Method(wire.NoParams, inquiry_list, InquiryListResult),
+    "inquiry/answer": Method(InquiryAnswerParams, inquiry_answer, InquiryAnswerResult),
+    "daemon/status": Method(wire.NoParams, daemon_status, wire.DaemonStatusResult),
+    "daemon/stop": Method(wire.NoParams, daemon_stop, wire.DaemonStopResult),
 }
