@@ -1,37 +1,115 @@
-"""`jpd`: the daemon. Serves one client on stdio (the Unix socket mode is planned)."""
+"""`jpd`: the daemon. Serves one client on stdio, or many on a Unix socket with `--listen`.
+
+Exit codes: on stdio, 0 after `shutdown` + `exit` (or `daemon/stop`), else 1. With
+`--listen`, 0 after a clean stop (`daemon/stop`, SIGTERM/SIGINT/SIGHUP, idle timeout),
+1 when the socket cannot be had (e.g. another daemon already serves it).
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import logging.handlers
 import os
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 
 import anyio
+import platformdirs
 
+from jpd.rpc.listener import ListenError
 from jpd.rpc.stdio import claim_stdout
 from jpd.server import create_server
 from jpd.settings import Settings
 
+LOG_FORMAT = "%(asctime)s jpd[%(process)d] %(levelname)s %(name)s: %(message)s"
+LOG_MAX_BYTES = 5 * 1024 * 1024
+LOG_BACKUPS = 3
+
+
+def log_dir(env: Mapping[str, str]) -> Path:
+    """Where a listening daemon logs: `$JP_LOG_DIR`, else the platform user log dir."""
+    return Path(env.get("JP_LOG_DIR") or platformdirs.user_log_dir("jp"))
+
+
+def _log_level(explicit: str | None, env: Mapping[str, str], listening: bool) -> str:
+    """`--log-level`, else `$JPD_LOG_LEVEL`, else (listening) `daemon.log_level`, else WARNING."""
+    if explicit:
+        return explicit.upper()
+    if env.get("JPD_LOG_LEVEL"):
+        return env["JPD_LOG_LEVEL"].upper()
+    if listening:
+        from jpd.config import ConfigError, load_config
+
+        try:
+            return load_config(env=env).daemon.log_level.upper()
+        except ConfigError:
+            pass  # reported again, with its key, by every turn
+    return "WARNING"
+
+
+def _setup_logging(level: str, env: Mapping[str, str], listening: bool) -> None:
+    """stdio: logs to stderr. Listening: to `<log dir>/jpd.log` (rotated), and to stderr
+    only when it is a terminal (a daemon started by `jp` has its stderr in that file)."""
+    handlers: list[logging.Handler] = []
+    if listening:
+        directory = log_dir(env)
+        try:
+            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            handlers.append(
+                logging.handlers.RotatingFileHandler(
+                    directory / "jpd.log", maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS
+                )
+            )
+        except OSError as exc:
+            print(f"jpd: warning: cannot log to {directory}: {exc}", file=sys.stderr)
+    if not listening or sys.stderr.isatty() or not handlers:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    logging.basicConfig(level=level, format=LOG_FORMAT, handlers=handlers, force=True)
+    logging.getLogger("pygls").setLevel(logging.WARNING)
+
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the daemon; the exit code is 0 after `shutdown` + `exit`, else 1."""
-    parser = argparse.ArgumentParser(prog="jpd", description=__doc__)
+    """Run the daemon; returns the process exit code (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="jpd", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--listen",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="serve many clients on a Unix socket (default: $JP_SOCKET, else "
+        "<user runtime dir>/jp/jpd.sock) instead of one client on stdio",
+    )
     parser.add_argument(
         "--log-level",
-        default=os.environ.get("JPD_LOG_LEVEL", "WARNING"),
-        help="log level for stderr (default WARNING; env JPD_LOG_LEVEL)",
+        default=None,
+        help="log level (default: $JPD_LOG_LEVEL, else daemon.log_level when listening, "
+        "else WARNING)",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s jpd %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("pygls").setLevel(logging.WARNING)
+    env = os.environ
+    listening = args.listen is not None
+    level = _log_level(args.log_level, env, listening)
+    try:
+        _setup_logging(level, env, listening)
+    except ValueError as exc:  # an unknown level name
+        parser.error(str(exc))
     settings = Settings.from_env()
-    out_fd = claim_stdout()
     server = create_server(settings)
+    if listening:
+        path = Path(args.listen) if args.listen else None
+        try:
+            return anyio.run(server.run_listen, path)
+        except ListenError as exc:
+            logging.getLogger("jpd").error("%s", exc)
+            if not sys.stderr.isatty():  # on a terminal, the log line above says it already
+                print(f"jpd: error: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:  # before the signal handlers were installed
+            return 1
+    out_fd = claim_stdout()
     try:
         return anyio.run(server.run_stdio, sys.stdin.fileno(), out_fd)
     except KeyboardInterrupt:

@@ -33,6 +33,7 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "protocol.sch
 
 Mode = Literal["validation", "serialization"]
 
+
 class ErrorObject(WireModel):
     """The `error` member of a JSON-RPC error response."""
 

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import logging
+import os
+import signal
+from pathlib import Path
 
 import anyio
 
 from jpd.core.daemon import Daemon
+from jpd.errors import ConfigInvalid
+from jpd.rpc.listener import SocketClaim, SocketServer, default_socket_path
 from jpd.rpc.stdio import serve_stdio
 from jpd.settings import Settings
 
 log = logging.getLogger(__name__)
+
+DEFAULT_IDLE_TIMEOUT = 600.0
 
 
 class Server:
@@ -30,6 +37,46 @@ class Server:
                     await daemon.aclose()
             tg.cancel_scope.cancel()
         return code
+
+    async def run_listen(self, path: Path | None = None) -> int:
+        """Serve any number of clients on a Unix socket until stopped; returns 0.
+
+        `path` defaults to `$JP_SOCKET` or the platform runtime dir. Stops cleanly on
+        `daemon/stop`, SIGTERM, SIGINT or SIGHUP, and after `daemon.idle_timeout`
+        seconds with no client and no running turn (0: never). Raises `ListenError`
+        when the socket cannot be had (e.g. another daemon serves it).
+        """
+        socket_path = path if path is not None else default_socket_path(self.settings.env)
+        claim = await SocketClaim.acquire(socket_path)
+        try:
+            listener = await claim.bind()
+            async with anyio.create_task_group() as tg:
+                daemon = Daemon(self.settings, tg)
+                server = SocketServer(daemon, claim.path, idle_timeout=self._idle_timeout(daemon))
+                tg.start_soon(_stop_on_signals, server)
+                log.info("jpd (pid %d) listening on %s", os.getpid(), claim.path)
+                await server.serve(listener)
+                tg.cancel_scope.cancel()
+        finally:
+            claim.release()
+        log.info("jpd (pid %d) stopped: %s", os.getpid(), server.stop_reason)
+        return 0
+
+    @staticmethod
+    def _idle_timeout(daemon: Daemon) -> float:
+        try:
+            return daemon.load_config(None).daemon.idle_timeout
+        except ConfigInvalid as exc:
+            # A broken config file must not stop the daemon; each turn reports it.
+            log.warning("%s; idle timeout %gs", exc.message, DEFAULT_IDLE_TIMEOUT)
+            return DEFAULT_IDLE_TIMEOUT
+
+
+async def _stop_on_signals(server: SocketServer) -> None:
+    """SIGTERM, SIGINT and SIGHUP stop the listening daemon cleanly."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for signum in signals:
+            server.stop(f"signal {signal.Signals(signum).name}")
 
 
 def create_server(settings: Settings) -> Server:

@@ -27,10 +27,11 @@ from jpd.conversation.store import (
 from jpd.core.hub import EventHub
 from jpd.core.links import ClientLink
 from jpd.core.models import ConversationSummary, TurnInfo
-from jpd.core.tooling import NullLog, make_coordinator
+from jpd.core.tooling import LateView, NullLog, make_coordinator
 from jpd.core.turn import Turn, TurnSpec
 from jpd.core.turn_events import StopReason
 from jpd.errors import Busy, ConfigInvalid, InvalidParams, NotFound, ProviderUnavailableError
+from jpd.inquiry.backend import LlmInquiryBackend
 from jpd.inquiry.desk import Desk
 from jpd.inquiry.wire import PendingInfo
 from jpd.llm.base import ToolCallPart
@@ -113,6 +114,8 @@ class Daemon:
 
         turn_id = "t-" + secrets.token_hex(6)
         tools = self._catalog(cfg, toggles or [])
+        view = LateView()
+        backend = LlmInquiryBackend(view, provider, cfg, self.providers)
         coordinator = make_coordinator(
             config=cfg,
             registry=self.builtins,
@@ -120,7 +123,7 @@ class Daemon:
             tools=tools,
             desk=self.desk,
             log=self.store,
-            backend=None,
+            backend=backend,
             conversation_id=conversation_id,
             turn_id=turn_id,
             root=link.workspace_root or Path.cwd(),
@@ -143,6 +146,7 @@ class Daemon:
             reasoning_budget=cfg.assistant.reasoning.budget_tokens,
         )
         turn = Turn(spec, self.store, self.hub, datetime.now(UTC))
+        view.turn = turn
         self._turns[turn_id] = turn
         self.hub.subscribe(conversation_id, link)
         self._tg.start_soon(self._run_turn, turn)

@@ -6,13 +6,29 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jpd.config import Config
+from jpd.inquiry.backend import TurnView
 from jpd.inquiry.desk import Desk
 from jpd.inquiry.recorder import EventLog, InquiryRecorder
 from jpd.inquiry.router import InquiryBackend, Router
+from jpd.llm.base import ChatRequest, Message
 from jpd.tools.builtin import BuiltinRegistry
 from jpd.tools.catalog import EffectiveTool, ToolToggle, build_catalog
 from jpd.tools.coordinator import CallScope, Coordinator
 from jpd.tools.permissions import DetachedMode, PermissionGate
+
+
+class LateView:
+    """Lets the inquiry backend see a turn that is created after its coordinator."""
+
+    def __init__(self) -> None:
+        self.turn: TurnView | None = None
+
+    @property
+    def last_request(self) -> ChatRequest | None:
+        return self.turn.last_request if self.turn else None
+
+    def messages(self) -> list[Message]:
+        return self.turn.messages() if self.turn else []
 
 
 class NullLog:

@@ -87,6 +87,7 @@ class Turn:
         self._partial = _Partial()
         self._open_calls: list[llm.ToolCallPart] = []
         self._scope = anyio.CancelScope()
+        self.last_request: llm.ChatRequest | None = None
         self.done = anyio.Event()
         self.stop_reason: StopReason = "cancelled"
 
@@ -97,6 +98,10 @@ class Turn:
     @property
     def turn_id(self) -> str:
         return self.spec.turn_id
+
+    def messages(self) -> list[llm.Message]:
+        """The conversation so far as model messages (for side requests)."""
+        return to_messages(self._history)
 
     def cancel(self) -> None:
         """Ask the turn to stop; it ends with stop reason `cancelled`."""
@@ -162,6 +167,7 @@ class Turn:
             reasoning_effort=spec.reasoning_effort,
             reasoning_budget=spec.reasoning_budget,
         )
+        self.last_request = request
         partial = self._partial = _Partial()
         reason: llm.FinishReason = "end_turn"
         async for item in spec.provider.stream(request):

@@ -85,9 +85,7 @@ class Desk:
         self._everyone = everyone
         self._pending: dict[str, _Pending] = {}
 
-    async def ask(
-        self, request: Request, *, wait: bool, timeout: float | None
-    ) -> Outcome | None:
+    async def ask(self, request: Request, *, wait: bool, timeout: float | None) -> Outcome | None:
         """Offer `request` to capable attached clients and await the first answer.
 
         With `wait`, keep waiting for clients to attach (up to `timeout` seconds).

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from lsprotocol.converters import get_converter
 from lsprotocol.types import CancelNotification, ResponseError
@@ -29,12 +30,15 @@ from pygls.server import JsonRPCServer
 from jpd.core.daemon import Daemon
 from jpd.errors import JpdError, RequestCancelled
 from jpd.rpc.framing import Malformed, Receive, encode_frame, read_frames
+from jpd.rpc.host import Host, SingleClientHost
 from jpd.rpc.methods import METHODS, Method
 from jpd.rpc.session import Session
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[bytes], Awaitable[None]]
+
+_FLUSH_TIMEOUT = 5.0  # seconds a closing connection gets to send its last frames
 
 
 class _QuietRpcErrors(logging.Filter):
@@ -150,8 +154,14 @@ def _error_frame(msg_id: Any, code: int, message: str) -> bytes:
     return encode_frame(json.dumps(body).encode())
 
 
-async def serve_connection(daemon: Daemon, receive: Receive, send: Send) -> int:
-    """Serve one client until `exit` or end of input; returns the exit code."""
+async def serve_connection(
+    daemon: Daemon, receive: Receive, send: Send, host: Host | None = None
+) -> int:
+    """Serve one client until `exit` or end of input; returns the exit code.
+
+    `host` is the process serving the connection (`daemon/status`, `daemon/stop`);
+    default: a single-client host that stops by ending this connection.
+    """
     out_send, out_recv = anyio.create_memory_object_stream[bytes](max_buffer_size=math.inf)
     server = _Server(_JpdProtocol, get_converter)
     protocol = server.protocol
@@ -171,16 +181,19 @@ async def serve_connection(daemon: Daemon, receive: Receive, send: Send) -> int:
             ) from None
 
     session = Session(notify, request)
+    session.host = host if host is not None else SingleClientHost()
     protocol.session = session
     protocol.set_writer(_QueueWriter(out_send), include_headers=True)
     for name, method in METHODS.items():
         protocol.fm.feature(name)(_make_handler(daemon, session, name, method))
     daemon.connected(session)
 
+    flushed = anyio.Event()
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_write_loop, out_recv, send, session)
+        tg.start_soon(_write_loop, out_recv, send, session, flushed)
         tg.start_soon(_read_loop, protocol, receive, out_send, session)
         await session.closed.wait()
+        await _flush(protocol, out_send, flushed)
         tg.cancel_scope.cancel()
     out_send.close()
     daemon.disconnected(session)
@@ -193,6 +206,8 @@ async def _read_loop(
     protocol: _JpdProtocol, receive: Receive, out: MemoryObjectSendStream[bytes], session: Session
 ) -> None:
     async for frame in read_frames(receive):
+        if session.closed.is_set():
+            return  # closing: the queue no longer takes frames
         if isinstance(frame, Malformed):
             log.warning("malformed frame: %s", frame.reason)
             out.send_nowait(_error_frame(None, -32700, f"parse error: {frame.reason}"))
@@ -240,15 +255,36 @@ def _dispatch(protocol: _JpdProtocol, body: bytes, out: MemoryObjectSendStream[b
         log.exception("could not handle message %r", data.get("method") or data.get("id"))
 
 
-async def _write_loop(out: MemoryObjectReceiveStream[bytes], send: Send, session: Session) -> None:
-    async with out:
-        async for data in out:
-            try:
-                await send(data)
-            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                log.warning("client connection lost while writing")
-                session.close(1)
-                return
+async def _write_loop(
+    out: MemoryObjectReceiveStream[bytes], send: Send, session: Session, flushed: anyio.Event
+) -> None:
+    try:
+        async with out:
+            async for data in out:
+                try:
+                    await send(data)
+                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    log.warning("client connection lost while writing")
+                    session.close(1)
+                    return
+    finally:
+        flushed.set()
+
+
+async def _flush(
+    protocol: _JpdProtocol, out: MemoryObjectSendStream[bytes], flushed: anyio.Event
+) -> None:
+    """On close, still deliver what is due: answers of handlers that already returned
+    (pygls sends them from a done-callback, one loop step later), then everything queued
+    (e.g. the `daemon/stop` answer, or `turn_completed` of turns cancelled on stop)."""
+    for _ in range(100):
+        futures = protocol._request_futures.values()
+        if not any(isinstance(f, asyncio.Future) and f.done() for f in futures):
+            break
+        await anyio.lowlevel.checkpoint()
+    out.close()
+    with anyio.move_on_after(_FLUSH_TIMEOUT):
+        await flushed.wait()
 
 
 def _fail_pending(protocol: _JpdProtocol) -> None:

@@ -9,11 +9,14 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from jpd.core.links import ClientCapabilities
+
+if TYPE_CHECKING:
+    from jpd.rpc.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,8 @@ class Session:
         self.shutdown_requested = False
         self.closed = anyio.Event()
         self.exit_code = 1
+        self.host: Host | None = None
+        """The process serving this connection (set by the rpc boundary)."""
 
     @property
     def link_id(self) -> int:

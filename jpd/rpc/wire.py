@@ -176,3 +176,24 @@ class ConversationGetResult(WireModel):
 
 class ConversationDeleteResult(WireModel):
     deleted: bool
+
+
+# --- daemon --------------------------------------------------------------------------
+
+
+class DaemonStatusResult(WireModel):
+    pid: int
+    version: str
+    uptime: float
+    """Seconds since the daemon started serving."""
+    socket_path: str | None = None
+    """The Unix socket the daemon listens on; absent on stdio."""
+    clients: int
+    """Open connections, the asking one included."""
+    running_turns: list[TurnInfo]
+
+
+class DaemonStopResult(WireModel):
+    stopping: bool = True
+    cancelled_turns: list[TurnInfo]
+    """The turns that were running; each is cancelled and records its end."""

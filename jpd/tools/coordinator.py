@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from jpd.conversation import events as ev
+from jpd.inquiry.backend import ANSWER_INQUIRY, ANSWER_INQUIRY_TOOL
 from jpd.inquiry.router import QuestionContext, Resolved, Router
 from jpd.llm.base import ToolCallPart, ToolDefinition
 from jpd.tools.base import ToolResultData
@@ -60,8 +61,13 @@ class Coordinator:
         self._scope = scope
 
     def definitions(self) -> tuple[ToolDefinition, ...]:
-        """Enabled tools, in name order (stable, so request prefixes stay cacheable)."""
-        return tuple(t.definition for _, t in sorted(self._tools.items()) if t.enabled)
+        """Enabled tools in name order, then `answer_inquiry` whenever any tool is on.
+
+        The list is stable within a turn, so request prefixes stay cacheable, and the
+        inquiry side request can reuse it unchanged (RFD 033).
+        """
+        enabled = tuple(t.definition for _, t in sorted(self._tools.items()) if t.enabled)
+        return (*enabled, ANSWER_INQUIRY_TOOL) if enabled else ()
 
     async def run(self, calls: Sequence[ToolCallPart]) -> list[ToolResultData]:
         """Run `calls` concurrently; results in the order of `calls`."""
@@ -78,6 +84,12 @@ class Coordinator:
 
     async def run_one(self, call: ToolCallPart) -> tuple[str, bool]:
         """One call, start to finish -> (content, is_error)."""
+        if call.name == ANSWER_INQUIRY:
+            return (
+                "answer_inquiry is only for answering a question you were asked about a "
+                "paused tool; there is no open question in this call.",
+                True,
+            )
         tool = self._tools.get(call.name)
         if tool is None or not tool.enabled:
             available = ", ".join(sorted(n for n, t in self._tools.items() if t.enabled))

@@ -50,7 +50,7 @@ async def test_local_tool_runs_and_result_goes_back_to_model(
         "isError": False,
     }
     requests = [json.loads(x) for x in (home / "requests.jsonl").read_text().splitlines()]
-    assert [t["name"] for t in requests[0]["tools"]] == ["describe_tools", "echo"]
+    assert [t["name"] for t in requests[0]["tools"]] == ["describe_tools", "echo", "answer_inquiry"]
     assert requests[0]["tools"][1]["parameters"]["required"] == ["text"]
     assert requests[1]["messages"][-1] == {
         "role": "tool",
@@ -317,8 +317,8 @@ async def test_toggles_honour_allow_toggle(jpd_factory: StartJpd, home: Path) ->
         await daemon.request("turn/start", {"message": "3", "tools": [{"enable": False, "name": "keep"}]})
     assert info.value.code == -32602 and "never" in info.value.message
     requests = [json.loads(x) for x in (home / "requests.jsonl").read_text().splitlines()]
-    assert [t["name"] for t in requests[0]["tools"]] == ["keep"]
-    assert [t["name"] for t in requests[1]["tools"]] == ["keep", "shy"]
+    assert [t["name"] for t in requests[0]["tools"]] == ["keep", "answer_inquiry"]
+    assert [t["name"] for t in requests[1]["tools"]] == ["keep", "shy", "answer_inquiry"]
 
 
 async def test_tool_list_and_tool_call(jpd_factory: StartJpd, home: Path) -> None:

@@ -1,0 +1,220 @@
+"""The LLM inquiry backend (RFD 028/033/034): the model answers a tool's question in
+a side request that reuses the parent request's prefix, so the provider's prompt
+cache is hit and only the question message is new.
+
+The side request is the parent turn's last request (same system prompt, tools and
+earlier messages), plus the assistant message with this response's tool calls, a
+"paused" result for each of them, and the question. The model answers through the
+`answer_inquiry` tool. The parent's `tool_choice` is kept (changing it would void the
+cached message blocks on Anthropic) and the question asks for the tool call; only if
+the model answers without it is `tool_choice` forced. Providers without a prefix
+cache (the embedded model) are forced at once. Nothing of this is persisted except
+the inquiry request/response pair the router writes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Protocol
+
+from jpd.config import Config, ConfigError
+from jpd.config.models import PartialAssistantConfig
+from jpd.inquiry.router import BackendError, QuestionContext
+from jpd.llm import base as llm
+from jpd.llm.errors import ProviderError
+from jpd.llm.registry import ProviderRegistry
+
+log = logging.getLogger(__name__)
+
+ANSWER_INQUIRY = "answer_inquiry"
+MAX_INVALID_RETRIES = 2
+NO_PREFIX_CACHE = frozenset({"local"})
+"""Providers for which keeping `tool_choice` buys nothing: force the tool at once."""
+
+ANSWER_INQUIRY_TOOL = llm.ToolDefinition(
+    name=ANSWER_INQUIRY,
+    description=(
+        "Answer a question from a tool that needs additional input. Call this tool when "
+        "the system indicates a tool requires your input. Use the inquiry_id from the "
+        "question and provide your answer as a JSON string."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "inquiry_id": {
+                "type": "string",
+                "description": "The inquiry ID from the question prompt.",
+            },
+            "answer": {
+                "type": "string",
+                "description": "Your answer, formatted as instructed in the question prompt.",
+            },
+        },
+        "required": ["inquiry_id", "answer"],
+        "additionalProperties": False,
+    },
+    strict=True,
+)
+
+PAUSED = "Tool paused: it is waiting for the answer to a question (inquiry {inquiry_id})."
+WAITING = "Tool still running: its result will follow."
+
+
+class TurnView(Protocol):
+    """What the backend needs to see of the running turn."""
+
+    @property
+    def last_request(self) -> llm.ChatRequest | None: ...
+
+    def messages(self) -> list[llm.Message]: ...
+
+
+class LlmInquiryBackend:
+    """Answers questions with the turn's model (or the configured inquiry model)."""
+
+    def __init__(
+        self,
+        view: TurnView,
+        provider: llm.Provider,
+        config: Config,
+        providers: ProviderRegistry,
+    ) -> None:
+        self._view = view
+        self._provider = provider
+        self._config = config
+        self._providers = providers
+
+    async def answer(self, ctx: QuestionContext, overrides: PartialAssistantConfig | None) -> Any:
+        """A typed, validated answer, or `BackendError`."""
+        parent = self._view.last_request
+        if parent is None:
+            raise BackendError("there is no model request to ask the assistant in")
+        provider, model = self._choose(overrides)
+        messages = [*self._view.messages(), *self._paused_results(ctx)]
+        messages.append(llm.UserMessage(content=question_prompt(ctx)))
+        force = provider.name in NO_PREFIX_CACHE
+        forced_once = force
+        invalid = 0
+        while True:
+            choice: llm.ToolChoice = (
+                llm.ToolChoiceTool(name=ANSWER_INQUIRY) if force else parent.tool_choice
+            )
+            request = parent.model_copy(
+                update={"model": model, "messages": tuple(messages), "tool_choice": choice}
+            )
+            text, call = await self._collect(provider, request)
+            if call is None:
+                if forced_once:
+                    raise BackendError("the assistant did not call answer_inquiry")
+                force = forced_once = True
+                continue
+            try:
+                return parse_answer(ctx, call.arguments)
+            except ValueError as exc:
+                invalid += 1
+                if invalid > MAX_INVALID_RETRIES:
+                    raise BackendError(f"no valid answer after {invalid} attempts: {exc}") from exc
+                messages.append(
+                    llm.AssistantMessage(
+                        content=text,
+                        tool_calls=(
+                            llm.ToolCallPart(id=call.id, name=call.name, arguments=call.arguments),
+                        ),
+                    )
+                )
+                messages.append(
+                    llm.ToolResultMessage(
+                        tool_call_id=call.id,
+                        content=f"Invalid answer: {exc}. Call answer_inquiry again.",
+                        is_error=True,
+                    )
+                )
+
+    def _choose(self, overrides: PartialAssistantConfig | None) -> tuple[llm.Provider, str]:
+        assistant = self._config.inquiry_assistant(overrides)
+        if assistant.model.id == self._config.assistant.model.id:
+            return self._provider, assistant.model.name
+        try:
+            other = self._config.with_model(assistant.model.id, source="inquiry model")
+            return self._providers.get(other), assistant.model.name
+        except (ConfigError, ProviderError) as exc:
+            raise BackendError(f"inquiry model {assistant.model.id}: {exc}") from exc
+
+    def _paused_results(self, ctx: QuestionContext) -> list[llm.Message]:
+        messages = self._view.messages()
+        last = messages[-1] if messages else None
+        if not isinstance(last, llm.AssistantMessage):
+            return []
+        return [
+            llm.ToolResultMessage(
+                tool_call_id=call.id,
+                content=PAUSED.format(inquiry_id=ctx.inquiry_id)
+                if call.id == ctx.tool_call_id
+                else WAITING,
+            )
+            for call in last.tool_calls
+        ]
+
+    @staticmethod
+    async def _collect(
+        provider: llm.Provider, request: llm.ChatRequest
+    ) -> tuple[str, llm.ToolCallEvent | None]:
+        text = ""
+        call: llm.ToolCallEvent | None = None
+        try:
+            async for event in provider.stream(request):
+                if isinstance(event, llm.Retry):
+                    text, call = "", None
+                elif isinstance(event, llm.TextDelta):
+                    text += event.text
+                elif isinstance(event, llm.ToolCallEvent) and event.name == ANSWER_INQUIRY:
+                    call = call or event
+        except ProviderError as exc:
+            raise BackendError(exc.message) from exc
+        return text, call
+
+
+def question_prompt(ctx: QuestionContext) -> str:
+    """The appended user message: the question and how to answer it."""
+    q = ctx.question
+    kind = q.answer_type.type
+    if kind == "boolean":
+        how = "Answer exactly `true` or `false`."
+    elif kind == "select":
+        options = getattr(q.answer_type, "options", [])
+        how = "Answer with exactly one of: " + ", ".join(json.dumps(o) for o in options) + "."
+    else:
+        how = "Answer with free-form text."
+    parts = [
+        f"The tool `{ctx.tool_name}` (call {ctx.tool_call_id}) needs input before it can "
+        "continue. Answer its question by calling the `answer_inquiry` tool with "
+        f'inquiry_id "{ctx.inquiry_id}". Do not call any other tool.',
+    ]
+    if q.context:
+        parts.append(f"Context:\n{q.context}")
+    parts.append(f"Question: {q.text}")
+    parts.append(how)
+    return "\n\n".join(parts)
+
+
+def parse_answer(ctx: QuestionContext, arguments: dict[str, Any]) -> Any:
+    """Read `answer_inquiry` arguments as the question's type; ValueError if invalid."""
+    inquiry_id = arguments.get("inquiry_id")
+    if inquiry_id != ctx.inquiry_id:
+        raise ValueError(f"inquiry_id must be {ctx.inquiry_id!r}, got {inquiry_id!r}")
+    raw = arguments.get("answer")
+    if not isinstance(raw, str):
+        raise ValueError("answer must be a string")
+    kind = ctx.question.answer_type.type
+    if kind == "boolean":
+        lowered = raw.strip().lower()
+        if lowered not in ("true", "false"):
+            raise ValueError(f"{raw!r} is not `true` or `false`")
+        return lowered == "true"
+    if kind == "select":
+        options = getattr(ctx.question.answer_type, "options", [])
+        if raw not in options:
+            raise ValueError(f"{raw!r} is not one of {', '.join(options)}")
+        return raw
+    return raw

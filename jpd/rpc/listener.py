@@ -1,0 +1,352 @@
+"""The Unix socket transport: `jpd --listen` serves any number of clients at once.
+
+Each accepted connection gets its own `serve_connection` (its own pygls protocol and
+session) over one shared `Daemon`. The socket's directory is created 0700 and the
+socket itself is 0600, so only its owner can connect.
+
+One daemon per socket: a lock on the pid file beside the socket (held for the
+daemon's life) decides between two daemons starting at once, and a socket file left
+by a dead daemon (nobody accepts on it) is replaced, while one that answers makes
+the newcomer give up with a clear message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import logging
+import os
+import socket
+import stat
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import platformdirs
+
+from jpd.core.daemon import Daemon
+from jpd.rpc.boundary import serve_connection
+from jpd.rpc.session import Session
+
+log = logging.getLogger(__name__)
+
+SOCKET_NAME = "jpd.sock"
+_CHUNK = 65536
+_PROBE_TIMEOUT = 2.0  # seconds a live daemon has to accept a probe connection
+_HANGUP_TIMEOUT = 5.0  # seconds connections get to flush their last frames on stop
+
+
+class ListenError(Exception):
+    """The daemon cannot listen on this socket; the message is one line for the user."""
+
+
+class SocketInUse(ListenError):
+    """Another daemon is serving this socket."""
+
+
+def default_socket_path(env: Mapping[str, str]) -> Path:
+    """`$JP_SOCKET`, else `platformdirs.user_runtime_dir("jp")/jpd.sock`."""
+    override = env.get("JP_SOCKET", "").strip()
+    if override:
+        return Path(override)
+    return Path(platformdirs.user_runtime_dir("jp")) / SOCKET_NAME
+
+
+def pid_path(socket_path: Path) -> Path:
+    """The pid (and lock) file beside a socket: `jpd.sock` -> `jpd.pid`."""
+    if socket_path.suffix and socket_path.suffix != ".pid":
+        return socket_path.with_suffix(".pid")
+    return socket_path.with_name(socket_path.name + ".pid")
+
+
+def _read_pid(path: Path) -> str:
+    try:
+        return path.read_text().strip() or "?"
+    except OSError:
+        return "?"
+
+
+def _probe(path: Path) -> bool:
+    """True if something accepts connections on `path` (blocking; run in a thread)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(_PROBE_TIMEOUT)
+        try:
+            probe.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return False
+        except TimeoutError:
+            return True  # a backlog so full it cannot accept: alive, and busy
+        return True
+
+
+class SocketClaim:
+    """This daemon's hold on a socket path: the locked pid file, then the socket."""
+
+    def __init__(self, path: Path, pid_fd: int) -> None:
+        self.path = path
+        self.pid_file = pid_path(path)
+        self._pid_fd = pid_fd
+        self._socket_inode: int | None = None
+
+    @classmethod
+    async def acquire(cls, path: Path) -> SocketClaim:
+        """Lock the pid file and clear a stale socket; raises `ListenError`."""
+        return await anyio.to_thread.run_sync(cls._acquire, path)
+
+    @classmethod
+    def _acquire(cls, path: Path) -> SocketClaim:
+        path = Path(os.path.abspath(path))
+        _make_private_dir(path.parent)
+        claim = cls(path, _lock_pid_file(pid_path(path), path))
+        try:
+            claim._clear_stale_socket()
+            os.ftruncate(claim._pid_fd, 0)
+            os.pwrite(claim._pid_fd, f"{os.getpid()}\n".encode(), 0)
+        except BaseException:
+            claim.release()
+            raise
+        return claim
+
+    def _clear_stale_socket(self) -> None:
+        try:
+            info = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISSOCK(info.st_mode):
+            raise ListenError(f"{self.path} exists and is not a socket; remove it or pick a path")
+        try:
+            alive = _probe(self.path)
+        except OSError as exc:
+            raise ListenError(f"cannot check socket {self.path}: {exc.strerror}") from None
+        if alive:
+            raise SocketInUse(f"another daemon is already listening on {self.path}")
+        log.info("replacing stale socket %s", self.path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+    async def bind(self) -> anyio.abc.SocketListener:
+        """Create the listening socket with mode 0600 (never wider, even for a moment)."""
+        previous = os.umask(0o177)  # only at start-up, before any other file is created
+        try:
+            listener = await anyio.create_unix_listener(self.path, mode=0o600)
+        except OSError as exc:
+            raise ListenError(f"cannot listen on {self.path}: {exc.strerror or exc}") from None
+        finally:
+            os.umask(previous)
+        self._socket_inode = os.stat(self.path).st_ino
+        return listener
+
+    def release(self) -> None:
+        """Remove our socket and pid file, then drop the lock."""
+        if self._pid_fd < 0:
+            return
+        if self._socket_inode is not None:
+            with contextlib.suppress(OSError):
+                if os.stat(self.path).st_ino == self._socket_inode:
+                    os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            os.unlink(self.pid_file)
+        os.close(self._pid_fd)  # closing releases the lock
+        self._pid_fd = -1
+
+
+def _make_private_dir(directory: Path) -> None:
+    """Create a missing socket directory with mode 0700 (an existing one is left as is)."""
+    if directory.is_dir():
+        return
+    try:
+        directory.mkdir(parents=True, mode=0o700)
+        os.chmod(directory, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise ListenError(f"cannot create socket directory {directory}: {exc.strerror}") from None
+
+
+def _lock_pid_file(pid_file: Path, socket_path: Path) -> int:
+    """Open and lock the pid file; raises `SocketInUse` if another daemon holds it."""
+    for _ in range(5):
+        try:
+            fd = os.open(pid_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise ListenError(f"cannot open pid file {pid_file}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                raise ListenError(f"cannot lock pid file {pid_file}: {exc.strerror}") from None
+            raise SocketInUse(
+                f"another jpd (pid {_read_pid(pid_file)}) is already serving {socket_path}"
+            ) from None
+        # The previous owner may have unlinked the file between our open and our lock;
+        # a lock on an unlinked file guards nothing, so start again on the new one.
+        try:
+            if os.stat(pid_file).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    raise ListenError(f"cannot lock pid file {pid_file}: it keeps changing")
+
+
+class _Connection:
+    """One accepted client; `hang_up` makes its input end so the session closes cleanly."""
+
+    def __init__(self, stream: anyio.abc.SocketStream) -> None:
+        self.stream = stream
+        self._hung_up = False
+        self._scope: anyio.CancelScope | None = None
+
+    async def receive(self) -> bytes:
+        if self._hung_up:
+            return b""
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                return await self.stream.receive(_CHUNK)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return b""
+            except OSError as exc:  # e.g. ECONNRESET from a killed client
+                log.info("client connection lost: %s", exc)
+                return b""
+            finally:
+                self._scope = None
+        return b""  # hung up while waiting
+
+    async def send(self, data: bytes) -> None:
+        await self.stream.send(data)
+
+    def hang_up(self) -> None:
+        self._hung_up = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+
+class SocketServer:
+    """Accepts clients on a bound socket until stopped; implements `Host`.
+
+    Stops on `stop()` (from `daemon/stop`, a signal, or idle time): it stops accepting,
+    cancels running turns and waits until each has recorded its end (subscribed clients
+    get their `turn_completed`), then hangs up every client.
+    """
+
+    def __init__(self, daemon: Daemon, path: Path, *, idle_timeout: float = 0.0) -> None:
+        self.daemon = daemon
+        self._path = path
+        self._idle_timeout = idle_timeout
+        self._started = time.monotonic()
+        self._connections: set[_Connection] = set()
+        self._none_left = anyio.Event()
+        self._stop = anyio.Event()
+        self.stop_reason: str | None = None
+
+    # --- Host ------------------------------------------------------------------------
+
+    @property
+    def socket_path(self) -> Path | None:
+        return self._path
+
+    def uptime(self) -> float:
+        return time.monotonic() - self._started
+
+    def client_count(self) -> int:
+        return len(self._connections)
+
+    def request_stop(self, session: Session) -> None:
+        self.stop(f"daemon/stop from client {session.link_id} ({session.client_name})")
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def stop(self, reason: str) -> None:
+        """Begin a clean stop (idempotent); `serve` returns once it is done."""
+        if not self._stop.is_set():
+            self.stop_reason = reason
+            log.info("stopping: %s", reason)
+            self._stop.set()
+
+    async def serve(self, listener: anyio.abc.SocketListener) -> None:
+        """Serve clients until `stop()`, then stop cleanly; closes `listener`."""
+        accepting = anyio.CancelScope()
+        accept_done = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._accept, listener, tg, accepting, accept_done)
+            if self._idle_timeout > 0:
+                tg.start_soon(self._watch_idle)
+            try:
+                await self._stop.wait()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    accepting.cancel()
+                    await accept_done.wait()
+                    turns = self.daemon.running_turns()
+                    if turns:
+                        log.info("cancelling %d running turn(s)", len(turns))
+                    await self.daemon.aclose()
+                    await self._hang_up_all()
+                tg.cancel_scope.cancel()
+
+    async def _hang_up_all(self) -> None:
+        for connection in list(self._connections):
+            connection.hang_up()
+        with anyio.move_on_after(_HANGUP_TIMEOUT):
+            if self._connections:
+                await self._none_left.wait()
+
+    async def _accept(
+        self,
+        listener: anyio.abc.SocketListener,
+        tg: anyio.abc.TaskGroup,
+        scope: anyio.CancelScope,
+        done: anyio.Event,
+    ) -> None:
+        try:
+            async with listener:
+                with scope:
+                    while True:
+                        try:
+                            stream = await listener.accept()
+                        except OSError as exc:  # e.g. EMFILE: back off, keep serving
+                            log.error("cannot accept a connection: %s", exc)
+                            await anyio.sleep(0.1)
+                            continue
+                        tg.start_soon(self._serve_one, stream)
+        finally:
+            done.set()
+
+    async def _serve_one(self, stream: anyio.abc.SocketStream) -> None:
+        connection = _Connection(stream)
+        if not self._connections:
+            self._none_left = anyio.Event()
+        self._connections.add(connection)
+        log.info("client connected (%d open)", len(self._connections))
+        try:
+            async with stream:
+                if not self._stop.is_set():
+                    await serve_connection(self.daemon, connection.receive, connection.send, self)
+        except Exception:  # one broken connection must never take the daemon down
+            log.exception("connection failed")
+        finally:
+            self._connections.discard(connection)
+            log.info("client disconnected (%d open)", len(self._connections))
+            if not self._connections:
+                self._none_left.set()
+
+    async def _watch_idle(self) -> None:
+        """Stop after `idle_timeout` seconds with no client and no running turn."""
+        tick = min(1.0, max(self._idle_timeout / 4, 0.01))
+        idle_since: float | None = None
+        while True:
+            await anyio.sleep(tick)
+            if self._connections or self.daemon.running_turns():
+                idle_since = None
+                continue
+            now = time.monotonic()
+            if idle_since is None:
+                idle_since = now
+            elif now - idle_since >= self._idle_timeout:
+                self.stop(f"idle for {self._idle_timeout:g}s")
+                return

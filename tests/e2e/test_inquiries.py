@@ -1,0 +1,373 @@
+"""Inquiry routing and recording end to end (RFD 082/083 and the detached policy)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from tests.e2e.conftest import StartJpd
+from tests.e2e.harness import Jpd
+from tests.e2e.test_tools import call, results
+from tests.e2e.test_turns import disk_events
+from tests.e2e.tools import make_tool, tool_toml
+
+SECRET = "hunter2-sup3r-s3cret"
+
+
+def asker(answer_type: str = '{"type": "boolean"}', **extra: Any) -> str:
+    """A tool asking one question `q`, then printing the answer it got."""
+    question = {"id": "q", "text": "Proceed?", **extra}
+    return f"""
+if "q" not in answers:
+    q = json.loads({json.dumps(question)!r})
+    q["answer_type"] = json.loads({answer_type!r})
+    print(json.dumps({{"type": "needs_input", "question": q}}))
+else:
+    print("got=" + json.dumps(answers["q"]))
+"""
+
+
+def inquiry_pair(home: Path, conversation_id: str) -> tuple[dict, dict]:
+    persisted = disk_events(home, conversation_id)
+    request = next(e for e in persisted if e["type"] == "inquiry_request")
+    response = next(e for e in persisted if e["type"] == "inquiry_response")
+    assert request["id"] == response["id"]
+    return request, response
+
+
+async def start(
+    jpd_factory: StartJpd,
+    home: Path,
+    *,
+    body: str | None = None,
+    settings: str = "",
+    responses: list[dict[str, Any]] | None = None,
+    capabilities: dict[str, Any] | None = None,
+) -> Jpd:
+    command = make_tool(home, "asker", body or asker())
+    daemon = await jpd_factory(
+        responses=responses or [call("asker"), {"text": "done"}],
+        config=tool_toml("asker", command, run='"unattended"') + settings,
+    )
+    await daemon.initialize(capabilities=capabilities or {})
+    return daemon
+
+
+async def run(daemon: Jpd, **params: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    started, events = await daemon.run_turn("go", **params)
+    assert events[-1]["event"]["stopReason"] == "end_turn"
+    [result] = results(daemon, started["turnId"])
+    return started, result
+
+
+@pytest.mark.parametrize(
+    ("detached", "settings", "extra", "reason", "message"),
+    [
+        ("deny", "", {}, "no_prompt_backend", "detached policy is `deny`"),
+        ("defaults", "", {}, "no_prompt_backend", "has no default"),
+        ("auto", "", {"exclusive": True}, "no_prompt_backend", "no interactive terminal"),
+        ("deny", "", {"exclusive": True}, "no_prompt_backend", "no interactive terminal"),
+        (None, 'questions.q.target = "assistant"\n', {"exclusive": True},
+         "assistant_routing_denied", "cannot be routed to the assistant"),
+        (None, 'questions.q.answer = "maybe"\n', {}, "invalid_static_answer",
+         "conversation.tools.asker.questions.q.answer"),
+    ],
+)
+async def test_failed_routes_are_recorded_with_their_reason(
+    jpd_factory: StartJpd,
+    home: Path,
+    detached: str | None,
+    settings: str,
+    extra: dict[str, Any],
+    reason: str,
+    message: str,
+) -> None:
+    daemon = await start(jpd_factory, home, body=asker(**extra), settings=settings)
+    params = {"detached": detached} if detached else {}
+    started, result = await run(daemon, **params)
+    assert result["isError"] and message in result["content"]
+    if reason in ("no_prompt_backend", "assistant_routing_denied"):
+        assert "Do not retry" in result["content"]
+    request, response = inquiry_pair(home, started["conversationId"])
+    assert request["id"] == "call_1.q.1"
+    assert response == {**response, "outcome": "cancelled", "reason": reason}
+
+
+async def test_defaults_mode_uses_the_question_default(jpd_factory: StartJpd, home: Path) -> None:
+    daemon = await start(jpd_factory, home, body=asker(default=True))
+    started, result = await run(daemon, detached="defaults")
+    assert result["content"].strip() == "got=true"
+    _, response = inquiry_pair(home, started["conversationId"])
+    assert response["outcome"] == "answered" and response["answer"] is True
+
+
+async def test_exclusive_question_with_static_answer_is_answered(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await start(
+        jpd_factory, home, body=asker(exclusive=True), settings="questions.q.answer = false\n"
+    )
+    started, result = await run(daemon, detached="deny")
+    assert result["content"].strip() == "got=false"
+
+
+async def test_config_can_soften_exclusive_and_route_to_assistant(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    answer = call("answer_inquiry", "inq", inquiry_id="call_1.q.1", answer="TRUE")
+    daemon = await start(
+        jpd_factory,
+        home,
+        body=asker(exclusive=True),
+        settings='questions.q.target = "assistant"\nquestions.q.exclusive = false\n',
+        responses=[call("asker"), answer, {"text": "done"}],
+    )
+    started, result = await run(daemon)
+    assert result["content"].strip() == "got=true"
+    request, response = inquiry_pair(home, started["conversationId"])
+    assert request["question"]["exclusive"] is True  # as the tool declared it
+    assert response["outcome"] == "answered" and response["answer"] is True
+
+
+async def test_client_cancel_records_user_reason(jpd_factory: StartJpd, home: Path) -> None:
+    daemon = await start(
+        jpd_factory, home, capabilities={"prompt": {"answerTypes": ["boolean"]}}
+    )
+
+    async def cancel(params: dict[str, Any]) -> Any:
+        raise JsonRpcException(code=-32800, message="user pressed Ctrl-C")
+
+    daemon.on_prompt = cancel
+    started, result = await run(daemon)
+    assert result["isError"] and "cancelled" in result["content"]
+    _, response = inquiry_pair(home, started["conversationId"])
+    assert response["outcome"] == "cancelled" and response["reason"] == "user"
+
+
+async def test_invalid_client_answer_is_sent_back_and_question_stays_open(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await start(
+        jpd_factory,
+        home,
+        body=asker('{"type": "select", "options": ["red", "blue"]}'),
+        capabilities={"prompt": {"answerTypes": ["select"]}},
+    )
+    answers = iter([{"answer": "green"}, {"answer": "blue"}])
+
+    async def answer(params: dict[str, Any]) -> Any:
+        return next(answers)
+
+    daemon.on_prompt = answer
+    _, result = await run(daemon)
+    assert result["content"].strip() == 'got="blue"'
+    first, second = daemon.prompts
+    assert "previousError" not in first
+    assert "green" in second["previousError"] and "red" in second["previousError"]
+
+
+async def test_client_only_gets_answer_types_it_declared(jpd_factory: StartJpd, home: Path) -> None:
+    daemon = await start(
+        jpd_factory, home, capabilities={"prompt": {"answerTypes": ["text"]}}
+    )
+    _, result = await run(daemon, detached="deny")
+    assert result["isError"] and daemon.prompts == []
+
+
+async def test_remembered_answer_is_reused_within_turn_only_when_allowed(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    two_calls = {
+        "tool_calls": [
+            {"id": "c1", "name": "asker", "arguments": {}},
+        ]
+    }
+    again = {"tool_calls": [{"id": "c2", "name": "asker", "arguments": {}}]}
+    daemon = await start(
+        jpd_factory,
+        home,
+        responses=[two_calls, again, {"text": "done"}],
+        capabilities={"prompt": {"answerTypes": ["boolean"]}},
+    )
+
+    async def answer(params: dict[str, Any]) -> Any:
+        return {"answer": True, "remember": True}
+
+    daemon.on_prompt = answer
+    started, _ = await daemon.run_turn("go")
+    assert len(daemon.prompts) == 1
+    persisted = disk_events(home, started["conversationId"])
+    responses = [e for e in persisted if e["type"] == "inquiry_response"]
+    assert [r["id"] for r in responses] == ["c1.q.1", "c2.q.1"]
+    assert all(r["answer"] is True for r in responses)
+
+
+async def test_persistence_none_is_never_remembered(jpd_factory: StartJpd, home: Path) -> None:
+    daemon = await start(
+        jpd_factory,
+        home,
+        body=asker(persistence="none"),
+        responses=[call("asker", "c1"), call("asker", "c2"), {"text": "done"}],
+        capabilities={"prompt": {"answerTypes": ["boolean"]}},
+    )
+
+    async def answer(params: dict[str, Any]) -> Any:
+        return {"answer": True, "remember": True}
+
+    daemon.on_prompt = answer
+    await daemon.run_turn("go")
+    assert len(daemon.prompts) == 2
+
+
+async def test_secret_answer_never_reaches_disk_logs_events_or_model(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await start(
+        jpd_factory,
+        home,
+        body=asker('{"type": "secret"}').replace(
+            'print("got=" + json.dumps(answers["q"]))',
+            'print("length=" + str(len(answers["q"])))',
+        ),
+        capabilities={"prompt": {"answerTypes": ["secret"]}},
+    )
+
+    async def answer(params: dict[str, Any]) -> Any:
+        return {"answer": SECRET, "remember": True}
+
+    daemon.on_prompt = answer
+    started, result = await run(daemon)
+    assert result["content"].strip() == f"length={len(SECRET)}"  # the tool got it
+    _, response = inquiry_pair(home, started["conversationId"])
+    assert response == {"timestamp": response["timestamp"], "type": "inquiry_response",
+                        "id": "call_1.q.1", "outcome": "redacted"}
+    await daemon.stop()
+    for path in home.rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(errors="replace"), path
+    assert SECRET not in daemon.stderr.decode(errors="replace")
+    assert SECRET not in json.dumps(daemon.events)
+
+
+async def test_secret_is_never_sent_to_the_assistant(jpd_factory: StartJpd, home: Path) -> None:
+    daemon = await start(jpd_factory, home, body=asker('{"type": "secret"}'))
+    started, result = await run(daemon, detached="auto")
+    assert result["isError"] and "no interactive terminal" in result["content"]
+    _, response = inquiry_pair(home, started["conversationId"])
+    assert response["reason"] == "no_prompt_backend"
+
+
+async def test_deferred_question_answered_by_inquiry_answer(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await start(jpd_factory, home)
+    started = await daemon.request("turn/start", {"message": "go"})
+    pending = await _wait_pending(daemon)
+    assert pending["inquiryId"] == "call_1.q.1" and pending["deferred"] is True
+    assert pending["prompt"]["question"]["text"] == "Proceed?"
+    listed = (await daemon.request("turn/list"))["inquiries"]
+    assert [i["inquiryId"] for i in listed] == ["call_1.q.1"]
+    with pytest.raises(JsonRpcException) as info:
+        await daemon.request("inquiry/answer", {"inquiryId": "call_1.q.1", "answer": "yes"})
+    assert info.value.code == -32602  # invalid: stays open
+    assert await daemon.request("inquiry/answer", {"inquiryId": "call_1.q.1", "answer": True}) == {
+        "accepted": True
+    }
+    await daemon.wait_event(started["turnId"], "turn_completed")
+    assert results(daemon, started["turnId"])[0]["content"].strip() == "got=true"
+    assert daemon.resolved[-1]["outcome"] == "answered"
+    with pytest.raises(JsonRpcException) as info:
+        await daemon.request("inquiry/answer", {"inquiryId": "call_1.q.1", "answer": True})
+    assert info.value.code == -32001
+
+
+async def test_deferred_question_reaches_a_client_that_declares_prompting_later(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await start(jpd_factory, home)
+    started = await daemon.request("turn/start", {"message": "go"})
+    await _wait_pending(daemon)
+
+    async def answer(params: dict[str, Any]) -> Any:
+        return {"answer": False}
+
+    daemon.on_prompt = answer
+    await daemon.initialize(capabilities={"prompt": {"answerTypes": ["boolean"]}})
+    await daemon.wait_event(started["turnId"], "turn_completed")
+    assert results(daemon, started["turnId"])[0]["content"].strip() == "got=false"
+    assert len(daemon.prompts) == 1
+
+
+async def test_deferred_question_times_out_into_the_fallback(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await start(
+        jpd_factory, home, settings='detached_timeout = 0.5\ndetached_fallback = "deny"\n'
+    )
+    started, result = await run(daemon)
+    assert result["isError"] and "`deny`" in result["content"]
+    _, response = inquiry_pair(home, started["conversationId"])
+    assert response["reason"] == "no_prompt_backend"
+    assert daemon.resolved[-1]["outcome"] == "timed_out"
+
+
+async def test_assistant_answers_through_answer_inquiry_with_cache_friendly_request(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    bad = call("answer_inquiry", "i1", inquiry_id="call_1.q.1", answer="yes")
+    good = call("answer_inquiry", "i2", inquiry_id="call_1.q.1", answer="false")
+    daemon = await start(
+        jpd_factory,
+        home,
+        settings='questions.q.target = "assistant"\n',
+        responses=[call("asker"), {"text": "I think no."}, bad, good, {"text": "ok"}],
+    )
+    started, result = await run(daemon)
+    assert result["content"].strip() == "got=false"
+    requests = [json.loads(x) for x in (home / "requests.jsonl").read_text().splitlines()]
+    parent, first, forced, retry, follow = requests
+    # Same tools and system; the parent's messages are a prefix of the side request's.
+    for side in (first, forced, retry):
+        assert side["tools"] == parent["tools"] and side["system"] == parent["system"]
+        assert side["messages"][: len(parent["messages"])] == parent["messages"]
+    assert first["tool_choice"] == parent["tool_choice"] == {"type": "auto"}
+    assert forced["tool_choice"] == {"type": "tool", "name": "answer_inquiry"}
+    assert "yes" in retry["messages"][-1]["content"]  # the invalid answer was fed back
+    tail = first["messages"][len(parent["messages"]):]
+    assert [m["role"] for m in tail] == ["assistant", "tool", "user"]
+    assert "call_1.q.1" in tail[2]["content"] and "Proceed?" in tail[2]["content"]
+    # The turn itself never sees the side request.
+    assert [m["role"] for m in follow["messages"]] == ["user", "assistant", "tool"]
+    types = [e["type"] for e in disk_events(home, started["conversationId"])]
+    assert types.count("chat_response") == 1 and "inquiry_response" in types
+
+
+async def test_assistant_that_never_answers_validly_is_backend_error(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    bad = call("answer_inquiry", "i", inquiry_id="call_1.q.1", answer="perhaps")
+    daemon = await start(
+        jpd_factory,
+        home,
+        settings='questions.q.target = "assistant"\n',
+        responses=[call("asker"), bad, bad, bad, {"text": "ok"}],
+    )
+    started, result = await run(daemon)
+    assert result["isError"] and "perhaps" in result["content"]
+    _, response = inquiry_pair(home, started["conversationId"])
+    assert response["reason"] == "backend_error"
+
+
+async def _wait_pending(daemon: Jpd) -> dict[str, Any]:
+    for _ in range(400):
+        pending = (await daemon.request("inquiry/list"))["inquiries"]
+        if pending:
+            result: dict[str, Any] = pending[0]
+            return result
+        await asyncio.sleep(0.05)
+    raise AssertionError("no pending inquiry")
