@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections import deque
 
 from jpd.conversation.events import (
+    Cancelled,
     Event,
     InquiryRequest,
     InquiryResponse,
     ToolCallRequest,
     ToolCallResponse,
+    TurnStart,
 )
 
 INTERRUPTED_CONTENT = "Tool call was interrupted before it returned a result."
@@ -26,6 +28,55 @@ _BATCH_TYPES = (ToolCallRequest, ToolCallResponse, InquiryRequest, InquiryRespon
 
 
 def sanitize(events: list[Event]) -> list[Event]:
+    """Repair tool-call pairing, then inquiry pairing (see the two functions below)."""
+    return sanitize_inquiries(sanitize_tool_calls(events))
+
+
+def sanitize_inquiries(events: list[Event]) -> list[Event]:
+    """Pair inquiry requests and responses within each turn, never across turns (RFD 082).
+
+    A response pairs with the earliest unanswered request of the same id in its turn
+    (legacy two-part ids may repeat; order decides). A response with no such request is
+    dropped; a request left unanswered when its turn ends (a crash or a hard stop) gets
+    a `cancelled` response with reason `user` right after it, the reason RFD 082 gives
+    a hard quit. Pure: the input is not modified.
+    """
+    extra: dict[int, InquiryResponse] = {}
+    dropped: set[int] = set()
+    waiting: dict[str, deque[int]] = {}
+
+    def close_turn() -> None:
+        for positions in waiting.values():
+            for pos in positions:
+                request = events[pos]
+                extra[pos] = InquiryResponse(
+                    response=Cancelled(id=request.id, reason="user"),  # type: ignore[union-attr]
+                    timestamp=request.timestamp,
+                )
+        waiting.clear()
+
+    for pos, event in enumerate(events):
+        if isinstance(event, TurnStart):
+            close_turn()
+        elif isinstance(event, InquiryRequest):
+            waiting.setdefault(event.id, deque()).append(pos)
+        elif isinstance(event, InquiryResponse):
+            queue = waiting.get(event.id)
+            if queue:
+                queue.popleft()
+            else:
+                dropped.add(pos)
+    close_turn()
+    out: list[Event] = []
+    for pos, event in enumerate(events):
+        if pos not in dropped:
+            out.append(event)
+        if pos in extra:
+            out.append(extra[pos])
+    return out
+
+
+def sanitize_tool_calls(events: list[Event]) -> list[Event]:
     """Return a copy of `events` where every tool call has exactly one result.
 
     - A `tool_call_response` whose id has no earlier, still unanswered

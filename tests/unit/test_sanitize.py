@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from jpd.conversation import events as ev
 from jpd.conversation.events import (
     Answered,
     AnswerType,
@@ -128,3 +129,77 @@ def test_input_is_not_modified() -> None:
     snapshot = list(events)
     sanitize(events)
     assert events == snapshot
+
+
+# --- inquiry pairing (RFD 082) -------------------------------------------------------
+
+
+def _inq_request(inquiry_id: str) -> ev.InquiryRequest:
+    return ev.InquiryRequest(
+        id=inquiry_id,
+        source=ev.ToolSource(name="t"),
+        question=ev.InquiryQuestion(id="q", text="?", answer_type=ev.AnswerType(type="boolean")),
+    )
+
+
+def _inq_response(inquiry_id: str, answer: object = True) -> ev.InquiryResponse:
+    return ev.InquiryResponse(response=ev.Answered(id=inquiry_id, answer=answer))
+
+
+def _shape(events: list[ev.Event]) -> list[tuple[str, str, str]]:
+    out = []
+    for e in events:
+        if isinstance(e, ev.InquiryRequest):
+            out.append(("req", e.id, ""))
+        elif isinstance(e, ev.InquiryResponse):
+            out.append(("resp", e.id, e.response.outcome))
+        elif isinstance(e, ev.TurnStart):
+            out.append(("turn", e.turn_id, ""))
+    return out
+
+
+def test_inquiry_orphans_are_repaired_within_their_turn_not_across_turns() -> None:
+    events: list[ev.Event] = [
+        ev.TurnStart(turn_id="t1"),
+        _inq_request("c1.q.1"),  # orphan in turn 1
+        ev.TurnStart(turn_id="t2"),
+        _inq_request("c1.q.1"),  # same id reused in turn 2, properly answered
+        _inq_response("c1.q.1"),
+        _inq_response("nobody.q.1"),  # orphan response
+    ]
+    assert _shape(sanitize(events)) == [
+        ("turn", "t1", ""),
+        ("req", "c1.q.1", ""),
+        ("resp", "c1.q.1", "cancelled"),
+        ("turn", "t2", ""),
+        ("req", "c1.q.1", ""),
+        ("resp", "c1.q.1", "answered"),
+    ]
+    repaired = sanitize(events)[2]
+    assert isinstance(repaired, ev.InquiryResponse)
+    assert isinstance(repaired.response, ev.Cancelled) and repaired.response.reason == "user"
+
+
+def test_legacy_duplicate_ids_pair_by_order_within_a_turn() -> None:
+    events: list[ev.Event] = [
+        ev.TurnStart(turn_id="t1"),
+        _inq_request("c1.q"),
+        _inq_response("c1.q"),
+        _inq_request("c1.q"),  # re-asked, never answered
+    ]
+    assert _shape(sanitize(events)) == [
+        ("turn", "t1", ""),
+        ("req", "c1.q", ""),
+        ("resp", "c1.q", "answered"),
+        ("req", "c1.q", ""),
+        ("resp", "c1.q", "cancelled"),
+    ]
+
+
+def test_legacy_response_without_outcome_reads_as_answered() -> None:
+    event = ev.parse_event(
+        '{"type": "inquiry_response", "id": "c.q", "answer": "x", '
+        '"timestamp": "2025-01-01T00:00:00Z"}'
+    )
+    assert isinstance(event, ev.InquiryResponse)
+    assert isinstance(event.response, ev.Answered) and event.response.answer == "x"
