@@ -96,6 +96,9 @@ class AssistantConfig(ConfigModel):
     system_prompt: str | None = None
     model: ModelConfig = ModelConfig()
     reasoning: ReasoningConfig = ReasoningConfig()
+    tool_choice: Annotated[str, Field(min_length=1)] = "auto"
+    """For the first model call of a turn: `auto`, `none`, `any` (some tool), or a
+    tool name (that tool). Later calls of the turn use `auto`."""
 
     def apply(self, *partials: PartialAssistantConfig | None) -> AssistantConfig:
         """Lay `partials` over this config, each over the previous (None is skipped)."""

@@ -34,7 +34,15 @@ from jpd.errors import Busy, ConfigInvalid, InvalidParams, NotFound, ProviderUna
 from jpd.inquiry.backend import LlmInquiryBackend
 from jpd.inquiry.desk import Desk
 from jpd.inquiry.wire import PendingInfo
-from jpd.llm.base import ToolCallPart
+from jpd.llm.base import (
+    ToolCallPart,
+    ToolChoice,
+    ToolChoiceAny,
+    ToolChoiceAuto,
+    ToolChoiceNone,
+    ToolChoiceTool,
+    ToolDefinition,
+)
 from jpd.llm.errors import ProviderUnavailable
 from jpd.llm.registry import ProviderRegistry
 from jpd.settings import Settings
@@ -144,6 +152,7 @@ class Daemon:
             temperature=params.temperature,
             reasoning_effort=cfg.assistant.reasoning.effort,
             reasoning_budget=cfg.assistant.reasoning.budget_tokens,
+            first_tool_choice=_tool_choice(cfg.assistant.tool_choice, coordinator.definitions()),
         )
         turn = Turn(spec, self.store, self.hub, datetime.now(UTC))
         view.turn = turn
@@ -332,3 +341,22 @@ class Daemon:
             model=turn.spec.model_id,
             started_at=turn.started_at,
         )
+
+
+def _tool_choice(value: str, tools: tuple[ToolDefinition, ...]) -> ToolChoice:
+    """Read `assistant.tool_choice`; a tool name must be one of the turn's tools."""
+    if value == "auto":
+        return ToolChoiceAuto()
+    if value == "none":
+        return ToolChoiceNone()
+    names = [t.name for t in tools]
+    if value == "any":
+        if not names:
+            raise ConfigInvalid('assistant.tool_choice: "any" needs at least one enabled tool')
+        return ToolChoiceAny()
+    if value not in names:
+        raise ConfigInvalid(
+            f"assistant.tool_choice: {value!r} is not an enabled tool in this turn "
+            f"(enabled: {', '.join(names) or 'none'})"
+        )
+    return ToolChoiceTool(name=value)

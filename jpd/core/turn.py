@@ -62,6 +62,8 @@ class TurnSpec:
     temperature: float | None = None
     reasoning_effort: Literal["off", "low", "medium", "high"] = "off"
     reasoning_budget: int | None = None
+    first_tool_choice: llm.ToolChoice = field(default_factory=llm.ToolChoiceAuto)
+    """`tool_choice` of the turn's first model call; later calls use `auto`."""
 
 
 @dataclass
@@ -136,8 +138,9 @@ class Turn:
         self._record(ev.TurnStart(turn_id=spec.turn_id, model=spec.model_id))
         self._record(ev.ChatRequest(content=spec.message))
         self._publish(TurnStarted(model=spec.model_id))
-        for _ in range(MAX_CYCLES):
-            reason = await self._call_model()
+        for cycle in range(MAX_CYCLES):
+            choice = spec.first_tool_choice if cycle == 0 else llm.ToolChoiceAuto()
+            reason = await self._call_model(choice)
             calls = self._flush_partial()
             if not calls:
                 return "max_tokens" if reason == "max_tokens" else "end_turn"
@@ -155,13 +158,14 @@ class Turn:
                 )
         raise ProviderError(f"the model kept calling tools for {MAX_CYCLES} rounds; turn stopped")
 
-    async def _call_model(self) -> llm.FinishReason:
+    async def _call_model(self, tool_choice: llm.ToolChoice) -> llm.FinishReason:
         spec = self.spec
         request = llm.ChatRequest(
             model=spec.model_id.split("/", 1)[1],
             system=spec.system,
             messages=tuple(to_messages(self._history)),
             tools=spec.tools.definitions(),
+            tool_choice=tool_choice,
             max_tokens=spec.max_tokens,
             temperature=spec.temperature,
             reasoning_effort=spec.reasoning_effort,

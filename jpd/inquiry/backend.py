@@ -95,6 +95,10 @@ class LlmInquiryBackend:
         messages.append(llm.UserMessage(content=question_prompt(ctx)))
         force = provider.name in NO_PREFIX_CACHE
         forced_once = force
+        if force:
+            # No prefix cache to preserve: specialise the schema so constrained decoding
+            # (the embedded model) can only produce this inquiry's id and a valid answer.
+            parent = parent.model_copy(update={"tools": specialised_tools(parent.tools, ctx)})
         invalid = 0
         while True:
             choice: llm.ToolChoice = (
@@ -173,6 +177,29 @@ class LlmInquiryBackend:
         except ProviderError as exc:
             raise BackendError(exc.message) from exc
         return text, call
+
+
+def specialised_tools(
+    tools: tuple[llm.ToolDefinition, ...], ctx: QuestionContext
+) -> tuple[llm.ToolDefinition, ...]:
+    """`tools` with `answer_inquiry` narrowed to this inquiry's id and answer values."""
+    answer: dict[str, Any] = {"type": "string"}
+    kind = ctx.question.answer_type.type
+    if kind == "boolean":
+        answer["enum"] = ["true", "false"]
+    elif kind == "select":
+        answer["enum"] = list(getattr(ctx.question.answer_type, "options", []))
+    schema = {
+        "type": "object",
+        "properties": {
+            "inquiry_id": {"type": "string", "enum": [ctx.inquiry_id]},
+            "answer": answer,
+        },
+        "required": ["inquiry_id", "answer"],
+        "additionalProperties": False,
+    }
+    narrowed = ANSWER_INQUIRY_TOOL.model_copy(update={"parameters": schema})
+    return tuple(narrowed if t.name == ANSWER_INQUIRY else t for t in tools)
 
 
 def question_prompt(ctx: QuestionContext) -> str:

@@ -29,11 +29,12 @@ async def jpd_factory(home: Path) -> AsyncIterator[StartJpd]:
         responses: list[dict[str, Any]] | None = None,
         config: str = "",
         env: dict[str, str] | None = None,
+        model: str = "test/scripted",
     ) -> Jpd:
         script = write_script(home / "script.json", responses or [{"text": "ok"}])
         config_file = home / "config.toml"
         config_file.write_text(
-            '[assistant.model]\nid = "test/scripted"\n'
+            f'[assistant.model]\nid = "{model}"\n'
             f'[providers.test]\nscript = "{script}"\nrecord = "{home / "requests.jsonl"}"\n'
             + config
         )

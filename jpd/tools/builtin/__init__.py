@@ -67,6 +67,7 @@ class BuiltinRegistry:
 
 def default_registry() -> BuiltinRegistry:
     """Every built-in tool the daemon ships."""
+    from jpd.tools.builtin.ask_user import AskUser
     from jpd.tools.builtin.describe_tools import DescribeTools
 
-    return BuiltinRegistry([DescribeTools()])
+    return BuiltinRegistry([AskUser(), DescribeTools()])

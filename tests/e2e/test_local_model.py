@@ -1,0 +1,84 @@
+"""Turns on the real embedded model (SmolLM2-135M through llama.cpp)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.e2e.conftest import StartJpd
+from tests.e2e.test_tools import results
+from tests.e2e.test_turns import disk_events
+from tests.e2e.tools import make_tool, tool_toml
+
+LOCAL = "local/smollm2"
+SHORT = "[assistant.model.parameters]\nmax_tokens = 48\n"
+
+
+async def test_local_model_answers_with_text(jpd_factory: StartJpd, home: Path) -> None:
+    daemon = await jpd_factory(model=LOCAL, config=SHORT)
+    await daemon.initialize()
+    started, events = await daemon.run_turn("What is the capital of France?")
+    assert events[-1]["event"]["stopReason"] in ("end_turn", "max_tokens")
+    text = "".join(e["event"]["text"] for e in events if e["event"]["kind"] == "text_delta")
+    assert text.strip()
+    persisted = disk_events(home, started["conversationId"])
+    assert persisted[0]["model"] == LOCAL
+    assert any(e["type"] == "chat_response" and e.get("message") for e in persisted)
+
+
+async def test_local_model_forced_tool_call_runs_the_tool(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    command = make_tool(
+        home,
+        "weather",
+        'print(json.dumps({"type": "success", "content": "Sunny in " + args["city"]}))\n',
+    )
+    daemon = await jpd_factory(
+        model=LOCAL,
+        config='[assistant]\ntool_choice = "weather"\n'
+        + SHORT
+        + tool_toml("weather", command, run='"unattended"', summary='"Weather for a city."')
+        + 'parameters.city = { type = "string", required = true, description = "City name" }\n',
+    )
+    await daemon.initialize()
+    started, events = await daemon.run_turn("What is the weather in Paris?")
+    assert events[-1]["event"]["stopReason"] in ("end_turn", "max_tokens")
+    calls = [e["event"] for e in events if e["event"]["kind"] == "tool_call"]
+    assert calls and calls[0]["name"] == "weather"
+    assert isinstance(calls[0]["arguments"]["city"], str) and calls[0]["arguments"]["city"]
+    [result] = results(daemon, started["turnId"])
+    assert not result["isError"] and result["content"].startswith("Sunny in ")
+    persisted = disk_events(home, started["conversationId"])
+    types = [e["type"] for e in persisted]
+    assert types.index("tool_call_request") < types.index("tool_call_response")
+
+
+async def test_local_model_answers_a_tool_question_typed(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    body = """
+if "go" not in answers:
+    print(json.dumps({"type": "needs_input", "question": {"id": "go",
+        "text": "Is 2 greater than 1? Answer true or false.", "answer_type": {"type": "boolean"}}}))
+else:
+    print("answer=" + json.dumps(answers["go"]))
+"""
+    command = make_tool(home, "check", body)
+    daemon = await jpd_factory(
+        model=LOCAL,
+        config='[assistant]\ntool_choice = "check"\n'
+        + SHORT
+        + tool_toml("check", command, run='"unattended"', summary='"Check a fact."')
+        + 'questions.go.target = "assistant"\n',
+    )
+    await daemon.initialize()
+    started, _ = await daemon.run_turn("Run the check tool.")
+    [result] = results(daemon, started["turnId"])
+    content = result["content"].strip()
+    assert content in ("answer=true", "answer=false"), content
+    response = next(
+        e for e in disk_events(home, started["conversationId"]) if e["type"] == "inquiry_response"
+    )
+    assert response["outcome"] == "answered" and isinstance(response["answer"], bool)
+    assert json.loads(content.split("=", 1)[1]) is response["answer"]
