@@ -173,6 +173,11 @@ class Router:
                 )
             return await self._ask_backend(ctx, None)
         if mode == "defaults":
+            if human_only:
+                # A default is not a human's answer; exclusive means only a human may answer.
+                return self._fail(
+                    ctx, "no_prompt_backend", messages.no_prompt_backend(ctx.tool_name)
+                )
             if ctx.question.default is None:
                 return self._fail(
                     ctx, "no_prompt_backend", messages.no_default(ctx.tool_name, ctx.question.id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.e2e.conftest import StartJpd
 from tests.e2e.test_tools import results
@@ -82,3 +83,48 @@ else:
     )
     assert response["outcome"] == "answered" and isinstance(response["answer"], bool)
     assert json.loads(content.split("=", 1)[1]) is response["answer"]
+
+
+# A 135M model fills every optional argument, so `ask_user` would (rightly) reject
+# `options` beside a text answer. Narrowing the schema by config keeps the grammar
+# from producing such combinations: a text question, `options`/`default` only null.
+NARROW_ASK_USER = """[conversation.tools.ask_user.parameters]
+answer_type = { type = "string", enum = ["text"] }
+options = { type = "null" }
+default = { type = "null" }
+"""
+
+
+async def test_local_model_forced_ask_user_gets_client_answer(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await jpd_factory(
+        model=LOCAL,
+        config='[assistant]\ntool_choice = "ask_user"\n'
+        "[assistant.model.parameters]\nmax_tokens = 160\n" + NARROW_ASK_USER,
+    )
+    await daemon.initialize(capabilities={"prompt": {"answerTypes": ["text"]}})
+
+    async def answer(params: dict[str, Any]) -> Any:
+        return {"answer": "Lisbon"}
+
+    daemon.on_prompt = answer
+    started, events = await daemon.run_turn("Ask me which city I live in, then greet me.")
+    assert events[-1]["event"]["stopReason"] in ("end_turn", "max_tokens")
+    calls = [e["event"] for e in events if e["event"]["kind"] == "tool_call"]
+    assert calls[0]["name"] == "ask_user"
+    [prompt] = daemon.prompts
+    assert prompt["promptLabel"] == "Assistant" and prompt["source"] == {"type": "assistant"}
+    assert prompt["question"]["text"] == calls[0]["arguments"]["question"]
+    assert prompt["question"]["exclusive"] is True
+    [result] = results(daemon, started["turnId"])
+    assert not result["isError"], result["content"]
+    assert json.loads(result["content"]) == {"answer_type": "text", "answer": "Lisbon"}
+    persisted = disk_events(home, started["conversationId"])
+    request = next(e for e in persisted if e["type"] == "inquiry_request")
+    response = next(e for e in persisted if e["type"] == "inquiry_response")
+    assert request["source"] == {"type": "assistant"}
+    assert response == {**response, "outcome": "answered", "answer": "Lisbon"}
+    # The turn went on after the answer: the model was called again and the turn ended.
+    types = [e["type"] for e in persisted]
+    assert "chat_response" in types[types.index("tool_call_response") :]

@@ -50,8 +50,13 @@ async def test_local_tool_runs_and_result_goes_back_to_model(
         "isError": False,
     }
     requests = [json.loads(x) for x in (home / "requests.jsonl").read_text().splitlines()]
-    assert [t["name"] for t in requests[0]["tools"]] == ["describe_tools", "echo", "answer_inquiry"]
-    assert requests[0]["tools"][1]["parameters"]["required"] == ["text"]
+    assert [t["name"] for t in requests[0]["tools"]] == [
+        "ask_user",
+        "describe_tools",
+        "echo",
+        "answer_inquiry",
+    ]
+    assert requests[0]["tools"][2]["parameters"]["required"] == ["text"]
     assert requests[1]["messages"][-1] == {
         "role": "tool",
         "tool_call_id": "call_1",
@@ -317,8 +322,14 @@ async def test_toggles_honour_allow_toggle(jpd_factory: StartJpd, home: Path) ->
         await daemon.request("turn/start", {"message": "3", "tools": [{"enable": False, "name": "keep"}]})
     assert info.value.code == -32602 and "never" in info.value.message
     requests = [json.loads(x) for x in (home / "requests.jsonl").read_text().splitlines()]
-    assert [t["name"] for t in requests[0]["tools"]] == ["keep", "answer_inquiry"]
-    assert [t["name"] for t in requests[1]["tools"]] == ["keep", "shy", "answer_inquiry"]
+    # ask_user is `if_named`: a bulk disable leaves it on.
+    assert [t["name"] for t in requests[0]["tools"]] == ["ask_user", "keep", "answer_inquiry"]
+    assert [t["name"] for t in requests[1]["tools"]] == [
+        "ask_user",
+        "keep",
+        "shy",
+        "answer_inquiry",
+    ]
 
 
 async def test_tool_list_and_tool_call(jpd_factory: StartJpd, home: Path) -> None:
@@ -329,8 +340,8 @@ async def test_tool_list_and_tool_call(jpd_factory: StartJpd, home: Path) -> Non
     )
     await daemon.initialize(workspaceRoot=str(home))
     listed = (await daemon.request("tool/list", {}))["tools"]
-    assert [t["name"] for t in listed] == ["describe_tools", "echo"]
-    echo = listed[1]
+    assert [t["name"] for t in listed] == ["ask_user", "describe_tools", "echo"]
+    echo = listed[2]
     assert echo["source"] == "local" and echo["enabled"] and echo["run"] == "unattended"
     result = await daemon.request("tool/call", {"name": "echo", "arguments": {"text": "yo"}})
     assert result == {"content": f"echo:yo:{home}", "isError": False}
