@@ -10,6 +10,12 @@ cached message blocks on Anthropic) and the question asks for the tool call; onl
 the model answers without it is `tool_choice` forced. Providers without a prefix
 cache (the embedded model) are forced at once. Nothing of this is persisted except
 the inquiry request/response pair the router writes.
+
+The inquiry assistant (RFD 034: a question's table `target`, then
+`conversation.inquiry.assistant`, then `assistant`) is laid over the parent request:
+only settings that differ from the turn's change, so without overrides the request
+prefix stays byte-identical. On another model the request is trimmed to that model's
+context when config knows it (see `trim.py`).
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ import logging
 from typing import Any, Protocol
 
 from jpd.config import Config, ConfigError
-from jpd.config.models import PartialAssistantConfig
+from jpd.config.models import AssistantConfig, PartialAssistantConfig
 from jpd.inquiry.router import BackendError, QuestionContext
+from jpd.inquiry.trim import context_limit, fit_history
 from jpd.llm import base as llm
 from jpd.llm.errors import ProviderError
 from jpd.llm.registry import ProviderRegistry
@@ -90,9 +97,13 @@ class LlmInquiryBackend:
         parent = self._view.last_request
         if parent is None:
             raise BackendError("there is no model request to ask the assistant in")
-        provider, model = self._choose(overrides)
-        messages = [*self._view.messages(), *self._paused_results(ctx)]
-        messages.append(llm.UserMessage(content=question_prompt(ctx)))
+        provider, settings, limit = self._choose(overrides)
+        parent = parent.model_copy(update=settings)
+        history = self._view.messages()
+        tail = [*self._paused_results(history, ctx), llm.UserMessage(content=question_prompt(ctx))]
+        if limit is not None:
+            history = fit_history(history, tail, parent, limit)
+        messages = [*history, *tail]
         force = provider.name in NO_PREFIX_CACHE
         forced_once = force
         if force:
@@ -104,9 +115,7 @@ class LlmInquiryBackend:
             choice: llm.ToolChoice = (
                 llm.ToolChoiceTool(name=ANSWER_INQUIRY) if force else parent.tool_choice
             )
-            request = parent.model_copy(
-                update={"model": model, "messages": tuple(messages), "tool_choice": choice}
-            )
+            request = parent.model_copy(update={"messages": tuple(messages), "tool_choice": choice})
             text, call = await self._collect(provider, request)
             if call is None:
                 if forced_once:
@@ -135,19 +144,25 @@ class LlmInquiryBackend:
                     )
                 )
 
-    def _choose(self, overrides: PartialAssistantConfig | None) -> tuple[llm.Provider, str]:
-        assistant = self._config.inquiry_assistant(overrides)
-        if assistant.model.id == self._config.assistant.model.id:
-            return self._provider, assistant.model.name
+    def _choose(
+        self, overrides: PartialAssistantConfig | None
+    ) -> tuple[llm.Provider, dict[str, Any], int | None]:
+        """Provider, request fields to change, and a context limit for another model."""
+        turn = self._config.assistant
+        inquiry = self._config.inquiry_assistant(overrides)
+        settings = changed_settings(turn, inquiry)
+        if inquiry.model.id == turn.model.id:
+            return self._provider, settings, None
         try:
-            other = self._config.with_model(assistant.model.id, source="inquiry model")
-            return self._providers.get(other), assistant.model.name
+            other = self._config.with_model(inquiry.model.id, source="inquiry model")
+            provider = self._providers.get(other)
         except (ConfigError, ProviderError) as exc:
-            raise BackendError(f"inquiry model {assistant.model.id}: {exc}") from exc
+            raise BackendError(f"inquiry model {inquiry.model.id}: {exc}") from exc
+        return provider, {**settings, "model": inquiry.model.name}, context_limit(other)
 
-    def _paused_results(self, ctx: QuestionContext) -> list[llm.Message]:
-        messages = self._view.messages()
-        last = messages[-1] if messages else None
+    @staticmethod
+    def _paused_results(history: list[llm.Message], ctx: QuestionContext) -> list[llm.Message]:
+        last = history[-1] if history else None
         if not isinstance(last, llm.AssistantMessage):
             return []
         return [
@@ -177,6 +192,22 @@ class LlmInquiryBackend:
         except ProviderError as exc:
             raise BackendError(exc.message) from exc
         return text, call
+
+
+def changed_settings(turn: AssistantConfig, inquiry: AssistantConfig) -> dict[str, Any]:
+    """`ChatRequest` fields where the inquiry assistant differs from the turn's.
+
+    Only differences are applied: a setting the inquiry does not change keeps the
+    parent request's value, and with it the cached prefix.
+    """
+    pairs = {
+        "system": (turn.system_prompt, inquiry.system_prompt),
+        "max_tokens": (turn.model.parameters.max_tokens, inquiry.model.parameters.max_tokens),
+        "temperature": (turn.model.parameters.temperature, inquiry.model.parameters.temperature),
+        "reasoning_effort": (turn.reasoning.effort, inquiry.reasoning.effort),
+        "reasoning_budget": (turn.reasoning.budget_tokens, inquiry.reasoning.budget_tokens),
+    }
+    return {field: new for field, (old, new) in pairs.items() if new != old}
 
 
 def specialised_tools(

@@ -12,11 +12,19 @@ Each model call consumes the next response; text streams in `chunk`-character pi
 with `delay_ms` between them, so tests can cancel mid-stream. `error` makes the call
 fail with that message. Every received `ChatRequest` is appended as one JSON line to
 the `record` file, so tests can assert on exactly what a model would have seen.
+
+`answer_inquiry` answers whichever inquiry the request asks, so concurrent side
+requests can be scripted although responses are consumed in arrival order: the
+model calls `answer_inquiry` with the inquiry id it finds (`inquiry_id "<id>"`) in
+the request's last user message, and as `answer` either the given string or, for a
+table `{"<inquiry id>": "<answer>", ...}`, the entry for that id. The call comes
+after one `delay_ms` pause (after any text), so side requests can be made slow.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -34,6 +42,7 @@ from jpd.llm.base import (
     ToolCallEvent,
     Usage,
     UsageEvent,
+    UserMessage,
 )
 from jpd.llm.errors import ProviderError, ProviderUnavailable
 
@@ -55,6 +64,8 @@ class ScriptedResponse(BaseModel):
     chunk: int = Field(default=8, ge=1)
     delay_ms: int = Field(default=0, ge=0)
     error: str | None = None
+    answer_inquiry: str | dict[str, str] | None = None
+    """Call `answer_inquiry` for the inquiry the request asks (see the module doc)."""
 
 
 class Script(BaseModel):
@@ -93,7 +104,8 @@ class ScriptedProvider:
             await anyio.to_thread.run_sync(_append, self._record, line)
         if self._next >= len(self._script.responses):
             raise ProviderError("test provider: script exhausted (no response left)")
-        response = self._script.responses[self._next]
+        index = self._next
+        response = self._script.responses[index]
         self._next += 1
         delay = response.delay_ms / 1000
         if response.error is not None:
@@ -104,15 +116,41 @@ class ScriptedProvider:
         for piece in _chunks(response.text, response.chunk):
             await anyio.sleep(delay)
             yield TextDelta(text=piece)
+        if response.answer_inquiry is not None:
+            await anyio.sleep(delay)
+            yield _answer_call(request, response.answer_inquiry, f"scripted_answer_{index}")
         for call in response.tool_calls:
             yield ToolCallEvent(id=call.id, name=call.name, arguments=call.arguments)
         if response.usage is not None:
             yield UsageEvent(usage=response.usage)
-        default_finish = "tool_use" if response.tool_calls else "end_turn"
+        calls = bool(response.tool_calls) or response.answer_inquiry is not None
+        default_finish = "tool_use" if calls else "end_turn"
         yield Finish(reason=response.finish or default_finish)
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+_INQUIRY_ID = re.compile(r'inquiry_id "([^"]+)"')
+
+
+def _answer_call(request: ChatRequest, answer: str | dict[str, str], call_id: str) -> ToolCallEvent:
+    """An `answer_inquiry` call for the inquiry named in the last user message."""
+    asked = next((m for m in reversed(request.messages) if isinstance(m, UserMessage)), None)
+    found = _INQUIRY_ID.search(asked.content) if asked is not None else None
+    if found is None:
+        raise ProviderError(
+            "test provider: answer_inquiry response, but the last user message names no "
+            'inquiry (inquiry_id "...")'
+        )
+    inquiry_id = found.group(1)
+    if isinstance(answer, dict):
+        if inquiry_id not in answer:
+            raise ProviderError(f"test provider: no scripted answer for inquiry {inquiry_id}")
+        answer = answer[inquiry_id]
+    return ToolCallEvent(
+        id=call_id, name="answer_inquiry", arguments={"inquiry_id": inquiry_id, "answer": answer}
+    )
 
 
 def _chunks(text: str, size: int) -> list[str]:
