@@ -1,53 +1,87 @@
-"""The `jp` commands, run against an initialized connection to the daemon."""
+"""The `jp` commands about turns and conversations, run against an initialized connection."""
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
-from types import FrameType
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TextIO
 
+from clients.jp.follow import (
+    EXIT_CANCELLED,
+    EXIT_ERROR,
+    EXIT_OK,
+    Follow,
+    Follower,
+    Interrupts,
+    JsonLines,
+    Renderer,
+)
 from clients.jp.render import TurnRenderer, format_conversation_row, format_persisted_event
-from clients.jp.rpc import Connection, ConnectionClosed, RpcError
+from clients.jp.rpc import Connection, ConnectionClosed, Notification, RpcError
+from clients.jp.terminal import Spinner
 
-EXIT_OK = 0
-EXIT_ERROR = 1
 EXIT_USAGE = 2
-EXIT_CANCELLED = 130
-
 NOT_FOUND = -32001
-_POLL = 0.1  # seconds between checks for Ctrl-C while waiting for events
 
 
-class _Interrupts:
-    """SIGINT handler for a running query: the first Ctrl-C asks for cancellation,
-    the second raises `KeyboardInterrupt` (exit at once)."""
+@dataclass(frozen=True)
+class Output:
+    """Where and how a command writes."""
 
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: Any = None
-        self._installed = False
+    out: TextIO
+    err: TextIO
+    out_tty: bool = False
+    err_tty: bool = False
+    color: bool = True
+    """False when `NO_COLOR` is set: plain text, no markdown rendering."""
+    json: bool = False
+    """`-F json`: machine-readable output on stdout."""
+    can_prompt: bool = False
+    """A person is at a terminal (stdin and stderr are terminals) and may be asked."""
 
-    def __call__(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
 
-    def __enter__(self) -> _Interrupts:
-        # Signal handlers can only be set from the main thread; elsewhere Ctrl-C keeps
-        # its default behaviour.
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self)
-            self._installed = True
-        return self
+def make_renderer(output: Output) -> Renderer:
+    """Markdown (rich) when stdout is a colour terminal, else plain text."""
+    if output.out_tty and output.color:
+        try:
+            from clients.jp.markdown import MarkdownRenderer
+        except ImportError:  # rich missing: plain text is still readable
+            pass
+        else:
+            return MarkdownRenderer(output.out, output.err, err_tty=output.err_tty)
+    return TurnRenderer(
+        output.out, output.err, out_tty=output.out_tty, err_tty=output.err_tty, color=output.color
+    )
 
-    def __exit__(self, *exc_info: object) -> None:
-        if self._installed:
-            # None: the previous handler was not installed from Python; use the default.
-            previous = signal.default_int_handler if self._previous is None else self._previous
-            signal.signal(signal.SIGINT, previous)
-            self._installed = False
+
+def _follower(
+    connection: Connection, follow: Follow, output: Output, interrupts: Interrupts
+) -> Follower:
+    if output.json:
+        return Follower(
+            connection,
+            follow,
+            json_lines=JsonLines(output.out, output.err),
+            spinner=Spinner(output.err, enabled=False),
+            interrupts=interrupts,
+        )
+    return Follower(
+        connection,
+        follow,
+        renderer=make_renderer(output),
+        spinner=Spinner(output.err, enabled=output.err_tty),
+        interrupts=interrupts,
+    )
+
+
+def _run_follower(follower: Follower, backlog: list[Notification] | None = None) -> int:
+    try:
+        return follower.run(backlog or [])
+    except (ConnectionClosed, KeyboardInterrupt):
+        # End the partial answer's line before the caller prints its one-line error.
+        follower.abort()
+        raise
 
 
 def _latest_conversation(connection: Connection) -> str | None:
@@ -67,20 +101,18 @@ def query(
     *,
     new: bool = False,
     model: str | None = None,
-    config: dict[str, Any] | None = None,
-    out: TextIO,
-    err: TextIO,
-    out_tty: bool = False,
-    err_tty: bool = False,
+    config: Mapping[str, Any] | None = None,
+    detach: bool = False,
+    non_interactive: bool = False,
+    output: Output,
 ) -> int:
-    """Run one turn and stream it; returns the exit code.
+    """Run one turn and stream it (or, with `detach`, start it and print its ids).
 
     Continues the most recent conversation unless `new`. Exit codes: 0 for
-    `end_turn`/`max_tokens`, 1 for `error` or a refused `turn/start`, 130 when cancelled.
-    `RpcError` from other calls and `ConnectionClosed` propagate to the caller.
+    `end_turn`/`max_tokens` (or detached), 1 for `error` or a refused `turn/start`,
+    130 when cancelled. `RpcError` from other calls and `ConnectionClosed` propagate.
     """
-    renderer = TurnRenderer(out, err, out_tty=out_tty, err_tty=err_tty)
-    with _Interrupts() as interrupts:
+    with Interrupts() as interrupts:
         conversation_id = None if new else _latest_conversation(connection)
         params: dict[str, Any] = {"message": message}
         if conversation_id is not None:
@@ -88,65 +120,121 @@ def query(
         if model is not None:
             params["model"] = model
         if config:
-            params["config"] = config
+            params["config"] = dict(config)
+        if non_interactive:
+            params["detached"] = "deny"
         if interrupts.requested:
             return EXIT_CANCELLED  # Ctrl-C before anything started: nothing to cancel
         try:
             started = connection.request("turn/start", params)
         except RpcError as exc:
-            err.write(f"jp: {exc.message}\n")
+            output.err.write(f"jp: {exc.message}\n")
             return EXIT_ERROR
         turn_id = started.get("turnId") if isinstance(started, dict) else None
-        if not isinstance(turn_id, str):
-            err.write(f"jp: error: unexpected turn/start result: {started!r}\n")
+        started_conversation = started.get("conversationId") if isinstance(started, dict) else None
+        if not isinstance(turn_id, str) or not isinstance(started_conversation, str):
+            output.err.write(f"jp: error: unexpected turn/start result: {started!r}\n")
             return EXIT_ERROR
-        try:
-            return _stream(connection, turn_id, renderer, interrupts)
-        except (ConnectionClosed, KeyboardInterrupt):
-            # End the partial answer's line before the caller prints its one-line error.
-            with contextlib.suppress(OSError, ValueError):
-                renderer.finish()
-            raise
+        if detach:
+            return _print_started(started_conversation, turn_id, output)
+        follow = Follow(
+            started_conversation, turn_id, can_prompt=output.can_prompt and not non_interactive
+        )
+        return _run_follower(_follower(connection, follow, output, interrupts))
 
 
-def _stream(
-    connection: Connection, turn_id: str, renderer: TurnRenderer, interrupts: _Interrupts
+def _print_started(conversation_id: str, turn_id: str, output: Output) -> int:
+    if output.json:
+        line = json.dumps({"conversationId": conversation_id, "turnId": turn_id})
+        output.out.write(line + "\n")
+    else:
+        output.out.write(f"{conversation_id} {turn_id}\n")
+        if output.err_tty:
+            output.err.write(
+                f"jp: the turn runs in jpd; follow it with: jp attach {conversation_id}\n"
+            )
+    output.out.flush()
+    return EXIT_OK
+
+
+def attach(
+    connection: Connection,
+    conversation_id: str | None = None,
+    *,
+    from_seq: int | None = None,
+    non_interactive: bool = False,
+    output: Output,
 ) -> int:
-    """Render the turn's events until `turn_completed`; cancel it on the first Ctrl-C."""
-    cancel_sent = False
-    while True:
-        if interrupts.requested and not cancel_sent:
-            cancel_sent = True
-            renderer.note("jp: cancelling (Ctrl-C again to quit now)")
-            # An error here (e.g. the turn just ended) is fine: turn_completed is on the way.
-            with contextlib.suppress(RpcError):
-                connection.request("turn/cancel", {"turnId": turn_id})
-        note = connection.receive(timeout=_POLL)
-        if note is None or note.method != "turn/event" or not isinstance(note.params, dict):
-            continue
-        if note.params.get("turnId") != turn_id:
-            continue
-        event = note.params.get("event")
-        if not isinstance(event, dict):
-            continue
-        if event.get("kind") != "turn_completed":
-            renderer.handle(event)
-            continue
-        renderer.finish()
-        return _completed(event, renderer)
+    """Re-attach to a conversation: replay, then stream live until its turn completes.
+
+    Default conversation: the one with the most recently started running turn, else
+    the most recent one. Without `from_seq`, shows the running turn from its start
+    (or, when none runs, the last turn the daemon still holds). With `from_seq`, shows
+    every event after it, then the running turn live. Exit codes as for `query`.
+    """
+    with Interrupts() as interrupts:
+        if conversation_id is None:
+            conversation_id = _attach_target(connection, output.err)
+            if conversation_id is None:
+                output.err.write("jp: no conversation to attach to\n")
+                return EXIT_ERROR
+        params = {"conversationId": conversation_id, "fromSeq": from_seq or 0}
+        try:
+            result = connection.request("turn/attach", params)
+        except RpcError as exc:
+            return _not_found(exc, conversation_id, output.err)
+        # The replay is sent before the result, so it is all queued by now.
+        backlog: list[Notification] = []
+        while (note := connection.receive(timeout=0)) is not None:
+            backlog.append(note)
+        running = [
+            t.get("turnId")
+            for t in (result.get("runningTurns") or [] if isinstance(result, dict) else [])
+            if isinstance(t, dict)
+        ]
+        turn_id = running[0] if running and isinstance(running[0], str) else None
+        if turn_id is None and from_seq is None:
+            turn_id = _last_turn(backlog, conversation_id)
+            if turn_id is None:
+                output.err.write(
+                    f"jp: no turn is running in {conversation_id}; "
+                    f"see: jp conversation show {conversation_id}\n"
+                )
+                return EXIT_OK
+        follow = Follow(
+            conversation_id,
+            turn_id,
+            all_turns=from_seq is not None,
+            live=bool(running),
+            can_prompt=output.can_prompt and not non_interactive,
+        )
+        return _run_follower(_follower(connection, follow, output, interrupts), backlog)
 
 
-def _completed(event: dict[str, Any], renderer: TurnRenderer) -> int:
-    reason = event.get("stopReason")
-    if reason in ("end_turn", "max_tokens"):
-        if reason == "max_tokens":
-            renderer.note("jp: note: the answer was cut off (max_tokens)")
-        return EXIT_OK
-    if reason == "cancelled":
-        return EXIT_CANCELLED
-    message = " ".join(str(event.get("error") or f"turn ended with {reason}").split())
-    renderer.note(f"jp: error: {message}")
-    return EXIT_ERROR
+def _attach_target(connection: Connection, err: TextIO) -> str | None:
+    result = connection.request("turn/list", {})
+    turns = [t for t in (result.get("turns") or []) if isinstance(t, dict)]
+    if turns:
+        newest = turns[-1].get("conversationId")
+        if len(turns) > 1:
+            err.write(f"jp: {len(turns)} turns are running; attaching to the newest (jp turn ls)\n")
+        if isinstance(newest, str):
+            return newest
+    return _latest_conversation(connection)
+
+
+def _last_turn(backlog: list[Notification], conversation_id: str) -> str | None:
+    for note in reversed(backlog):
+        params = note.params
+        if (
+            note.method == "turn/event"
+            and isinstance(params, dict)
+            and params.get("conversationId") == conversation_id
+            and isinstance(params.get("turnId"), str)
+        ):
+            turn_id: str = params["turnId"]
+            return turn_id
+    return None
 
 
 def _not_found(exc: RpcError, conversation_id: str, err: TextIO) -> int:

@@ -1,7 +1,8 @@
-"""Start `jpd` as a child process speaking JSON-RPC on its stdio, and stop it cleanly.
+"""Connect `jp` to the shared `jpd` on its Unix socket, starting one when none answers.
 
-The daemon's stderr goes to a log file, so its logs never mix with `jp`'s answer.
-Standard library only.
+The daemon outlives `jp`: closing the connection leaves its turns running. When no
+daemon answers, `jp` starts `jpd --listen` detached (its own session, output to the
+daemon log) and waits, within a bound, for the socket to accept. Standard library only.
 """
 
 from __future__ import annotations
@@ -9,26 +10,36 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from clients.jp import __version__
+from clients.jp import __version__, paths
 from clients.jp.rpc import Connection, ConnectionClosed, RpcError
 
 PROTOCOL_VERSION = 1
+START_TIMEOUT = 20.0  # seconds for a freshly started daemon to accept connections
+STOP_TIMEOUT = 30.0  # seconds for a stopping daemon to release its socket
+_POLL = 0.02
+_MAX_SPAWNS = 3
+# Paths the daemon reads from its environment; it runs from `/`, so they must be absolute.
+_PATH_VARIABLES = ("JP_CONFIG", "JP_DATA_DIR", "JP_LOG_DIR", "JP_SOCKET")
 
 
 class DaemonError(Exception):
-    """The daemon could not be started or went away; the message is one line for the user."""
+    """The daemon could not be reached or went away; the message is one line for the user."""
+
+
+class NotRunning(DaemonError):
+    """No daemon answers on the socket (and `jp` was told not to start one)."""
 
 
 def daemon_command(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The command that starts the daemon: `$JPD_COMMAND` (shell-split) or `python -m jpd`."""
+    """The command of a private stdio daemon: `$JPD_COMMAND` (shell-split) or `python -m jpd`."""
     env = os.environ if environ is None else environ
     override = env.get("JPD_COMMAND", "").strip()
     if override:
@@ -37,151 +48,186 @@ def daemon_command(environ: Mapping[str, str] | None = None) -> list[str]:
 
 
 def log_path(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the daemon's stderr goes: `$JP_LOG_DIR/jpd.log`, else a per-user temp dir."""
-    env = os.environ if environ is None else environ
-    directory = env.get("JP_LOG_DIR")
-    if not directory:
-        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
-        directory = os.path.join(tempfile.gettempdir(), f"jp-{user}")
-    return Path(directory) / "jpd.log"
+    """The daemon log: `$JP_LOG_DIR/jpd.log`, else `jpd.log` in the user log dir."""
+    return Path(paths.log_file(os.environ if environ is None else environ))
 
 
-class Daemon:
-    """A `jpd` child process and the initialized connection to it.
+def initialize(
+    connection: Connection, workspace_root: str, capabilities: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The `initialize` handshake; returns the daemon's `serverInfo`."""
+    result = connection.request(
+        "initialize",
+        {
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientInfo": {"name": "jp", "version": __version__},
+            "capabilities": dict(capabilities),
+            "workspaceRoot": workspace_root,
+        },
+    )
+    connection.notify("initialized", {})
+    info = result.get("serverInfo") if isinstance(result, dict) else None
+    return info if isinstance(info, dict) else {}
 
-    Use as a context manager: entering starts and initializes the daemon, leaving
-    sends `shutdown` + `exit` and waits for it (killing it if it lingers).
-    """
+
+class SocketDaemon:
+    """An initialized connection to the shared daemon on its Unix socket."""
 
     def __init__(
         self,
-        command: Sequence[str] | None = None,
         *,
         workspace_root: str | None = None,
-        log_file: Path | None = None,
         capabilities: Mapping[str, Any] | None = None,
+        autostart: bool = True,
+        environ: Mapping[str, str] | None = None,
+        start_timeout: float = START_TIMEOUT,
+        progress: Callable[[bool], None] | None = None,
     ) -> None:
-        self.command = list(command) if command is not None else daemon_command()
+        self.env = dict(os.environ if environ is None else environ)
+        self.path = os.path.abspath(paths.socket_path(self.env))
+        self.pid_file = paths.pid_file(self.path)
+        self.log_file = log_path(self.env)
         self.workspace_root = workspace_root if workspace_root is not None else os.getcwd()
-        self.log_file = log_file if log_file is not None else log_path()
         self.capabilities = dict(capabilities or {})
+        self.autostart = autostart
+        self.start_timeout = start_timeout
+        self.progress = progress
+        """Called with False now and then while a freshly started daemon is awaited, and
+        with True once it answers (a spinner)."""
         self.server_info: dict[str, Any] = {}
-        self._process: subprocess.Popen[bytes] | None = None
+        self._socket: socket.socket | None = None
         self._connection: Connection | None = None
 
-    @property
-    def connection(self) -> Connection:
-        """The initialized connection (after `start`)."""
-        if self._connection is None:
-            raise RuntimeError("daemon not started")
-        return self._connection
-
-    def __enter__(self) -> Connection:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def start(self) -> Connection:
-        """Spawn the daemon and run the `initialize` handshake.
+        """Connect (starting the daemon if needed) and run the `initialize` handshake.
 
-        Raises `DaemonError` if it cannot be spawned or dies during the handshake,
-        `RpcError` if it refuses to initialize.
+        Raises `NotRunning` (no daemon, `autostart` off), `DaemonError`, or `RpcError`.
         """
-        stderr = self._open_log()
+        for attempt in (1, 2):
+            sock = self._connect()
+            if sock is None:
+                if not self.autostart:
+                    raise NotRunning(f"jpd is not running (no daemon on {self.path})")
+                sock = self._spawn_and_connect()
+            self._socket = sock
+            self._connection = Connection(sock.makefile("rb"), sock.makefile("wb"))
+            try:
+                self.server_info = initialize(
+                    self._connection, self.workspace_root, self.capabilities
+                )
+                return self._connection
+            except ConnectionClosed:
+                self.close()
+                # A daemon that was stopping (idle, or `jp daemon stop`) as we connected:
+                # let it finish, then connect again (starting a new one if allowed).
+                if attempt == 2 or not self.wait_stopped(5.0):
+                    raise self.died() from None
+            except RpcError:
+                self.close()
+                raise
+        raise AssertionError("unreachable")
+
+    def died(self) -> DaemonError:
+        """A one-line error for a connection the daemon dropped."""
+        return DaemonError(f"lost the connection to jpd on {self.path}; see {self.log_file}")
+
+    def close(self) -> None:
+        """Close the connection; the daemon and its turns keep running."""
+        sock, self._socket = self._socket, None
+        if sock is None:
+            return
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)  # wakes the reader thread with end of stream
+        if self._connection is not None:
+            self._connection.close()
+            self._connection.wait_closed(1.0)
+        sock.close()
+
+    kill = close  # a shared daemon is never killed by a client
+
+    def wait_stopped(self, timeout: float = STOP_TIMEOUT) -> bool:
+        """After `daemon/stop`: wait until the daemon released its pid file (it is gone)."""
+        deadline = time.monotonic() + timeout
+        while os.path.exists(self.pid_file):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(_POLL)
+        return True
+
+    # --- internals ---------------------------------------------------------------
+
+    def _connect(self) -> socket.socket | None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            # A new session keeps the terminal's Ctrl-C away from the daemon: `jp`
-            # turns Ctrl-C into `turn/cancel` and then shuts the daemon down itself.
-            self._process = subprocess.Popen(
-                self.command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                cwd=self.workspace_root,
+            sock.connect(self.path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            return None
+        except OSError as exc:
+            sock.close()
+            raise DaemonError(
+                f"cannot connect to jpd on {self.path}: {exc.strerror or exc}"
+            ) from None
+        return sock
+
+    def _spawn_and_connect(self) -> socket.socket:
+        deadline = time.monotonic() + self.start_timeout
+        process = self._spawn()
+        spawned = 1
+        while True:
+            sock = self._connect()
+            if sock is not None:
+                if self.progress is not None:
+                    self.progress(True)
+                return sock
+            code = process.poll()
+            if code is not None:
+                # It gave up: usually a daemon that is stopping still holds the socket's
+                # lock for a moment. Try again, a few times.
+                if spawned >= _MAX_SPAWNS or time.monotonic() > deadline:
+                    raise DaemonError(
+                        f"jpd exited with code {code} before listening on {self.path}; "
+                        f"see {self.log_file}"
+                    )
+                time.sleep(0.2)
+                process = self._spawn()
+                spawned += 1
+            elif time.monotonic() > deadline:
+                raise DaemonError(
+                    f"jpd did not listen on {self.path} within {self.start_timeout:g}s; "
+                    f"see {self.log_file}"
+                )
+            if self.progress is not None:
+                self.progress(False)
+            time.sleep(_POLL)
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        command = [sys.executable, "-m", "jpd", "--listen", self.path]
+        env = dict(self.env)
+        for name in _PATH_VARIABLES:
+            if env.get(name):
+                env[name] = os.path.abspath(env[name])
+        output = self._open_log(command)
+        try:
+            # Detached: its own session (no terminal signals), no stdin, cwd `/` (it
+            # must not pin the directory `jp` ran in), output to the daemon log.
+            return subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                cwd="/",
+                env=env,
                 start_new_session=True,
             )
         except OSError as exc:
-            raise DaemonError(f"cannot start daemon {shlex.join(self.command)}: {exc}") from None
+            raise DaemonError(f"cannot start {shlex.join(command)}: {exc}") from None
         finally:
-            if stderr is not subprocess.DEVNULL:
+            if output is not subprocess.DEVNULL:
                 with contextlib.suppress(OSError):
-                    os.close(stderr)
-        assert self._process.stdin is not None and self._process.stdout is not None
-        self._connection = Connection(self._process.stdout, self._process.stdin)
-        try:
-            result = self._connection.request(
-                "initialize",
-                {
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "clientInfo": {"name": "jp", "version": __version__},
-                    "capabilities": self.capabilities,
-                    "workspaceRoot": self.workspace_root,
-                },
-            )
-            self._connection.notify("initialized", {})
-        except ConnectionClosed:
-            error = self.died()
-            self.close()
-            raise error from None
-        except RpcError:
-            self.close()
-            raise
-        if isinstance(result, dict) and isinstance(result.get("serverInfo"), dict):
-            self.server_info = result["serverInfo"]
-        return self._connection
+                    os.close(output)
 
-    def died(self) -> DaemonError:
-        """A one-line error describing an unexpected end of the daemon (with its exit code)."""
-        code: int | None = None
-        if self._process is not None:
-            try:
-                code = self._process.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                code = None
-        how = f"exit code {code}" if code is not None else "connection lost"
-        return DaemonError(f"daemon exited unexpectedly ({how}); see {self.log_file}")
-
-    def close(self, timeout: float = 5.0) -> None:
-        """Shut the daemon down politely (`shutdown`, `exit`), then wait; kill it if needed."""
-        process = self._process
-        if process is None:
-            return
-        connection = self._connection
-        if connection is not None and not connection.closed and process.poll() is None:
-            # A daemon that is already gone or refuses shutdown is handled by the kill below.
-            with contextlib.suppress(RpcError, ConnectionClosed):
-                connection.request("shutdown")
-                connection.notify("exit")
-        if connection is not None:
-            connection.close()
-        self._reap(process, timeout)
-        self._process = None
-
-    def kill(self) -> None:
-        """Stop the daemon at once (second Ctrl-C): close its stdin, then terminate."""
-        process = self._process
-        if process is None:
-            return
-        if self._connection is not None:
-            self._connection.close()
-        self._reap(process, 0.5)
-        self._process = None
-
-    @staticmethod
-    def _reap(process: subprocess.Popen[bytes], timeout: float) -> None:
-        try:
-            process.wait(timeout=timeout)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-        process.terminate()
-        try:
-            process.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-    def _open_log(self) -> int:
+    def _open_log(self, command: list[str]) -> int:
         try:
             self.log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -189,5 +235,5 @@ class Daemon:
             return subprocess.DEVNULL  # logging is best effort; never fail a query over it
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
         with contextlib.suppress(OSError):
-            os.write(fd, f"--- {stamp} jp {__version__}: {shlex.join(self.command)}\n".encode())
+            os.write(fd, f"--- {stamp} jp {__version__}: {shlex.join(command)}\n".encode())
         return fd

@@ -59,10 +59,13 @@ class TurnRenderer:
     only when stderr is a terminal.
     """
 
-    def __init__(self, out: TextIO, err: TextIO, *, out_tty: bool, err_tty: bool) -> None:
+    def __init__(
+        self, out: TextIO, err: TextIO, *, out_tty: bool, err_tty: bool, color: bool = True
+    ) -> None:
         self.out = out
         self.err = err
         self.err_tty = err_tty
+        self.color = color  # False with NO_COLOR: reasoning is shown undimmed
         self._shared = out_tty and err_tty
         self._out_open = False  # the terminal cursor sits after answer text
         self._err_open = False  # ... after reasoning text
@@ -106,7 +109,7 @@ class TurnRenderer:
             return
         prefix = "\n" if self._shared and self._out_open else ""
         self._out_open = False
-        self.err.write(f"{prefix}{DIM}{text}{RESET}")
+        self.err.write(f"{prefix}{DIM}{text}{RESET}" if self.color else f"{prefix}{text}")
         self.err.flush()
         self._err_open = text[-1] != "\n"
 

@@ -20,6 +20,7 @@ import os
 import socket
 import stat
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -52,7 +53,10 @@ def default_socket_path(env: Mapping[str, str]) -> Path:
     override = env.get("JP_SOCKET", "").strip()
     if override:
         return Path(override)
-    return Path(platformdirs.user_runtime_dir("jp")) / SOCKET_NAME
+    with warnings.catch_warnings():
+        # platformdirs warns when it falls back from XDG_RUNTIME_DIR; the path is what counts.
+        warnings.simplefilter("ignore")
+        return Path(platformdirs.user_runtime_dir("jp")) / SOCKET_NAME
 
 
 def pid_path(socket_path: Path) -> Path:
@@ -154,16 +158,23 @@ class SocketClaim:
 
 
 def _make_private_dir(directory: Path) -> None:
-    """Create a missing socket directory with mode 0700 (an existing one is left as is)."""
-    if directory.is_dir():
-        return
-    try:
-        directory.mkdir(parents=True, mode=0o700)
-        os.chmod(directory, 0o700)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        raise ListenError(f"cannot create socket directory {directory}: {exc.strerror}") from None
+    """Create the missing levels of the socket directory with mode 0700 (existing ones
+    are left as they are: a custom path may live in a shared directory)."""
+    missing: list[Path] = []
+    level = directory
+    while not level.is_dir():
+        missing.append(level)
+        if level.parent == level:
+            break
+        level = level.parent
+    for level in reversed(missing):
+        try:
+            level.mkdir(mode=0o700)
+            os.chmod(level, 0o700)  # mkdir's mode is narrowed by the umask, never widened
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise ListenError(f"cannot create socket directory {level}: {exc.strerror}") from None
 
 
 def _lock_pid_file(pid_file: Path, socket_path: Path) -> int:

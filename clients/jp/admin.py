@@ -1,0 +1,126 @@
+"""`jp turn ls`, `jp daemon status` and `jp daemon stop`."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from clients.jp.render import format_time, one_line
+from clients.jp.rpc import Connection, ConnectionClosed
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+_HANGUP_TIMEOUT = 30.0  # seconds for a stopping daemon to record its turns and hang up
+
+
+def _dump(result: Any, out: TextIO) -> None:
+    out.write(json.dumps(result, ensure_ascii=False) + "\n")
+
+
+def _turn_row(turn: dict[str, Any]) -> str:
+    started = format_time(turn.get("startedAt"), seconds=True)
+    return "  ".join(
+        [
+            str(turn.get("turnId", "?")),
+            str(turn.get("conversationId", "?")),
+            str(turn.get("model", "?")),
+            f"started {started}",
+        ]
+    )
+
+
+def _table(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    value = parent.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _inquiry_row(inquiry: dict[str, Any]) -> str:
+    prompt = _table(inquiry, "prompt")
+    permission = _table(inquiry, "permission")
+    question = _table(prompt, "question")
+    tool = inquiry.get("toolName", "?")
+    if inquiry.get("kind") == "permission":
+        what = f"permission to {permission.get('kind', 'run')} {tool}"
+    else:
+        what = f"{tool}: {one_line(str(question.get('text', '?')), 100)}"
+    waiting = "  (waiting for a client)" if inquiry.get("deferred") else ""
+    return (
+        f"? {inquiry.get('inquiryId', '?')}  {inquiry.get('conversationId', '?')}  {what}{waiting}"
+    )
+
+
+def turn_list(connection: Connection, *, out: TextIO, err: TextIO, as_json: bool) -> int:
+    """`jp turn ls`: running turns, then pending questions."""
+    result = connection.request("turn/list", {})
+    if as_json:
+        _dump(result, out)
+        return EXIT_OK
+    turns = [t for t in (result.get("turns") or []) if isinstance(t, dict)]
+    inquiries = [q for q in (result.get("inquiries") or []) if isinstance(q, dict)]
+    if not turns and not inquiries:
+        err.write("jp: no running turns\n")
+    for turn in turns:
+        out.write(_turn_row(turn) + "\n")
+    for inquiry in inquiries:
+        out.write(_inquiry_row(inquiry) + "\n")
+    return EXIT_OK
+
+
+def _duration(seconds: float) -> str:
+    whole = int(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
+    shown = [f"{value}{unit}" for value, unit in parts if value] or ["0s"]
+    return " ".join(shown[:2])
+
+
+def daemon_status(connection: Connection, *, out: TextIO, as_json: bool) -> int:
+    """`jp daemon status`: pid, version, uptime, socket, clients, running turns."""
+    result = connection.request("daemon/status", {})
+    if as_json:
+        _dump(result, out)
+        return EXIT_OK
+    uptime = result.get("uptime")
+    up = _duration(uptime) if isinstance(uptime, int | float) else "?"
+    turns = [t for t in (result.get("runningTurns") or []) if isinstance(t, dict)]
+    lines = [
+        f"jpd {result.get('version', '?')}, pid {result.get('pid', '?')}, up {up}",
+        f"socket:  {result.get('socketPath') or 'none (a private daemon on stdio)'}",
+        f"clients: {result.get('clients', '?')} (this one included)",
+        f"running turns: {len(turns)}",
+        *(f"  {_turn_row(turn)}" for turn in turns),
+    ]
+    out.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def daemon_stop(
+    connection: Connection, *, out: TextIO, err: TextIO, wait_stopped: Callable[[], bool] | None
+) -> int:
+    """`jp daemon stop`: running turns are cancelled and recorded, then the daemon exits.
+
+    Returns once the daemon has hung up (its turns recorded) and, with `wait_stopped`,
+    once its process is gone.
+    """
+    result = connection.request("daemon/stop", {})
+    cancelled = len(result.get("cancelledTurns") or []) if isinstance(result, dict) else 0
+    deadline = time.monotonic() + _HANGUP_TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            connection.receive(timeout=0.2)  # events until the daemon hangs up
+        err.write("jp: error: jpd did not stop in time\n")
+        return EXIT_ERROR
+    except ConnectionClosed:
+        pass
+    if wait_stopped is not None and not wait_stopped():
+        err.write("jp: error: jpd hung up but its process is still running\n")
+        return EXIT_ERROR
+    note = (
+        f" ({cancelled} running turn{'s' if cancelled != 1 else ''} cancelled)" if cancelled else ""
+    )
+    out.write(f"jpd stopped{note}\n")
+    return EXIT_OK

@@ -1,0 +1,240 @@
+"""Following a turn: render its `turn/event`s until `turn_completed`, handle Ctrl-C.
+
+Used by `jp query` (a turn it just started) and `jp attach` (replayed events first,
+then live ones). Events are deduplicated by `seq` (a replay may repeat some).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any, Protocol, TextIO
+
+from clients.jp.rpc import Connection, Notification, RpcError
+from clients.jp.terminal import Spinner, choose
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_CANCELLED = 130
+
+_POLL = 0.1  # seconds between checks for Ctrl-C (and spinner frames) while waiting
+
+
+class Renderer(Protocol):
+    """What the follower needs of a renderer (plain, markdown)."""
+
+    def handle(self, event: dict[str, Any]) -> None: ...
+    def note(self, line: str) -> None: ...
+    def finish(self) -> None: ...
+
+
+class JsonLines:
+    """`-F json`: each `turn/event` params object as one JSON line on `out`."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out = out
+        self.err = err
+
+    def handle_params(self, params: dict[str, Any]) -> None:
+        self.out.write(json.dumps(params, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.out.flush()
+
+    def note(self, line: str) -> None:
+        self.err.write(line + "\n")
+        self.err.flush()
+
+    def finish(self) -> None:
+        self.out.flush()
+
+
+class Interrupts:
+    """SIGINT handler while following: the first Ctrl-C is a request the follower acts
+    on; another one while it is pending raises `KeyboardInterrupt` (quit at once)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+        self._installed = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> Interrupts:
+        # Signal handlers can only be set from the main thread; elsewhere Ctrl-C keeps
+        # its default behaviour.
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._installed:
+            # None: the previous handler was not installed from Python; use the default.
+            previous = signal.default_int_handler if self._previous is None else self._previous
+            signal.signal(signal.SIGINT, previous)
+            self._installed = False
+
+
+@dataclass
+class Follow:
+    """How to follow: the turn to show (and wait for, when `live`), and whether to show
+    events of other turns too (`jp attach --from-seq`)."""
+
+    conversation_id: str
+    turn_id: str | None
+    all_turns: bool = False
+    live: bool = True
+    """Wait for the turn's live events after the backlog (it is running)."""
+    can_prompt: bool = False
+    """Ctrl-C asks cancel/detach/resume on the terminal; otherwise it cancels."""
+
+
+class Follower:
+    """Renders events of one conversation until the followed turn completes."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        follow: Follow,
+        *,
+        renderer: Renderer | None = None,
+        json_lines: JsonLines | None = None,
+        spinner: Spinner,
+        interrupts: Interrupts,
+    ) -> None:
+        self.connection = connection
+        self.follow = follow
+        self.renderer = renderer
+        self.json_lines = json_lines
+        self.spinner = spinner
+        self.interrupts = interrupts
+        self._last_seq = 0
+        self._waiting = "thinking"  # spinner label; "" while text streams
+        self._cancel_sent = False
+
+    def run(self, backlog: Iterable[Notification] = ()) -> int:
+        """Show `backlog`, then live events, until the turn completes; the exit code."""
+        for queued in backlog:
+            code = self._take(queued)
+            if code is not None:
+                return code
+        if self.follow.turn_id is None or not self.follow.live:
+            self._finish()
+            return EXIT_OK
+        while True:
+            if self.interrupts.requested and not self._cancel_sent:
+                code = self._interrupted()
+                if code is not None:
+                    return code
+            note = self.connection.receive(timeout=_POLL)
+            if note is None:
+                if self._waiting:
+                    self.spinner.tick(self._waiting)
+                continue
+            code = self._take(note)
+            if code is not None:
+                return code
+
+    def abort(self) -> None:
+        """Leave the terminal tidy before the caller reports an error."""
+        self.spinner.clear()
+        with contextlib.suppress(OSError, ValueError):
+            self._finish()
+
+    # --- internals ---------------------------------------------------------------
+
+    def _take(self, note: Notification) -> int | None:
+        params = note.params
+        if note.method != "turn/event" or not isinstance(params, dict):
+            return None
+        if params.get("conversationId") != self.follow.conversation_id:
+            return None
+        seq = params.get("seq")
+        if isinstance(seq, int):
+            if seq <= self._last_seq:
+                return None  # already shown (a replay overlapping what we saw)
+            self._last_seq = seq
+        mine = params.get("turnId") == self.follow.turn_id
+        if not mine and not self.follow.all_turns:
+            return None
+        event = params.get("event")
+        if not isinstance(event, dict):
+            return None
+        self.spinner.clear()
+        kind = event.get("kind")
+        if self.json_lines is not None:
+            self.json_lines.handle_params(params)
+        elif kind != "turn_completed" and self.renderer is not None:
+            self.renderer.handle(event)
+        if kind in ("text_delta", "reasoning_delta"):
+            self._waiting = ""
+        elif kind in ("tool_call", "tool_result"):
+            self._waiting = "running tools"
+        if kind == "turn_completed" and mine:
+            self._finish()
+            return self._completed(event)
+        return None
+
+    def _interrupted(self) -> int | None:
+        """The first Ctrl-C: cancel, detach or resume (asked on a terminal)."""
+        self.spinner.clear()
+        choice = "cancel"
+        if self.follow.can_prompt:
+            if self.renderer is not None:
+                self.renderer.finish()
+            choice = choose(
+                "jp: [c]ancel the turn, [d]etach and leave it running, or [r]esume? ",
+                {"c": "cancel", "d": "detach", "r": "resume"},
+                "resume",
+            )
+        if choice == "resume":
+            self.interrupts.requested = False
+            return None
+        if choice == "detach":
+            with contextlib.suppress(RpcError):
+                self.connection.request(
+                    "turn/detach", {"conversationId": self.follow.conversation_id}
+                )
+            self._finish()
+            self._note(
+                "jp: detached; the turn keeps running. Re-attach with: "
+                f"jp attach {self.follow.conversation_id}"
+            )
+            return EXIT_OK
+        self._cancel_sent = True
+        self._note("jp: cancelling (Ctrl-C again to quit now)")
+        # An error here (e.g. the turn just ended) is fine: turn_completed is on the way.
+        with contextlib.suppress(RpcError):
+            self.connection.request("turn/cancel", {"turnId": self.follow.turn_id})
+        return None
+
+    def _completed(self, event: dict[str, Any]) -> int:
+        reason = event.get("stopReason")
+        if reason in ("end_turn", "max_tokens"):
+            if reason == "max_tokens":
+                self._note("jp: note: the answer was cut off (max_tokens)")
+            return EXIT_OK
+        if reason == "cancelled":
+            return EXIT_CANCELLED
+        message = " ".join(str(event.get("error") or f"turn ended with {reason}").split())
+        self._note(f"jp: error: {message}")
+        return EXIT_ERROR
+
+    def _note(self, line: str) -> None:
+        if self.json_lines is not None:
+            self.json_lines.note(line)
+        elif self.renderer is not None:
+            self.renderer.note(line)
+
+    def _finish(self) -> None:
+        if self.json_lines is not None:
+            self.json_lines.finish()
+        elif self.renderer is not None:
+            self.renderer.finish()

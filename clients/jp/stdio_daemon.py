@@ -1,0 +1,157 @@
+"""A private `jpd` child speaking JSON-RPC on its stdio (`jp --stdio`, or `$JPD_COMMAND`).
+
+The daemon lives as long as this `jp` command: closing it cancels its running turns.
+Its stderr goes to a log file, so its logs never mix with `jp`'s answer. Standard
+library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from clients.jp import __version__
+from clients.jp.daemon import DaemonError, daemon_command, initialize, log_path
+from clients.jp.rpc import Connection, ConnectionClosed, RpcError
+
+
+class StdioDaemon:
+    """A `jpd` child process and the initialized connection to it.
+
+    Use as a context manager: entering starts and initializes the daemon, leaving
+    sends `shutdown` + `exit` and waits for it (killing it if it lingers).
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str] | None = None,
+        *,
+        workspace_root: str | None = None,
+        log_file: Path | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.command = list(command) if command is not None else daemon_command()
+        self.workspace_root = workspace_root if workspace_root is not None else os.getcwd()
+        self.log_file = log_file if log_file is not None else log_path()
+        self.capabilities = dict(capabilities or {})
+        self.server_info: dict[str, Any] = {}
+        self._process: subprocess.Popen[bytes] | None = None
+        self._connection: Connection | None = None
+
+    @property
+    def connection(self) -> Connection:
+        """The initialized connection (after `start`)."""
+        if self._connection is None:
+            raise RuntimeError("daemon not started")
+        return self._connection
+
+    def __enter__(self) -> Connection:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def start(self) -> Connection:
+        """Spawn the daemon and run the `initialize` handshake.
+
+        Raises `DaemonError` if it cannot be spawned or dies during the handshake,
+        `RpcError` if it refuses to initialize.
+        """
+        stderr = self._open_log()
+        try:
+            # A new session keeps the terminal's Ctrl-C away from the daemon: `jp`
+            # turns Ctrl-C into `turn/cancel` and then shuts the daemon down itself.
+            self._process = subprocess.Popen(
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                cwd=self.workspace_root,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise DaemonError(f"cannot start daemon {shlex.join(self.command)}: {exc}") from None
+        finally:
+            if stderr is not subprocess.DEVNULL:
+                with contextlib.suppress(OSError):
+                    os.close(stderr)
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._connection = Connection(self._process.stdout, self._process.stdin)
+        try:
+            self.server_info = initialize(self._connection, self.workspace_root, self.capabilities)
+        except ConnectionClosed:
+            error = self.died()
+            self.close()
+            raise error from None
+        except RpcError:
+            self.close()
+            raise
+        return self._connection
+
+    def died(self) -> DaemonError:
+        """A one-line error describing an unexpected end of the daemon (with its exit code)."""
+        code: int | None = None
+        if self._process is not None:
+            try:
+                code = self._process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                code = None
+        how = f"exit code {code}" if code is not None else "connection lost"
+        return DaemonError(f"daemon exited unexpectedly ({how}); see {self.log_file}")
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Shut the daemon down politely (`shutdown`, `exit`), then wait; kill it if needed."""
+        process = self._process
+        if process is None:
+            return
+        connection = self._connection
+        if connection is not None and not connection.closed and process.poll() is None:
+            # A daemon that is already gone or refuses shutdown is handled by the kill below.
+            with contextlib.suppress(RpcError, ConnectionClosed):
+                connection.request("shutdown")
+                connection.notify("exit")
+        if connection is not None:
+            connection.close()
+        self._reap(process, timeout)
+        self._process = None
+
+    def kill(self) -> None:
+        """Stop the daemon at once (second Ctrl-C): close its stdin, then terminate."""
+        process = self._process
+        if process is None:
+            return
+        if self._connection is not None:
+            self._connection.close()
+        self._reap(process, 0.5)
+        self._process = None
+
+    @staticmethod
+    def _reap(process: subprocess.Popen[bytes], timeout: float) -> None:
+        try:
+            process.wait(timeout=timeout)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        process.terminate()
+        try:
+            process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def _open_log(self) -> int:
+        try:
+            self.log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError:
+            return subprocess.DEVNULL  # logging is best effort; never fail a query over it
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        with contextlib.suppress(OSError):
+            os.write(fd, f"--- {stamp} jp {__version__}: {shlex.join(self.command)}\n".encode())
+        return fd
