@@ -188,6 +188,9 @@ class SocketClient:
         self.reader = reader
         self.writer = writer
         self.events: list[dict[str, Any]] = []
+        self.notifications: list[dict[str, Any]] = []
+        # method -> async handler(params) returning a result or raising RpcError.
+        self.handlers: dict[str, Any] = {}
         self.closed = asyncio.Event()
         self._next_id = 1
         self._pending: dict[int, asyncio.Future[Any]] = {}
@@ -211,8 +214,8 @@ class SocketClient:
     def notify(self, method: str, params: Any = None) -> None:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def initialize(self) -> Any:
-        result = await self.request("initialize", INIT_PARAMS)
+    async def initialize(self, **extra: Any) -> Any:
+        result = await self.request("initialize", {**INIT_PARAMS, **extra})
         self.notify("initialized", {})
         return result
 
@@ -264,7 +267,28 @@ class SocketClient:
                 if not future.done():
                     future.set_exception(ConnectionError("connection closed"))
 
+    async def _answer(self, message: dict[str, Any]) -> None:
+        handler = self.handlers.get(message["method"])
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+        try:
+            if handler is None:
+                raise RpcError({"code": -32601, "message": f"no handler for {message['method']}"})
+            reply["result"] = await handler(message["params"])
+        except RpcError as exc:
+            reply["error"] = exc.error
+        if not self.writer.is_closing():
+            self._send(reply)
+
     async def _route(self, message: dict[str, Any]) -> None:
+        if "method" in message and "id" in message:
+            # Answer server-to-client requests concurrently with reading.
+            asyncio.get_running_loop().create_task(self._answer(message))
+            return
+        if "method" in message and message["method"] != "turn/event":
+            async with self._changed:
+                self.notifications.append(message)
+                self._changed.notify_all()
+            return
         if message.get("method") == "turn/event":
             async with self._changed:
                 self.events.append(message["params"])

@@ -1,0 +1,169 @@
+"""Questions across several clients on one socket: late attach, races, disconnects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from tests.e2e.sockets import Daemons, RpcError, SocketClient, socket_env, wait_for
+from tests.e2e.tools import make_tool, tool_toml
+
+PROMPTS = {"capabilities": {"prompt": {"answerTypes": ["boolean"]}}}
+ASKER = """
+if "q" not in answers:
+    print(json.dumps({"type": "needs_input", "question": {"id": "q", "text": "Ship it?",
+        "answer_type": {"type": "boolean"}}}))
+else:
+    print("got=" + json.dumps(answers["q"]))
+"""
+
+
+@pytest_asyncio.fixture
+async def daemons() -> AsyncIterator[Daemons]:
+    running = Daemons()
+    yield running
+    await running.stop_all()
+
+
+def env_with_asker(home: Path) -> dict[str, str]:
+    call = {"tool_calls": [{"id": "call_1", "name": "asker", "arguments": {}}]}
+    env = socket_env(home, [call, {"text": "done"}])
+    command = make_tool(home, "asker", ASKER)
+    config = Path(env["JP_CONFIG"])
+    config.write_text(config.read_text() + tool_toml("asker", command, run='"unattended"'))
+    return env
+
+
+def persisted(env: dict[str, str], conversation_id: str) -> list[dict[str, Any]]:
+    path = Path(env["JP_DATA_DIR"]) / "conversations" / conversation_id / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def tool_result(client: SocketClient, turn_id: str) -> dict[str, Any]:
+    return next(
+        e["event"] for e in client.turn_events(turn_id) if e["event"]["kind"] == "tool_result"
+    )
+
+
+async def test_question_asked_while_nobody_is_attached_reaches_a_later_client(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = env_with_asker(tmp_path)
+    daemon = await daemons.start(env)
+    starter = await SocketClient.connect(daemon.socket)
+    await starter.initialize()
+    started = await starter.request("turn/start", {"message": "go"})
+    await starter.close()  # nobody left: the question is deferred (the default policy)
+
+    watcher = await SocketClient.connect(daemon.socket)
+    await watcher.initialize()
+    pending = (await watcher.request("inquiry/list"))["inquiries"]
+    for _ in range(200):
+        if pending:
+            break
+        await asyncio.sleep(0.05)
+        pending = (await watcher.request("inquiry/list"))["inquiries"]
+    assert pending and pending[0]["deferred"] is True
+
+    answerer = await SocketClient.connect(daemon.socket)
+    asked: list[dict[str, Any]] = []
+
+    async def answer(params: dict[str, Any]) -> Any:
+        asked.append(params)
+        return {"answer": True}
+
+    answerer.handlers["inquiry/prompt"] = answer
+    await answerer.initialize(**PROMPTS)
+    await answerer.request(
+        "turn/attach", {"conversationId": started["conversationId"], "fromSeq": 0}
+    )
+    done = await answerer.wait_event(started["turnId"], "turn_completed")
+    assert done["event"]["stopReason"] == "end_turn"
+    assert tool_result(answerer, started["turnId"])["content"].strip() == "got=true"
+    assert [a["inquiryId"] for a in asked] == ["call_1.q.1"]
+    # Every connected client heard that the question was resolved.
+    await wait_for(
+        lambda: any(n["method"] == "inquiry/resolved" for n in watcher.notifications),
+        "inquiry/resolved at the watcher",
+    )
+    for client in (watcher, answerer):
+        await client.close()
+
+
+async def test_two_clients_first_answer_wins_and_the_other_is_told(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = env_with_asker(tmp_path)
+    daemon = await daemons.start(env)
+    first = await SocketClient.connect(daemon.socket)
+    second = await SocketClient.connect(daemon.socket)
+    release = asyncio.Event()
+
+    async def quick(params: dict[str, Any]) -> Any:
+        return {"answer": False}
+
+    async def late(params: dict[str, Any]) -> Any:
+        await release.wait()
+        return {"answer": True}
+
+    first.handlers["inquiry/prompt"] = quick
+    second.handlers["inquiry/prompt"] = late
+    await first.initialize(**PROMPTS)
+    await second.initialize(**PROMPTS)
+    started = await first.request("turn/start", {"message": "go"})
+    await second.request("turn/attach", {"conversationId": started["conversationId"]})
+    done = await first.wait_event(started["turnId"], "turn_completed")
+    assert done["event"]["stopReason"] == "end_turn"
+    assert tool_result(first, started["turnId"])["content"].strip() == "got=false"
+    resolved = [n for n in second.notifications if n["method"] == "inquiry/resolved"]
+    assert resolved and resolved[0]["params"]["inquiryId"] == "call_1.q.1"
+    assert resolved[0]["params"]["outcome"] == "answered"
+    # The late answer arrives after the fact: ignored, and the daemon keeps serving.
+    release.set()
+    with pytest.raises(RpcError) as info:
+        await second.request("inquiry/answer", {"inquiryId": "call_1.q.1", "answer": True})
+    assert info.value.code == -32001
+    assert (await second.request("turn/list"))["turns"] == []
+    answers = [
+        e for e in persisted(env, started["conversationId"]) if e["type"] == "inquiry_response"
+    ]
+    assert [(a["outcome"], a["answer"]) for a in answers] == [("answered", False)]
+    for client in (first, second):
+        await client.close()
+
+
+async def test_client_disconnecting_while_asked_falls_to_the_detached_policy(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = env_with_asker(tmp_path)
+    daemon = await daemons.start(env)
+    asker_client = await SocketClient.connect(daemon.socket)
+    prompted = asyncio.Event()
+
+    async def vanish(params: dict[str, Any]) -> Any:
+        prompted.set()
+        await asyncio.sleep(3600)
+
+    asker_client.handlers["inquiry/prompt"] = vanish
+    await asker_client.initialize(**PROMPTS)
+    observer = await SocketClient.connect(daemon.socket)
+    await observer.initialize()
+    started = await asker_client.request("turn/start", {"message": "go", "detached": "deny"})
+    await observer.request("turn/attach", {"conversationId": started["conversationId"]})
+    await asyncio.wait_for(prompted.wait(), 60)
+    await asker_client.close()
+    done = await observer.wait_event(started["turnId"], "turn_completed")
+    assert done["event"]["stopReason"] == "end_turn"
+    result = tool_result(observer, started["turnId"])
+    assert result["isError"] and "`deny`" in result["content"]
+    response = next(
+        e for e in persisted(env, started["conversationId"]) if e["type"] == "inquiry_response"
+    )
+    assert response["outcome"] == "cancelled" and response["reason"] == "no_prompt_backend"
+    await observer.close()
