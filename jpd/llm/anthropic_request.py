@@ -6,8 +6,11 @@ serialised by `request_build.encode_body`. Prompt caching depends on it: a
 cache hit needs a byte-identical prefix.
 
 Cache breakpoints (`cache_control`, at most four per request): the last tool,
-the system prompt, the last message, and the user message before it (so the
-previous request's cached prefix is read back).
+the system prompt, and the last two turns. The previous request's cached prefix is
+found through the API's look-back from these breakpoints; marking the turn before
+the last (not only user turns) also caches an assistant turn with tool calls, so an
+inquiry side request (RFD 033) and the follow-up request both read a large tool call
+back from cache instead of paying for it twice.
 """
 
 from __future__ import annotations
@@ -146,13 +149,8 @@ def _messages(messages: tuple[Message, ...], *, thinking: bool) -> list[Block]:
         else:
             turns.append((role, blocks))
 
-    cached = 0
-    for role, blocks in reversed(turns):
-        if cached == 0 or role == "user":
-            _mark_cache(blocks)
-            cached += 1
-        if cached == 2:
-            break
+    for _role, blocks in turns[-2:]:
+        _mark_cache(blocks)
     return [{"role": role, "content": blocks} for role, blocks in turns]
 
 
