@@ -38,7 +38,13 @@ from jpd.llm.errors import ProviderError
 from jpd.llm.request_build import encode_body
 from jpd.llm.retry import RetryableError, RetryPolicy, run_with_retries
 from jpd.llm.sse import iter_sse
-from jpd.llm.transport import StreamingPost, event_json, one_line, read_api_key
+from jpd.llm.transport import (
+    StreamingPost,
+    event_json,
+    fair,
+    one_line,
+    read_api_key,
+)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -126,7 +132,7 @@ class AnthropicProvider:
         secrets = (secret,)
         async with (
             self._post.open(url, headers, body, secrets=secrets) as response,
-            aclosing(iter_sse(response.aiter_bytes())) as events,
+            aclosing(fair(iter_sse(response.aiter_bytes()))) as events,
         ):
             async for sse in events:
                 data = event_json(self.name, sse.data, secrets)

@@ -42,7 +42,13 @@ from jpd.llm.openai_request import build_body
 from jpd.llm.request_build import encode_body
 from jpd.llm.retry import RetryableError, RetryPolicy, run_with_retries
 from jpd.llm.sse import iter_sse
-from jpd.llm.transport import StreamingPost, event_json, one_line, read_api_key
+from jpd.llm.transport import (
+    StreamingPost,
+    event_json,
+    fair,
+    one_line,
+    read_api_key,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FINISH_REASONS: dict[str, FinishReason] = {
@@ -154,7 +160,7 @@ class OpenAIProvider:
         state = _StreamState(self.name, secrets)
         async with (
             self._post.open(url, headers, body, secrets=secrets) as response,
-            aclosing(iter_sse(response.aiter_bytes())) as events,
+            aclosing(fair(iter_sse(response.aiter_bytes()))) as events,
         ):
             async for sse in events:
                 if sse.data.strip() == "[DONE]":

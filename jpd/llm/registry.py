@@ -3,6 +3,11 @@
 Providers are created once per distinct configuration and kept for the daemon's
 lifetime: the embedded model loads once, and the scripted test provider keeps its
 position in the script across turns.
+
+A hosted provider whose API key variable is unset is refused here, so
+`turn/start` fails with -32004 naming the variable before any conversation is
+created (the daemon's environment does not change, so the check holds for the
+cached provider too).
 """
 
 from __future__ import annotations
@@ -57,11 +62,15 @@ class ProviderRegistry:
         if name == "anthropic":
             from jpd.llm.anthropic import AnthropicProvider
 
-            return AnthropicProvider(**config.providers.anthropic.model_dump(), env=self._env)
+            anthropic = config.providers.anthropic
+            self._require_key(anthropic.api_key_env, name)
+            return AnthropicProvider(**anthropic.model_dump(), env=self._env)
         if name == "openai":
             from jpd.llm.openai import OpenAIProvider
 
-            return OpenAIProvider(**config.providers.openai.model_dump(), env=self._env)
+            openai = config.providers.openai
+            self._require_key(openai.api_key_env, name)
+            return OpenAIProvider(**openai.model_dump(), env=self._env)
         if name == "openai-compatible":
             from jpd.llm.openai import OpenAIProvider
 
@@ -71,11 +80,20 @@ class ProviderRegistry:
                     "openai-compatible models need a server: set "
                     "providers.openai_compatible.base_url (e.g. http://localhost:11434/v1)"
                 )
+            if section.api_key_env is not None:
+                self._require_key(section.api_key_env, name)
             return OpenAIProvider.compatible(**section.model_dump(), env=self._env)
         raise ProviderUnavailable(
             f"unknown or unsupported provider {name!r} in assistant.model.id; "
             f"known providers: {', '.join(KNOWN)}"
         )
+
+    def _require_key(self, variable: str, provider: str) -> None:
+        """`ProviderUnavailable` naming `variable` when it is unset or blank."""
+        # Imported here: transport pulls in httpx, which only hosted models need.
+        from jpd.llm.transport import read_api_key
+
+        read_api_key(self._env, variable, provider)
 
     @staticmethod
     def _local(model_name: str, config: Config) -> Provider:

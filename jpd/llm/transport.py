@@ -9,17 +9,22 @@ from any text a server echoes back before it reaches an error message.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from typing import Any
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager
+from typing import Any, TypeVar
 
+import anyio.lowlevel
 import httpx
 from pydantic import SecretStr
 
 from jpd.llm.errors import ProviderError, ProviderUnavailable
 from jpd.llm.retry import RetryableError, parse_retry_after, status_is_retryable
 
+T = TypeVar("T")
 _MAX_DETAIL = 300
+YIELD_INTERVAL = 0.001
+"""Longest stretch (seconds) a fast stream is read without letting other tasks run."""
 
 
 def read_api_key(env: Mapping[str, str], var: str, provider: str) -> SecretStr:
@@ -195,6 +200,29 @@ class StreamingPost:
         """Close the HTTP client if this object created it."""
         if self._owned:
             await self._client.aclose()
+
+
+async def fair(
+    items: AsyncGenerator[T, None], interval: float = YIELD_INTERVAL
+) -> AsyncGenerator[T, None]:
+    """Pass `items` through, letting the event loop run other tasks every `interval` s.
+
+    Reading a socket that already holds data never suspends (buffered bytes are
+    returned at once, and one read can hold hundreds of events), so a stream
+    arriving faster than the daemon handles it would keep every other task
+    waiting until the buffer ran dry: among them the writer that forwards the
+    deltas to clients, whose first text would then arrive only with the last.
+    The check runs after the consumer has handled an item, before the next.
+    Closing this generator closes `items`.
+    """
+    last = time.perf_counter()
+    async with aclosing(items):
+        async for item in items:
+            yield item
+            now = time.perf_counter()
+            if now - last >= interval:
+                await anyio.lowlevel.checkpoint()
+                last = time.perf_counter()
 
 
 def _describe(exc: BaseException) -> str:
