@@ -260,7 +260,16 @@ async def _write_loop(
 ) -> None:
     try:
         async with out:
-            async for data in out:
+            async for first in out:
+                # Send everything already queued in one write: one syscall (and, on
+                # stdio, one thread hop) per burst instead of one per frame.
+                chunks = [first]
+                while len(chunks) < 256:
+                    try:
+                        chunks.append(out.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                data = b"".join(chunks)
                 try:
                     await send(data)
                 except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
