@@ -111,13 +111,12 @@ class Daemon:
         except ProviderUnavailable as exc:
             raise ProviderUnavailableError(exc.message) from exc
 
+        is_new = conversation_id is None
         if conversation_id is None:
             conversation_id = new_conversation_id()
-            await anyio.to_thread.run_sync(self.store.create, conversation_id)
             history: list[ev.Event] = []
         else:
-            if any(t.conversation_id == conversation_id for t in self._turns.values()):
-                raise Busy(f"conversation {conversation_id} already has a running turn")
+            self._check_idle(conversation_id)
             history = await self._load(conversation_id)
 
         turn_id = "t-" + secrets.token_hex(6)
@@ -154,12 +153,20 @@ class Daemon:
             reasoning_budget=cfg.assistant.reasoning.budget_tokens,
             first_tool_choice=_tool_choice(cfg.assistant.tool_choice, coordinator.definitions()),
         )
+        # Everything is valid: only now does a new conversation reach the disk.
+        if is_new:
+            await anyio.to_thread.run_sync(self.store.create, conversation_id)
+        self._check_idle(conversation_id)  # again: another turn may have started meanwhile
         turn = Turn(spec, self.store, self.hub, datetime.now(UTC))
         view.turn = turn
         self._turns[turn_id] = turn
         self.hub.subscribe(conversation_id, link)
         self._tg.start_soon(self._run_turn, turn)
         return self._info(turn)
+
+    def _check_idle(self, conversation_id: str) -> None:
+        if any(t.conversation_id == conversation_id for t in self._turns.values()):
+            raise Busy(f"conversation {conversation_id} already has a running turn")
 
     async def _run_turn(self, turn: Turn) -> None:
         try:

@@ -235,3 +235,14 @@ async def test_attach_replays_events_after_from_seq(jpd_factory: StartJpd) -> No
     assert [e["seq"] for e in daemon.events] == list(range(4, len(events) + 1))
     detached = await daemon.request("turn/detach", {"conversationId": started["conversationId"]})
     assert detached == {"detached": True}
+
+
+async def test_rejected_turn_start_leaves_no_conversation_behind(jpd: Jpd) -> None:
+    with pytest.raises(JsonRpcException) as info:
+        await jpd.request(
+            "turn/start", {"message": "x", "config": {"assistant": {"tool_choice": "nope"}}}
+        )
+    assert info.value.code == -32003 and "assistant.tool_choice" in info.value.message
+    with pytest.raises(JsonRpcException):
+        await jpd.request("turn/start", {"message": "x", "tools": [{"enable": True, "name": "?"}]})
+    assert (await jpd.request("conversation/list"))["conversations"] == []
