@@ -247,6 +247,8 @@ class Daemon:
             self._check_id(conversation_id)
             if not self.store.exists(conversation_id):
                 raise NotFound(f"conversation not found: {conversation_id}")
+            # Its events would land inside the running turn's window of the log.
+            self._check_idle(conversation_id)
             log = self.store
         coordinator = make_coordinator(
             config=cfg,
@@ -263,12 +265,15 @@ class Daemon:
         )
         call = ToolCallPart(id=call_id, name=name, arguments=arguments)
         log.append(channel, ev.ToolCallRequest(id=call_id, name=name, arguments=arguments))
-        self.hub.subscribe(channel, link)
+        was_subscribed = any(s.link_id == link.link_id for s in self.hub.subscribers(channel))
+        self.hub.subscribe(channel, link)  # so that this client is asked the tool's questions
         try:
             content, is_error = await coordinator.run_one(call)
         finally:
             if conversation_id is None:
                 self.hub.forget(channel)
+            elif not was_subscribed:
+                self.hub.unsubscribe(channel, link)
         log.append(channel, ev.ToolCallResponse(id=call_id, content=content, is_error=is_error))
         await anyio.to_thread.run_sync(log.sync, channel)
         return content, is_error

@@ -85,28 +85,37 @@ class Desk:
         self._everyone = everyone
         self._pending: dict[str, _Pending] = {}
 
-    async def ask(self, request: Request, *, wait: bool, timeout: float | None) -> Outcome | None:
+    async def ask(
+        self, request: Request, *, wait: bool, wait_limit: float | None
+    ) -> Outcome | None:
         """Offer `request` to capable attached clients and await the first answer.
 
-        With `wait`, keep waiting for clients to attach (up to `timeout` seconds).
+        With `wait`, keep waiting for clients to attach (up to `wait_limit` seconds).
         Returns None when nobody answered (no capable client, all went away, or timeout).
         """
         info = request.info.model_copy(update={"deferred": wait})
         request.info = info
         key = info.inquiry_id
+        pending: _Pending | None = None
         try:
             async with anyio.create_task_group() as tg:
                 pending = self._pending[key] = _Pending(request, tg)
                 for link in self._subscribers(info.conversation_id):
                     self._offer(pending, link)
-                with anyio.move_on_after(timeout if wait else None):
+                with anyio.move_on_after(wait_limit if wait else None):
                     while pending.outcome is None and (wait or pending.offers):
                         await pending.changed.wait()
                 if pending.outcome is None and wait:
                     self._broadcast(pending, "timed_out", None)
                 tg.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            # The turn ended (cancelled) while asking: clients must dismiss the prompt.
+            if pending is not None and pending.outcome is None:
+                self._broadcast(pending, "cancelled", None)
+            raise
         finally:
             self._pending.pop(key, None)
+        assert pending is not None
         return pending.outcome
 
     def client_ready(self, link: ClientLink, conversation_id: str | None = None) -> None:

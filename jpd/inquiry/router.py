@@ -151,7 +151,7 @@ class Router:
             overrides = target if isinstance(target, PartialAssistantConfig) else None
             return await self._ask_backend(ctx, overrides)
 
-        outcome = await self._desk.ask(self._request(ctx), wait=False, timeout=None)
+        outcome = await self._desk.ask(self._request(ctx), wait=False, wait_limit=None)
         if outcome is not None:
             return self._from_human(ctx, outcome)
         return await self._detached(ctx, ctx.detached_mode)
@@ -160,7 +160,7 @@ class Router:
         human_only = ctx.exclusive or ctx.secret
         if mode == "defer":
             outcome = await self._desk.ask(
-                self._request(ctx), wait=True, timeout=ctx.detached_timeout
+                self._request(ctx), wait=True, wait_limit=ctx.detached_timeout
             )
             if outcome is not None:
                 return self._from_human(ctx, outcome)

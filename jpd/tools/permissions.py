@@ -44,11 +44,11 @@ class PermissionGate:
         if key in self.remembered:
             return self.remembered[key]
         request = self._request(kind, tool_name, call_id, arguments, content)
-        outcome = await self.desk.ask(request, wait=False, timeout=None)
+        outcome = await self.desk.ask(request, wait=False, wait_limit=None)
         if outcome is None:
             mode = self.detached_override or tool.detached_mode(kind)
             if mode == "defer":
-                outcome = await self.desk.ask(request, wait=True, timeout=tool.detached_timeout)
+                outcome = await self.desk.ask(request, wait=True, wait_limit=tool.detached_timeout)
                 if outcome is None:
                     mode = tool.detached_fallback
             if outcome is None:

@@ -72,10 +72,20 @@ async def run(daemon: Jpd, **params: Any) -> tuple[dict[str, Any], dict[str, Any
         ("defaults", "", {}, "no_prompt_backend", "has no default"),
         ("auto", "", {"exclusive": True}, "no_prompt_backend", "no interactive terminal"),
         ("deny", "", {"exclusive": True}, "no_prompt_backend", "no interactive terminal"),
-        (None, 'questions.q.target = "assistant"\n', {"exclusive": True},
-         "assistant_routing_denied", "cannot be routed to the assistant"),
-        (None, 'questions.q.answer = "maybe"\n', {}, "invalid_static_answer",
-         "conversation.tools.asker.questions.q.answer"),
+        (
+            None,
+            'questions.q.target = "assistant"\n',
+            {"exclusive": True},
+            "assistant_routing_denied",
+            "cannot be routed to the assistant",
+        ),
+        (
+            None,
+            'questions.q.answer = "maybe"\n',
+            {},
+            "invalid_static_answer",
+            "conversation.tools.asker.questions.q.answer",
+        ),
     ],
 )
 async def test_failed_routes_are_recorded_with_their_reason(
@@ -135,9 +145,7 @@ async def test_config_can_soften_exclusive_and_route_to_assistant(
 
 
 async def test_client_cancel_records_user_reason(jpd_factory: StartJpd, home: Path) -> None:
-    daemon = await start(
-        jpd_factory, home, capabilities={"prompt": {"answerTypes": ["boolean"]}}
-    )
+    daemon = await start(jpd_factory, home, capabilities={"prompt": {"answerTypes": ["boolean"]}})
 
     async def cancel(params: dict[str, Any]) -> Any:
         raise JsonRpcException(code=-32800, message="user pressed Ctrl-C")
@@ -147,6 +155,9 @@ async def test_client_cancel_records_user_reason(jpd_factory: StartJpd, home: Pa
     assert result["isError"] and "cancelled" in result["content"]
     _, response = inquiry_pair(home, started["conversationId"])
     assert response["outcome"] == "cancelled" and response["reason"] == "user"
+    release.set()  # a late answer is ignored and the daemon keeps serving
+    await asyncio.sleep(0.2)
+    assert (await daemon.request("inquiry/list"))["inquiries"] == []
 
 
 async def test_invalid_client_answer_is_sent_back_and_question_stays_open(
@@ -172,9 +183,7 @@ async def test_invalid_client_answer_is_sent_back_and_question_stays_open(
 
 
 async def test_client_only_gets_answer_types_it_declared(jpd_factory: StartJpd, home: Path) -> None:
-    daemon = await start(
-        jpd_factory, home, capabilities={"prompt": {"answerTypes": ["text"]}}
-    )
+    daemon = await start(jpd_factory, home, capabilities={"prompt": {"answerTypes": ["text"]}})
     _, result = await run(daemon, detached="deny")
     assert result["isError"] and daemon.prompts == []
 
@@ -244,8 +253,12 @@ async def test_secret_answer_never_reaches_disk_logs_events_or_model(
     started, result = await run(daemon)
     assert result["content"].strip() == f"length={len(SECRET)}"  # the tool got it
     _, response = inquiry_pair(home, started["conversationId"])
-    assert response == {"timestamp": response["timestamp"], "type": "inquiry_response",
-                        "id": "call_1.q.1", "outcome": "redacted"}
+    assert response == {
+        "timestamp": response["timestamp"],
+        "type": "inquiry_response",
+        "id": "call_1.q.1",
+        "outcome": "redacted",
+    }
     await daemon.stop()
     for path in home.rglob("*"):
         if path.is_file():
@@ -338,7 +351,7 @@ async def test_assistant_answers_through_answer_inquiry_with_cache_friendly_requ
     assert first["tool_choice"] == parent["tool_choice"] == {"type": "auto"}
     assert forced["tool_choice"] == {"type": "tool", "name": "answer_inquiry"}
     assert "yes" in retry["messages"][-1]["content"]  # the invalid answer was fed back
-    tail = first["messages"][len(parent["messages"]):]
+    tail = first["messages"][len(parent["messages"]) :]
     assert [m["role"] for m in tail] == ["assistant", "tool", "user"]
     assert "call_1.q.1" in tail[2]["content"] and "Proceed?" in tail[2]["content"]
     # The turn itself never sees the side request.
@@ -371,3 +384,32 @@ async def _wait_pending(daemon: Jpd) -> dict[str, Any]:
             return result
         await asyncio.sleep(0.05)
     raise AssertionError("no pending inquiry")
+
+
+async def test_turn_cancelled_while_asking_dismisses_the_prompt_everywhere(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await start(jpd_factory, home, capabilities={"prompt": {"answerTypes": ["boolean"]}})
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def late(params: dict[str, Any]) -> Any:
+        asked.set()
+        await release.wait()
+        return {"answer": True}
+
+    daemon.on_prompt = late
+    started = await daemon.request("turn/start", {"message": "go"})
+    await asyncio.wait_for(asked.wait(), 60)
+    await daemon.request("turn/cancel", {"turnId": started["turnId"]})
+    done = await daemon.wait_event(started["turnId"], "turn_completed")
+    assert done["event"]["stopReason"] == "cancelled"
+    assert daemon.resolved[-1] == {
+        "inquiryId": "call_1.q.1",
+        "conversationId": started["conversationId"],
+        "outcome": "cancelled",
+    }
+    _, response = inquiry_pair(home, started["conversationId"])
+    assert response["outcome"] == "cancelled" and response["reason"] == "user"
+    release.set()  # a late answer is ignored and the daemon keeps serving
+    await asyncio.sleep(0.2)
+    assert (await daemon.request("inquiry/list"))["inquiries"] == []
