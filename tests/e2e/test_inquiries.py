@@ -122,7 +122,7 @@ async def test_exclusive_question_with_static_answer_is_answered(
     daemon = await start(
         jpd_factory, home, body=asker(exclusive=True), settings="questions.q.answer = false\n"
     )
-    started, result = await run(daemon, detached="deny")
+    _, result = await run(daemon, detached="deny")
     assert result["content"].strip() == "got=false"
 
 
@@ -155,9 +155,6 @@ async def test_client_cancel_records_user_reason(jpd_factory: StartJpd, home: Pa
     assert result["isError"] and "cancelled" in result["content"]
     _, response = inquiry_pair(home, started["conversationId"])
     assert response["outcome"] == "cancelled" and response["reason"] == "user"
-    release.set()  # a late answer is ignored and the daemon keeps serving
-    await asyncio.sleep(0.2)
-    assert (await daemon.request("inquiry/list"))["inquiries"] == []
 
 
 async def test_invalid_client_answer_is_sent_back_and_question_stays_open(

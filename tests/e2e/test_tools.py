@@ -13,7 +13,7 @@ from pygls.exceptions import JsonRpcException
 
 from tests.e2e.conftest import StartJpd
 from tests.e2e.harness import Jpd
-from tests.e2e.test_turns import disk_events, kinds
+from tests.e2e.test_turns import disk_events
 from tests.e2e.tools import make_tool, tool_toml
 
 
@@ -26,7 +26,8 @@ def results(daemon: Jpd, turn_id: str) -> list[dict[str, Any]]:
 
 
 ECHO = """
-print(json.dumps({"type": "success", "content": "echo:" + args.get("text", "") + ":" + os.getcwd()}))
+content = "echo:" + args.get("text", "") + ":" + os.getcwd()
+print(json.dumps({"type": "success", "content": content}))
 """
 
 
@@ -125,8 +126,7 @@ async def test_needs_input_answered_by_static_config(jpd_factory: StartJpd, home
     command = make_tool(home, "asks", ASKS)
     daemon = await jpd_factory(
         responses=[call("asks"), {"text": "ok"}],
-        config=tool_toml("asks", command, run='"unattended"')
-        + "questions.confirm.answer = true\n",
+        config=tool_toml("asks", command, run='"unattended"') + "questions.confirm.answer = true\n",
     )
     await daemon.initialize()
     started, _ = await daemon.run_turn("go")
@@ -319,7 +319,9 @@ async def test_toggles_honour_allow_toggle(jpd_factory: StartJpd, home: Path) ->
     await daemon.run_turn("1", tools=[{"enable": False}])
     await daemon.run_turn("2", tools=[{"enable": False}, {"enable": True, "name": "shy"}])
     with pytest.raises(JsonRpcException) as info:
-        await daemon.request("turn/start", {"message": "3", "tools": [{"enable": False, "name": "keep"}]})
+        await daemon.request(
+            "turn/start", {"message": "3", "tools": [{"enable": False, "name": "keep"}]}
+        )
     assert info.value.code == -32602 and "never" in info.value.message
     requests = [json.loads(x) for x in (home / "requests.jsonl").read_text().splitlines()]
     # ask_user is `if_named`: a bulk disable leaves it on.
