@@ -168,7 +168,13 @@ async def serve_connection(
     assert isinstance(protocol, _JpdProtocol)
 
     def notify(method: str, params: dict[str, Any]) -> None:
-        protocol.notify(method, params)
+        # Our params are JSON-ready dicts: frame them directly rather than through
+        # pygls' attrs/cattrs path, which is most of the per-token cost of streaming.
+        body = {"jsonrpc": "2.0", "method": method, "params": params}
+        try:
+            out_send.send_nowait(encode_frame(json.dumps(body).encode()))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            log.debug("dropping %s for a closed connection", method)
 
     async def request(method: str, params: dict[str, Any]) -> Any:
         try:
