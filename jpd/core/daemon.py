@@ -194,14 +194,20 @@ class Daemon:
         """Turns currently running, oldest first."""
         return [self._info(t) for t in sorted(self._turns.values(), key=lambda t: t.started_at)]
 
-    def attach(self, link: ClientLink, conversation_id: str, from_seq: int | None) -> int:
-        """Subscribe `link` to a conversation, replaying events after `from_seq`."""
+    def attach(
+        self, link: ClientLink, conversation_id: str, from_seq: int | None
+    ) -> tuple[int, int]:
+        """Subscribe `link` to a conversation, replaying events after `from_seq`.
+
+        Returns (last seq so far, oldest seq kept for replay).
+        """
         self._check_id(conversation_id)
         if not self.store.exists(conversation_id):
             raise NotFound(f"conversation not found: {conversation_id}")
+        oldest = self.hub.oldest_seq(conversation_id)
         last = self.hub.subscribe(conversation_id, link, from_seq)
         self.desk.client_ready(link, conversation_id)
-        return last
+        return last, oldest
 
     def detach(self, link: ClientLink, conversation_id: str) -> bool:
         """Unsubscribe `link` from a conversation."""

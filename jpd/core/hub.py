@@ -60,6 +60,14 @@ class EventHub:
         channel.subscribers[link.link_id] = link
         return channel.next_seq - 1
 
+    def oldest_seq(self, conversation_id: str) -> int:
+        """The oldest seq still kept for replay (the next seq when nothing is kept).
+
+        Older events are not replayed; their persisted form is in the store.
+        """
+        channel = self._channel(conversation_id)
+        return channel.buffer[0].seq if channel.buffer else channel.next_seq
+
     def unsubscribe(self, conversation_id: str, link: ClientLink) -> bool:
         """Stop sending this conversation's events to `link`."""
         channel = self._channels.get(conversation_id)

@@ -98,10 +98,13 @@ async def turn_wait(daemon: Daemon, session: Session, p: wire.TurnWaitParams) ->
 
 async def turn_attach(daemon: Daemon, session: Session, p: wire.TurnAttachParams) -> WireModel:
     """Subscribe to a conversation's events, replaying those after `fromSeq`."""
-    last = daemon.attach(session, p.conversation_id, p.from_seq)
+    last, oldest = daemon.attach(session, p.conversation_id, p.from_seq)
     running = [t for t in daemon.running_turns() if t.conversation_id == p.conversation_id]
     return wire.TurnAttachResult(
-        conversation_id=p.conversation_id, last_seq=last, running_turns=running
+        conversation_id=p.conversation_id,
+        last_seq=last,
+        oldest_seq=oldest,
+        running_turns=running,
     )
 
 

@@ -108,6 +108,9 @@ class TurnAttachParams(WireParams):
 class TurnAttachResult(WireModel):
     conversation_id: str
     last_seq: int
+    oldest_seq: int
+    """The oldest seq kept for replay: events before it (and from earlier daemon runs)
+    are not replayed; read their persisted form with `conversation/get`."""
     running_turns: list[TurnInfo]
 
 

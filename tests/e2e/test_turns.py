@@ -230,7 +230,7 @@ async def test_attach_replays_events_after_from_seq(jpd_factory: StartJpd) -> No
     result = await daemon.request(
         "turn/attach", {"conversationId": started["conversationId"], "fromSeq": 3}
     )
-    assert result["lastSeq"] == len(events)
+    assert result["lastSeq"] == len(events) and result["oldestSeq"] == 1
     await daemon.wait_event(started["turnId"], "turn_completed")
     assert [e["seq"] for e in daemon.events] == list(range(4, len(events) + 1))
     detached = await daemon.request("turn/detach", {"conversationId": started["conversationId"]})
@@ -246,3 +246,21 @@ async def test_rejected_turn_start_leaves_no_conversation_behind(jpd: Jpd) -> No
     with pytest.raises(JsonRpcException):
         await jpd.request("turn/start", {"message": "x", "tools": [{"enable": True, "name": "?"}]})
     assert (await jpd.request("conversation/list"))["conversations"] == []
+
+
+async def test_replay_buffer_is_bounded_and_attach_says_where_it_starts(
+    jpd_factory: StartJpd,
+) -> None:
+    daemon = await jpd_factory(
+        responses=[{"text": "abcdefghij", "chunk": 1}], config="[daemon]\nreplay_buffer = 4\n"
+    )
+    await daemon.initialize()
+    started, events = await daemon.run_turn("hi")
+    daemon.events.clear()
+    result = await daemon.request(
+        "turn/attach", {"conversationId": started["conversationId"], "fromSeq": 0}
+    )
+    assert result["lastSeq"] == len(events)
+    assert result["oldestSeq"] == len(events) - 3
+    await daemon.wait_event(started["turnId"], "turn_completed")
+    assert [e["seq"] for e in daemon.events] == list(range(len(events) - 3, len(events) + 1))
