@@ -1,10 +1,11 @@
 """`jp`: the thin command-line client of the `jpd` daemon.
 
 Usage:
-    jp [--stdio] query [--new] [-m MODEL] [-c KEY=VALUE]... [--detach]
-                       [--non-interactive] [-F text|json] MESSAGE...
+    jp [--stdio] query [--new] [-m MODEL] [-c KEY=VALUE]... [-t [NAME]]... [-T [NAME]]...
+                       [--detach] [--non-interactive] [-F text|json] MESSAGE...
     jp attach [CONVERSATION] [--from-seq N] [--non-interactive] [-F text|json]
     jp turn ls [-F text|json]
+    jp inquiry ls [-F text|json] | answer [--remember] ID VALUE
     jp conversation ls | show ID | rm ID
     jp daemon status [-F text|json] | stop
 
@@ -29,6 +30,20 @@ is cancelled (`turn/cancel`) and `jp` waits for its end. Another Ctrl-C quits at
 the most recent), shows the running turn from its start (or with `--from-seq N`,
 every event after N), then streams it live until it completes.
 
+Questions and permissions: with a terminal (`/dev/tty`, also when stdin is a pipe),
+`jp query` and `jp attach` ask them there: `y`/`n` (uppercase `Y`/`N` also remember
+the answer for the turn, when allowed), a number for a choice, a line for text, hidden
+input for secrets, Enter for the default shown. Ctrl-C or Ctrl-D at a prompt dismisses
+the question; one answered elsewhere is dismissed with a note. Without a terminal, or
+with `--non-interactive` or `--detach`, the daemon's detached policy applies (`defer`
+by default: `jp inquiry ls` lists the waiting questions, `jp inquiry answer ID VALUE`
+answers one; VALUE is JSON when it parses, else a string; `true`/`false` for a
+permission).
+
+`-t NAME` / `-T NAME` enable / disable a tool for this turn, a bare `-t`/`-T` all tools
+(but those whose `allow_toggle` refuses it), applied left to right. A bare `-t`/`-T`
+takes the next word as NAME: put the message first, or after `--`.
+
 `-c KEY=VALUE` (repeatable) overrides config for this turn: the key is split on dots
 (a quoted segment may contain dots: `conversation.tools.'*'.detached=deny`), the value
 is JSON when it parses as JSON, else a string; later options win.
@@ -37,8 +52,8 @@ Exit codes:
     0    success: the turn ended with `end_turn` or `max_tokens`, or was detached
          (`--detach`, or Ctrl-C then "detach"); any other command succeeded
     1    error: the turn ended with `error`, the daemon refused a request (e.g. a
-         config error, an unknown conversation), or the daemon could not be started
-         or reached
+         config error, a refused tool toggle, an unknown conversation or inquiry, an
+         invalid answer), or the daemon could not be started or reached
     2    usage error (bad arguments)
     3    `jp daemon status`: no daemon is running
     130  cancelled (Ctrl-C, or the turn was cancelled elsewhere)
@@ -97,6 +112,25 @@ def _non_negative(value: str) -> int:
     return number
 
 
+class _Toggle(argparse.Action):
+    """`-t [NAME]` / `-T [NAME]`: one `{enable, name?}` toggle, kept in command-line order."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        toggle: dict[str, Any] = {"enable": self.const}
+        if isinstance(values, str):
+            if not values.strip():
+                raise argparse.ArgumentError(self, "expected a tool name")
+            toggle["name"] = values
+        toggles = list(getattr(namespace, self.dest, None) or [])
+        setattr(namespace, self.dest, [*toggles, toggle])
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `jp` argument parser."""
     parser = argparse.ArgumentParser(
@@ -120,6 +154,28 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="config override for this turn (repeatable; VALUE is JSON or a string)",
+    )
+    query.add_argument(
+        "-t",
+        "--tool",
+        dest="tools",
+        action=_Toggle,
+        nargs="?",
+        const=True,
+        default=[],
+        metavar="NAME",
+        help="enable tool NAME for this turn (bare: all tools); repeatable, left to right",
+    )
+    query.add_argument(
+        "-T",
+        "--no-tool",
+        dest="tools",
+        action=_Toggle,
+        nargs="?",
+        const=False,
+        default=[],
+        metavar="NAME",
+        help="disable tool NAME for this turn (bare: all tools); repeatable, left to right",
     )
     query.add_argument(
         "--detach", action="store_true", help="start the turn, print its ids and return"
@@ -147,6 +203,19 @@ def build_parser() -> argparse.ArgumentParser:
     turn_actions = turn.add_subparsers(dest="action", metavar="ACTION")
     turn_ls = turn_actions.add_parser("ls", aliases=["list"], help="running turns and questions")
     _format_option(turn_ls)
+
+    inquiry = commands.add_parser("inquiry", help="questions waiting for an answer")
+    inquiry_actions = inquiry.add_subparsers(dest="action", metavar="ACTION")
+    inquiry_ls = inquiry_actions.add_parser("ls", aliases=["list"], help="pending questions")
+    _format_option(inquiry_ls)
+    answer = inquiry_actions.add_parser("answer", help="answer a pending question")
+    answer.add_argument(
+        "--remember", action="store_true", help="remember the answer for the rest of the turn"
+    )
+    answer.add_argument("id", metavar="ID", help="the inquiry id (see `jp inquiry ls`)")
+    answer.add_argument(
+        "value", metavar="VALUE", help="the answer: JSON when it parses, else a string"
+    )
 
     conversation = commands.add_parser(
         "conversation", aliases=["c"], help="list, show or remove conversations"
@@ -193,6 +262,7 @@ def _query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         "new": args.new,
         "model": args.model,
         "config": config,
+        "tools": args.tools,
         "detach": args.detach,
         "non_interactive": args.non_interactive,
     }
@@ -207,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        needs_action = ("conversation", "c", "turn", "daemon")
+        needs_action = ("conversation", "c", "turn", "daemon", "inquiry")
         if args.command is None or (args.command in needs_action and not args.action):
             parser.print_usage(sys.stderr)
             return EXIT_USAGE
@@ -215,6 +285,17 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     return _run(args, inputs)
+
+
+def _asks(args: argparse.Namespace) -> bool:
+    """Whether this command answers the daemon's questions on the terminal."""
+    if args.command not in ("query", "q", "attach") or args.non_interactive:
+        return False
+    if getattr(args, "detach", False):
+        return False  # it returns at once: questions wait for `jp attach` or `jp inquiry`
+    from clients.jp.tty import tty_available
+
+    return tty_available()
 
 
 def _output(args: argparse.Namespace) -> Output:
@@ -232,7 +313,7 @@ def _output(args: argparse.Namespace) -> Output:
     )
 
 
-def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any) -> int:
+def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prompter: Any) -> int:
     from clients.jp import admin, commands
 
     connection = daemon.start()
@@ -240,7 +321,7 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any) -> 
     out, err = output.out, output.err
     command, action = args.command, getattr(args, "action", None)
     if command in ("query", "q"):
-        return commands.query(connection, **inputs, output=output)
+        return commands.query(connection, **inputs, output=output, prompter=prompter)
     if command == "attach":
         return commands.attach(
             connection,
@@ -248,9 +329,18 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any) -> 
             from_seq=args.from_seq,
             non_interactive=args.non_interactive,
             output=output,
+            prompter=prompter,
         )
     if command == "turn":
         return admin.turn_list(connection, out=out, err=err, as_json=output.json)
+    if command == "inquiry":
+        from clients.jp import inquiries
+
+        if action == "answer":
+            return inquiries.inquiry_answer(
+                connection, args.id, args.value, remember=args.remember, out=out, err=err
+            )
+        return inquiries.inquiry_list(connection, out=out, err=err, as_json=output.json)
     if command == "daemon" and action == "status":
         return admin.daemon_status(connection, out=out, as_json=output.json)
     if command == "daemon":
@@ -271,11 +361,21 @@ def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:
     from clients.jp.rpc import ConnectionClosed, RpcError
 
     err = sys.stderr
+    prompter: Any = None
+    capabilities: dict[str, Any] = {}
+    if _asks(args):
+        from clients.jp.prompter import CAPABILITIES, TerminalPrompter
+
+        prompter = TerminalPrompter(color=not os.environ.get("NO_COLOR"))
+        capabilities = CAPABILITIES
+    on_connect = prompter.install if prompter is not None else None
     daemon: Any
     if _private(args):
         from clients.jp.stdio_daemon import StdioDaemon
 
-        daemon = StdioDaemon(workspace_root=os.getcwd())
+        daemon = StdioDaemon(
+            workspace_root=os.getcwd(), capabilities=capabilities, on_connect=on_connect
+        )
     else:
         from clients.jp.terminal import Spinner
 
@@ -285,10 +385,12 @@ def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:
             workspace_root=os.getcwd(),
             autostart=args.command != "daemon",
             progress=lambda done: spinner.clear() if done else spinner.tick("starting jpd"),
+            capabilities=capabilities,
+            on_connect=on_connect,
         )
     try:
         try:
-            code = _dispatch(args, inputs, daemon)
+            code = _dispatch(args, inputs, daemon, prompter)
         except ConnectionClosed:
             raise daemon.died() from None
         daemon.close()

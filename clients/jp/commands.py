@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -20,6 +20,10 @@ from clients.jp.follow import (
 from clients.jp.render import TurnRenderer, format_conversation_row, format_persisted_event
 from clients.jp.rpc import Connection, ConnectionClosed, Notification, RpcError
 from clients.jp.terminal import Spinner
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from clients.jp.prompter import TerminalPrompter
 
 EXIT_USAGE = 2
 NOT_FOUND = -32001
@@ -75,7 +79,14 @@ def _follower(
     )
 
 
-def _run_follower(follower: Follower, backlog: list[Notification] | None = None) -> int:
+def _run_follower(
+    follower: Follower,
+    backlog: list[Notification] | None = None,
+    prompter: TerminalPrompter | None = None,
+) -> int:
+    if prompter is not None:
+        prompter.conversation_id = follower.follow.conversation_id
+        prompter.before_prompt = follower.pause
     try:
         return follower.run(backlog or [])
     except (ConnectionClosed, KeyboardInterrupt):
@@ -102,15 +113,20 @@ def query(
     new: bool = False,
     model: str | None = None,
     config: Mapping[str, Any] | None = None,
+    tools: Sequence[Mapping[str, Any]] = (),
     detach: bool = False,
     non_interactive: bool = False,
     output: Output,
+    prompter: TerminalPrompter | None = None,
 ) -> int:
     """Run one turn and stream it (or, with `detach`, start it and print its ids).
 
-    Continues the most recent conversation unless `new`. Exit codes: 0 for
-    `end_turn`/`max_tokens` (or detached), 1 for `error` or a refused `turn/start`,
-    130 when cancelled. `RpcError` from other calls and `ConnectionClosed` propagate.
+    Continues the most recent conversation unless `new`. `tools` are the per-turn
+    toggles (`{enable, name?}`, in order). With a `prompter` (installed on the
+    connection), the turn's questions and permission requests are asked on the
+    terminal. Exit codes: 0 for `end_turn`/`max_tokens` (or detached), 1 for `error`
+    or a refused `turn/start` (a refused toggle, say), 130 when cancelled. `RpcError`
+    from other calls and `ConnectionClosed` propagate.
     """
     with Interrupts() as interrupts:
         conversation_id = None if new else _latest_conversation(connection)
@@ -121,6 +137,8 @@ def query(
             params["model"] = model
         if config:
             params["config"] = dict(config)
+        if tools:
+            params["tools"] = [dict(toggle) for toggle in tools]
         if non_interactive:
             params["detached"] = "deny"
         if interrupts.requested:
@@ -140,7 +158,7 @@ def query(
         follow = Follow(
             started_conversation, turn_id, can_prompt=output.can_prompt and not non_interactive
         )
-        return _run_follower(_follower(connection, follow, output, interrupts))
+        return _run_follower(_follower(connection, follow, output, interrupts), None, prompter)
 
 
 def _print_started(conversation_id: str, turn_id: str, output: Output) -> int:
@@ -164,6 +182,7 @@ def attach(
     from_seq: int | None = None,
     non_interactive: bool = False,
     output: Output,
+    prompter: TerminalPrompter | None = None,
 ) -> int:
     """Re-attach to a conversation: replay, then stream live until its turn completes.
 
@@ -183,9 +202,12 @@ def attach(
             result = connection.request("turn/attach", params)
         except RpcError as exc:
             return _not_found(exc, conversation_id, output.err)
-        # The replay is sent before the result, so it is all queued by now.
+        if prompter is not None:
+            prompter.conversation_id = conversation_id
+        # The replay is sent before the result, so it is all queued by now. Questions
+        # waiting for an answer are asked once the replay is shown.
         backlog: list[Notification] = []
-        while (note := connection.receive(timeout=0)) is not None:
+        while (note := connection.receive(timeout=0, hold_requests=True)) is not None:
             backlog.append(note)
         running = [
             t.get("turnId")
@@ -208,7 +230,7 @@ def attach(
             live=bool(running),
             can_prompt=output.can_prompt and not non_interactive,
         )
-        return _run_follower(_follower(connection, follow, output, interrupts), backlog)
+        return _run_follower(_follower(connection, follow, output, interrupts), backlog, prompter)
 
 
 def _attach_target(connection: Connection, err: TextIO) -> str | None:

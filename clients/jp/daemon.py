@@ -82,6 +82,7 @@ class SocketDaemon:
         environ: Mapping[str, str] | None = None,
         start_timeout: float = START_TIMEOUT,
         progress: Callable[[bool], None] | None = None,
+        on_connect: Callable[[Connection], None] | None = None,
     ) -> None:
         self.env = dict(os.environ if environ is None else environ)
         self.path = os.path.abspath(paths.socket_path(self.env))
@@ -94,6 +95,9 @@ class SocketDaemon:
         self.progress = progress
         """Called with False now and then while a freshly started daemon is awaited, and
         with True once it answers (a spinner)."""
+        self.on_connect = on_connect
+        """Called with a new connection before `initialize` (to register request
+        handlers before the daemon may send requests)."""
         self.server_info: dict[str, Any] = {}
         self._socket: socket.socket | None = None
         self._connection: Connection | None = None
@@ -111,6 +115,8 @@ class SocketDaemon:
                 sock = self._spawn_and_connect()
             self._socket = sock
             self._connection = Connection(sock.makefile("rb"), sock.makefile("wb"))
+            if self.on_connect is not None:
+                self.on_connect(self._connection)
             try:
                 self.server_info = initialize(
                     self._connection, self.workspace_root, self.capabilities

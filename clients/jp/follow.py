@@ -142,6 +142,12 @@ class Follower:
             if code is not None:
                 return code
 
+    def pause(self) -> None:
+        """Before a prompt: stop the spinner and end open lines (the turn goes on)."""
+        self.spinner.clear()
+        with contextlib.suppress(OSError, ValueError):
+            self._finish()
+
     def abort(self) -> None:
         """Leave the terminal tidy before the caller reports an error."""
         self.spinner.clear()

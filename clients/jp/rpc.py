@@ -15,13 +15,17 @@ import contextlib
 import json
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
 # JSON-RPC error codes used by this client when answering server-to-client requests.
 METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+"""The person dismissed the question (Ctrl-C, end of input at the prompt)."""
 
 _MAX_HEADER_LINE = 8192
 
@@ -163,7 +167,9 @@ class Connection:
         self._next_id = 1
         self._pending: dict[int, _Pending] = {}
         self._handlers: dict[str, Callable[[Any], Any]] = {}
+        self._watchers: dict[str, Callable[[Any], None]] = {}
         self._inbox: queue.Queue[object] = queue.Queue()
+        self._held: deque[_ServerRequest] = deque()
         self._closed: ConnectionClosed | None = None
         self._thread = threading.Thread(target=self._read_loop, name="jp-rpc-reader", daemon=True)
         self._thread.start()
@@ -180,6 +186,16 @@ class Connection:
         error, any other exception sends -32603.
         """
         self._handlers[method] = handler
+
+    def on_message(self, method: str, watcher: Callable[[Any], None]) -> None:
+        """Call `watcher(params)` on the reader thread for each incoming notification or
+        server request of `method`, as it arrives, before it is queued for `receive`.
+
+        For what cannot wait for `receive`: while a handler blocks the receiving thread
+        (a person answering a prompt), a watcher still sees what arrives meanwhile. It
+        must be quick and thread-safe; its exceptions are ignored.
+        """
+        self._watchers[method] = watcher
 
     def request(self, method: str, params: Any = None) -> Any:
         """Send a request and block until its response; return the result.
@@ -213,11 +229,19 @@ class Connection:
             message["params"] = params
         self._send(message)
 
-    def receive(self, timeout: float | None = None) -> Notification | None:
+    def receive(
+        self, timeout: float | None = None, *, hold_requests: bool = False
+    ) -> Notification | None:
         """The next notification, or `None` if `timeout` seconds pass without one.
 
+        Server requests met on the way are answered first, in order; with
+        `hold_requests` they are kept, unanswered, for the next `receive` without it
+        (to show a backlog of notifications before asking the person anything).
         Raises `ConnectionClosed` once everything received before the end is consumed.
         """
+        if not hold_requests:
+            while self._held:
+                self._answer(self._held.popleft())
         while True:
             try:
                 item = self._inbox.get(timeout=timeout)
@@ -228,7 +252,10 @@ class Connection:
                 assert self._closed is not None
                 raise self._closed
             if isinstance(item, _ServerRequest):
-                self._answer(item)
+                if hold_requests:
+                    self._held.append(item)
+                else:
+                    self._answer(item)
                 continue
             assert isinstance(item, Notification)
             return item
@@ -295,6 +322,10 @@ class Connection:
         method = message.get("method")
         if isinstance(method, str):
             params = message.get("params")
+            watcher = self._watchers.get(method)
+            if watcher is not None:
+                with contextlib.suppress(Exception):
+                    watcher(params)
             if "id" in message:
                 request = _ServerRequest(message["id"], method, params)
                 if method in self._handlers:

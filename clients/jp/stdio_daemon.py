@@ -12,7 +12,7 @@ import os
 import shlex
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +35,14 @@ class StdioDaemon:
         workspace_root: str | None = None,
         log_file: Path | None = None,
         capabilities: Mapping[str, Any] | None = None,
+        on_connect: Callable[[Connection], None] | None = None,
     ) -> None:
         self.command = list(command) if command is not None else daemon_command()
         self.workspace_root = workspace_root if workspace_root is not None else os.getcwd()
         self.log_file = log_file if log_file is not None else log_path()
         self.capabilities = dict(capabilities or {})
+        self.on_connect = on_connect
+        """Called with the connection before `initialize` (to register request handlers)."""
         self.server_info: dict[str, Any] = {}
         self._process: subprocess.Popen[bytes] | None = None
         self._connection: Connection | None = None
@@ -83,6 +86,8 @@ class StdioDaemon:
                     os.close(stderr)
         assert self._process.stdin is not None and self._process.stdout is not None
         self._connection = Connection(self._process.stdout, self._process.stdin)
+        if self.on_connect is not None:
+            self.on_connect(self._connection)
         try:
             self.server_info = initialize(self._connection, self.workspace_root, self.capabilities)
         except ConnectionClosed:

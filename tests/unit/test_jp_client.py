@@ -475,7 +475,8 @@ def test_turn_start_error_prints_message(fake: Path, capsys: pytest.CaptureFixtu
 def test_unanswerable_server_request_gets_method_not_found(
     fake: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(["query", "ask"], capsys)[:2] == (0, "client said -32601\n")
+    # --non-interactive: no prompt handlers even when the tests run in a terminal.
+    assert run(["query", "--non-interactive", "ask"], capsys)[:2] == (0, "client said -32601\n")
 
 
 def test_daemon_dying_mid_turn_is_one_line(fake: Path, capsys: pytest.CaptureFixture[str]) -> None:

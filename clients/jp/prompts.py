@@ -1,0 +1,204 @@
+"""Asking a person at the terminal: `inquiry/prompt` questions and `tool/permission`.
+
+Pure logic over a `PromptIO` (the real one is `clients.jp.tty.TerminalIO`), so it can
+be tested with scripted lines. Standard library only.
+
+Booleans take `y`/`n`; uppercase `Y`/`N` also remember the answer for the rest of the
+turn (`remember: true`), offered only when the question's persistence allows it. A
+select question shows numbered options and answers with the option's text. Empty
+input takes the default when there is one. Invalid input is explained and asked again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from clients.jp.render import format_tool_call, one_line
+
+BOLD = "\x1b[1m"
+RESET = "\x1b[0m"
+_PREVIEW_LINES = 8
+_PREVIEW_WIDTH = 160
+_YES = ("y", "yes")
+_NO = ("n", "no")
+
+
+class PromptIO(Protocol):
+    """Where prompts are written and answers read."""
+
+    def write(self, text: str) -> None: ...
+    def read_line(self, prompt: str, *, secret: bool = False) -> str: ...
+
+
+class BadPrompt(ValueError):
+    """The daemon's request cannot be shown (missing or malformed fields)."""
+
+
+def parse_boolean(
+    line: str, *, default: bool | None = None, can_remember: bool = True
+) -> tuple[bool, bool]:
+    """`y`/`yes`/`n`/`no` (any case) -> (answer, remember).
+
+    A lone uppercase `Y` or `N` remembers the answer for the turn when `can_remember`.
+    Empty input takes `default`. Raises `ValueError` with a hint otherwise.
+    """
+    text = line.strip()
+    if not text and default is not None:
+        return default, False
+    remember = can_remember and text in ("Y", "N")
+    if text.lower() in _YES:
+        return True, remember
+    if text.lower() in _NO:
+        return False, remember
+    hint = "y or n (Y or N: and the same for the rest of this turn)" if can_remember else "y or n"
+    raise ValueError(f"please answer {hint}")
+
+
+def parse_select(line: str, options: list[str], default: str | None = None) -> str:
+    """The option chosen by its number (1-based) or its exact text; empty takes `default`.
+
+    Raises `ValueError` naming the valid range otherwise.
+    """
+    text = line.strip()
+    if not text and default is not None and default in options:
+        return default
+    if text.isdigit() and 1 <= int(text) <= len(options):
+        return options[int(text) - 1]
+    if text in options:
+        return text
+    folded = [option for option in options if option.lower() == text.lower()]
+    if text and len(folded) == 1:
+        return folded[0]
+    raise ValueError(f"please choose a number from 1 to {len(options)}")
+
+
+def _yes_no(value: bool) -> str:
+    return "yes" if value else "no"
+
+
+class Prompts:
+    """Renders questions on a `PromptIO` and reads the answers."""
+
+    def __init__(self, io: PromptIO, *, color: bool = True) -> None:
+        self.io = io
+        self.color = color
+
+    # --- inquiry/prompt --------------------------------------------------------------
+
+    def inquiry(self, params: Any) -> dict[str, Any]:
+        """Ask one `inquiry/prompt` question; returns the result `{answer, remember}`.
+
+        Raises `BadPrompt` for params it cannot show, and lets `PromptCancelled` and
+        `PromptDismissed` from the terminal through.
+        """
+        question = _table(params, "question")
+        text = question.get("text")
+        answer_type = _table(question, "answerType")
+        kind = answer_type.get("type")
+        if not isinstance(text, str) or kind not in ("boolean", "select", "text", "secret"):
+            raise BadPrompt("inquiry/prompt needs question.text and a known answerType")
+        label = params.get("promptLabel") or params.get("toolName") or "question"
+        lines = [self._header(str(label))]
+        context = question.get("context")
+        if isinstance(context, str) and context.strip():
+            lines += [f"  {line}" for line in context.strip().splitlines()]
+        error = params.get("previousError")
+        if error:
+            lines.append(f"jp: that answer was refused: {one_line(str(error), 300)}")
+        intro = "\n".join(lines) + "\n"
+        default = question.get("default")
+        if kind == "boolean":
+            can_remember = question.get("persistence", "turn") != "none"
+            return self._boolean(intro, text, default, can_remember)
+        if kind == "select":
+            options = answer_type.get("options")
+            if not isinstance(options, list) or not options:
+                raise BadPrompt("a select question needs answerType.options")
+            return self._select(intro, text, [str(o) for o in options], default)
+        return self._text(intro, text, default, secret=kind == "secret")
+
+    def _boolean(self, intro: str, text: str, default: Any, can_remember: bool) -> dict[str, Any]:
+        fallback = default if isinstance(default, bool) else None
+        keys = "y/n/Y/N" if can_remember else "y/n"
+        shown = f" (default: {_yes_no(fallback)})" if fallback is not None else ""
+        prompt = f"{intro}{text} [{keys}]{shown} "
+        while True:
+            line = self.io.read_line(prompt)
+            try:
+                answer, remember = parse_boolean(line, default=fallback, can_remember=can_remember)
+            except ValueError as exc:
+                prompt = f"jp: {exc}\n{text} [{keys}]{shown} "
+                continue
+            return {"answer": answer, "remember": remember}
+
+    def _select(self, intro: str, text: str, options: list[str], default: Any) -> dict[str, Any]:
+        fallback = default if isinstance(default, str) and default in options else None
+        listing = "".join(f"  {n}. {option}\n" for n, option in enumerate(options, 1))
+        shown = f" (default: {options.index(fallback) + 1})" if fallback is not None else ""
+        ask = f"Choose 1-{len(options)}{shown}: "
+        prompt = f"{intro}{text}\n{listing}{ask}"
+        while True:
+            line = self.io.read_line(prompt)
+            try:
+                return {"answer": parse_select(line, options, fallback), "remember": False}
+            except ValueError as exc:
+                prompt = f"jp: {exc}\n{ask}"
+
+    def _text(self, intro: str, text: str, default: Any, *, secret: bool) -> dict[str, Any]:
+        # The daemon never sends a secret's default; never show one anyway.
+        fallback = default if isinstance(default, str) and not secret else None
+        shown = f" (default: {json.dumps(fallback, ensure_ascii=False)})" if fallback else ""
+        hidden = " (hidden)" if secret else ""
+        line = self.io.read_line(f"{intro}{text}{shown}{hidden} ", secret=secret)
+        if not line and fallback is not None:
+            return {"answer": fallback, "remember": False}
+        return {"answer": line, "remember": False}
+
+    # --- tool/permission -------------------------------------------------------------
+
+    def permission(self, params: Any) -> dict[str, Any]:
+        """Ask a `tool/permission` request; returns the result `{allow, remember}`."""
+        if not isinstance(params, dict) or not isinstance(params.get("toolName"), str):
+            raise BadPrompt("tool/permission needs toolName")
+        call = format_tool_call(params["toolName"], params.get("arguments"), 200)
+        if params.get("kind") == "deliver":
+            lines = [
+                self._header("Permission"),
+                f"{call} finished; send its result to the assistant?",
+                *_preview(params.get("content")),
+            ]
+            question = "Deliver the result?"
+        else:
+            lines = [self._header("Permission"), f"the assistant wants to run {call}"]
+            question = f"Allow running {params['toolName']}?"
+        prompt = "\n".join(lines) + f"\n{question} [y/n/Y/N] "
+        while True:
+            line = self.io.read_line(prompt)
+            try:
+                allow, remember = parse_boolean(line)
+            except ValueError as exc:
+                prompt = f"jp: {exc}\n{question} [y/n/Y/N] "
+                continue
+            return {"allow": allow, "remember": remember}
+
+    def _header(self, label: str) -> str:
+        title = f"── {one_line(label, 60)} ──"
+        return f"\n{BOLD}{title}{RESET}" if self.color else f"\n{title}"
+
+
+def _table(parent: Any, key: str) -> dict[str, Any]:
+    value = parent.get(key) if isinstance(parent, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _preview(content: Any) -> list[str]:
+    """The first lines of a result, indented and cut, with a count of what is left out."""
+    if not isinstance(content, str) or not content.strip():
+        return ["  │ (empty result)"]
+    lines = content.rstrip("\n").splitlines()
+    shown = [f"  │ {one_line(line, _PREVIEW_WIDTH)}" for line in lines[:_PREVIEW_LINES]]
+    if len(lines) > _PREVIEW_LINES:
+        rest = len(lines) - _PREVIEW_LINES
+        shown.append(f"  │ … ({rest} more line{'s' if rest != 1 else ''})")
+    return shown
