@@ -41,6 +41,8 @@ def permission_key(params: Any) -> str | None:
     `inquiry/resolved` (`<tool call id>.permission.<kind>`)."""
     if not isinstance(params, dict):
         return None
+    if isinstance(params.get("inquiryId"), str):
+        return str(params["inquiryId"])
     call_id, kind = params.get("toolCallId"), params.get("kind")
     return f"{call_id}.permission.{kind}" if isinstance(call_id, str) else None
 

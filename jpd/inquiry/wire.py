@@ -54,6 +54,8 @@ class InquiryPromptResult(WireParams):
 class PermissionParams(WireModel):
     """Server-to-client `tool/permission`."""
 
+    inquiry_id: str
+    """The id `inquiry/list`, `inquiry/answer` and `inquiry/resolved` use for this request."""
     conversation_id: str
     turn_id: str
     tool_call_id: str

@@ -68,7 +68,9 @@ class PermissionGate:
         arguments: dict[str, Any],
         content: str | None,
     ) -> Request:
+        inquiry_id = f"{call_id}.permission.{kind}"
         params = PermissionParams(
+            inquiry_id=inquiry_id,
             conversation_id=self.conversation_id,
             turn_id=self.turn_id,
             tool_call_id=call_id,
@@ -92,7 +94,7 @@ class PermissionGate:
 
         return Request(
             info=PendingInfo(
-                inquiry_id=f"{call_id}.permission.{kind}",
+                inquiry_id=inquiry_id,
                 kind="permission",
                 conversation_id=self.conversation_id,
                 turn_id=self.turn_id,
