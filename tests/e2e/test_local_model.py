@@ -55,9 +55,7 @@ async def test_local_model_forced_tool_call_runs_the_tool(
     assert types.index("tool_call_request") < types.index("tool_call_response")
 
 
-async def test_local_model_answers_a_tool_question_typed(
-    jpd_factory: StartJpd, home: Path
-) -> None:
+async def test_local_model_answers_a_tool_question_typed(jpd_factory: StartJpd, home: Path) -> None:
     body = """
 if "go" not in answers:
     print(json.dumps({"type": "needs_input", "question": {"id": "go",
