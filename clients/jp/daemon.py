@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,20 @@ _POLL = 0.02
 _MAX_SPAWNS = 3
 # Paths the daemon reads from its environment; it runs from `/`, so they must be absolute.
 _PATH_VARIABLES = ("JP_CONFIG", "JP_DATA_DIR", "JP_LOG_DIR", "JP_SOCKET")
+
+
+def open_daemon_log(log_file: Path, command: Sequence[str]) -> int:
+    """Open the daemon's log for appending (a header line names the command), as an fd
+    for a child's stdout/stderr; `subprocess.DEVNULL` when it cannot be opened."""
+    try:
+        log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError:
+        return subprocess.DEVNULL  # logging is best effort; never fail a query over it
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    with contextlib.suppress(OSError):
+        os.write(fd, f"--- {stamp} jp {__version__}: {shlex.join(command)}\n".encode())
+    return fd
 
 
 class DaemonError(Exception):
@@ -234,12 +248,4 @@ class SocketDaemon:
                     os.close(output)
 
     def _open_log(self, command: list[str]) -> int:
-        try:
-            self.log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        except OSError:
-            return subprocess.DEVNULL  # logging is best effort; never fail a query over it
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        with contextlib.suppress(OSError):
-            os.write(fd, f"--- {stamp} jp {__version__}: {shlex.join(command)}\n".encode())
-        return fd
+        return open_daemon_log(self.log_file, command)

@@ -11,13 +11,17 @@ import contextlib
 import os
 import shlex
 import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from clients.jp import __version__
-from clients.jp.daemon import DaemonError, daemon_command, initialize, log_path
+from clients.jp.daemon import (
+    DaemonError,
+    daemon_command,
+    initialize,
+    log_path,
+    open_daemon_log,
+)
 from clients.jp.rpc import Connection, ConnectionClosed, RpcError
 
 
@@ -151,12 +155,4 @@ class StdioDaemon:
             process.wait()
 
     def _open_log(self) -> int:
-        try:
-            self.log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        except OSError:
-            return subprocess.DEVNULL  # logging is best effort; never fail a query over it
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        with contextlib.suppress(OSError):
-            os.write(fd, f"--- {stamp} jp {__version__}: {shlex.join(self.command)}\n".encode())
-        return fd
+        return open_daemon_log(self.log_file, self.command)
