@@ -75,6 +75,8 @@ class TurnRenderer:
     def handle(self, event: dict[str, Any]) -> None:
         """Render one event (`turn_completed` is the caller's business; it is ignored here)."""
         kind = event.get("kind")
+        if event.get("hidden"):
+            return  # the tool's `style.hidden`: not shown (e.g. `ask_user`, whose prompt is)
         if kind == "text_delta":
             self.text(str(event.get("text", "")))
         elif kind == "reasoning_delta":

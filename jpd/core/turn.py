@@ -145,6 +145,7 @@ class Turn:
             if not calls:
                 return "max_tokens" if reason == "max_tokens" else "end_turn"
             self._open_calls = calls
+            names = {call.id: call.name for call in calls}
             results = await spec.tools.run(calls)
             self._open_calls = []
             for result in results:
@@ -154,7 +155,12 @@ class Turn:
                     )
                 )
                 self._publish(
-                    ToolResult(id=result.id, content=result.content, is_error=result.is_error)
+                    ToolResult(
+                        id=result.id,
+                        content=result.content,
+                        is_error=result.is_error,
+                        hidden=spec.tools.hidden(names.get(result.id, "")),
+                    )
                 )
         raise ProviderError(f"the model kept calling tools for {MAX_CYCLES} rounds; turn stopped")
 
@@ -188,7 +194,14 @@ class Turn:
                 partial.calls.append(
                     llm.ToolCallPart(id=item.id, name=item.name, arguments=item.arguments)
                 )
-                self._publish(ToolCallStarted(id=item.id, name=item.name, arguments=item.arguments))
+                self._publish(
+                    ToolCallStarted(
+                        id=item.id,
+                        name=item.name,
+                        arguments=item.arguments,
+                        hidden=spec.tools.hidden(item.name),
+                    )
+                )
             elif isinstance(item, llm.UsageEvent):
                 partial.usage = item.usage
                 self._publish(UsageReported(usage=UsageFigures(**item.usage.model_dump())))

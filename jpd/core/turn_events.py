@@ -34,6 +34,8 @@ class ToolCallStarted(WireModel):
     id: str
     name: str
     arguments: dict[str, Any]
+    hidden: bool = False
+    """The tool's `style.hidden`: clients need not show this call."""
 
 
 class ToolResult(WireModel):
@@ -41,6 +43,7 @@ class ToolResult(WireModel):
     id: str
     content: str
     is_error: bool
+    hidden: bool = False
 
 
 class UsageFigures(WireModel):

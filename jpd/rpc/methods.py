@@ -152,6 +152,7 @@ async def tool_list(daemon: Daemon, session: Session, p: wire.ToolListParams) ->
                 result=t.config.result,
                 summary=t.config.summary or t.config.description,
                 parameters=t.schema,
+                hidden=t.config.style.hidden,
             )
             for t in tools
         ]

@@ -142,6 +142,8 @@ class ToolInfo(WireModel):
     result: Literal["unattended", "ask", "skip"]
     summary: str | None = None
     parameters: dict[str, Any]
+    hidden: bool = False
+    """`style.hidden`: clients need not show this tool's calls."""
 
 
 class ToolListResult(WireModel):

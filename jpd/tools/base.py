@@ -34,6 +34,10 @@ class ToolRunner(Protocol):
         """Run `calls`, returning results in the order of `calls`."""
         ...
 
+    def hidden(self, name: str) -> bool:
+        """Whether clients need not show calls of this tool (`style.hidden`)."""
+        ...
+
 
 class NoTools:
     """Offers no tools; a call to any tool gets a 'no such tool' error response."""
@@ -41,6 +45,10 @@ class NoTools:
     def definitions(self) -> tuple[ToolDefinition, ...]:
         """No tools are offered."""
         return ()
+
+    def hidden(self, name: str) -> bool:
+        """No tool is hidden."""
+        return False
 
     async def run(self, calls: Sequence[ToolCallPart]) -> list[ToolResultData]:
         """Answer each call with an error naming the unknown tool."""

@@ -69,6 +69,11 @@ class Coordinator:
         enabled = tuple(t.definition for _, t in sorted(self._tools.items()) if t.enabled)
         return (*enabled, ANSWER_INQUIRY_TOOL) if enabled else ()
 
+    def hidden(self, name: str) -> bool:
+        """`style.hidden` of the named tool (unknown tools are shown)."""
+        tool = self._tools.get(name)
+        return tool is not None and tool.config.style.hidden
+
     async def run(self, calls: Sequence[ToolCallPart]) -> list[ToolResultData]:
         """Run `calls` concurrently; results in the order of `calls`."""
         results: list[ToolResultData | None] = [None] * len(calls)

@@ -109,6 +109,9 @@ async def test_round_trip_with_a_prompting_client(
 
     body = {"answer_type": wire_type["type"], "answer": answer}
     assert not result["isError"] and json.loads(result["content"]) == body
+    # `style.hidden`: clients show the prompt, not the tool call and its result.
+    shown = [e["event"] for e in daemon.turn_events(started["turnId"])]
+    assert all(e["hidden"] for e in shown if e["kind"] in ("tool_call", "tool_result"))
     # The model reads the typed body and the turn goes on.
     assert requests(home)[1]["messages"][-1]["content"] == result["content"]
 

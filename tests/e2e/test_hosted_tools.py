@@ -94,6 +94,7 @@ async def test_tool_call_with_split_argument_deltas_runs_a_local_tool(
         "id": "toolu_01",
         "name": "echo",
         "arguments": {"text": "héllo wörld"},
+        "hidden": False,
     }
     [result] = results(daemon, started["turnId"])
     assert result["content"].strip() == "echo:héllo wörld" and not result["isError"]

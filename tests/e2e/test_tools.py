@@ -49,6 +49,7 @@ async def test_local_tool_runs_and_result_goes_back_to_model(
         "id": "call_1",
         "content": f"echo:hi:{home}",
         "isError": False,
+        "hidden": False,
     }
     requests = [json.loads(x) for x in (home / "requests.jsonl").read_text().splitlines()]
     assert [t["name"] for t in requests[0]["tools"]] == [

@@ -252,3 +252,15 @@ def test_socket_mode_modules_import_only_the_standard_library() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert result.stdout == "[]\n"  # rich is imported only to render on a terminal
+
+
+def test_hidden_tool_events_are_not_shown() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    renderer = MarkdownRenderer(out, err, err_tty=False)
+    hidden_call = {"kind": "tool_call", "id": "1", "name": "ask_user", "arguments": {}}
+    renderer.handle({**hidden_call, "hidden": True})
+    renderer.handle(
+        {"kind": "tool_result", "id": "1", "content": "x", "isError": True, "hidden": True}
+    )
+    renderer.finish()
+    assert err.getvalue() == ""
