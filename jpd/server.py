@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -47,18 +48,22 @@ class Server:
         when the socket cannot be had (e.g. another daemon serves it).
         """
         socket_path = path if path is not None else default_socket_path(self.settings.env)
-        claim = await SocketClaim.acquire(socket_path)
-        try:
-            listener = await claim.bind()
-            async with anyio.create_task_group() as tg:
-                daemon = Daemon(self.settings, tg)
-                server = SocketServer(daemon, claim.path, idle_timeout=self._idle_timeout(daemon))
-                tg.start_soon(_stop_on_signals, server)
-                log.info("jpd (pid %d) listening on %s", os.getpid(), claim.path)
-                await server.serve(listener)
-                tg.cancel_scope.cancel()
-        finally:
-            claim.release()
+        # Handle signals before the socket exists: a client that sees the socket may
+        # signal the daemon at once, and the default action would skip the clean stop.
+        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+            claim = await SocketClaim.acquire(socket_path)
+            try:
+                listener = await claim.bind()
+                async with anyio.create_task_group() as tg:
+                    daemon = Daemon(self.settings, tg)
+                    idle = self._idle_timeout(daemon)
+                    server = SocketServer(daemon, claim.path, idle_timeout=idle)
+                    tg.start_soon(_stop_on_signals, server, signals)
+                    log.info("jpd (pid %d) listening on %s", os.getpid(), claim.path)
+                    await server.serve(listener)
+                    tg.cancel_scope.cancel()
+            finally:
+                claim.release()
         log.info("jpd (pid %d) stopped: %s", os.getpid(), server.stop_reason)
         return 0
 
@@ -72,11 +77,13 @@ class Server:
             return DEFAULT_IDLE_TIMEOUT
 
 
-async def _stop_on_signals(server: SocketServer) -> None:
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+async def _stop_on_signals(server: SocketServer, signals: AsyncIterator[int]) -> None:
     """SIGTERM, SIGINT and SIGHUP stop the listening daemon cleanly."""
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-        async for signum in signals:
-            server.stop(f"signal {signal.Signals(signum).name}")
+    async for signum in signals:
+        server.stop(f"signal {signal.Signals(signum).name}")
 
 
 def create_server(settings: Settings) -> Server:
