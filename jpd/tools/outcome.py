@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from jpd.conversation.events import AnswerType as InquiryAnswerType
 from jpd.conversation.events import InquiryQuestion
+from jpd.tools.schema import json_type
 
 EXCERPT_LIMIT = 8_000
 """Characters of tool output quoted in a failure message (head and tail kept)."""
@@ -239,19 +240,13 @@ def _describe(value: Any) -> str:
 
 
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
+    """The JSON type of `value` with an article, for messages ("a string", "null")."""
+    name = json_type(value)
+    if name in ("integer", "number"):
         return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+    if name in ("array", "object"):
+        return f"an {name}"
+    return name if name == "null" else f"a {name}"
 
 
 def validate_answer(question: Question, value: Any) -> Any:

@@ -57,7 +57,8 @@ def parameters_to_schema(params: Mapping[str, ParameterConfig]) -> dict[str, Any
 # --- validation --------------------------------------------------------------------
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a JSON value (`integer` for ints, not `number`)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -76,7 +77,7 @@ def _json_type(value: Any) -> str:
 
 
 def _has_type(value: Any, expected: str) -> bool:
-    actual = _json_type(value)
+    actual = json_type(value)
     if expected == "number":
         return actual in ("integer", "number")
     if expected == "integer":
@@ -112,7 +113,7 @@ def _validate(schema: Mapping[str, Any], value: Any, path: str, errors: list[str
         types = expected if isinstance(expected, list) else [expected]
         if not any(_has_type(value, kind) for kind in types):
             wanted = " or ".join(types)
-            errors.append(f"{label} must be of type {wanted}, got {_json_type(value)}")
+            errors.append(f"{label} must be of type {wanted}, got {json_type(value)}")
             return
     enum = schema.get("enum")
     if enum is not None and not any(_json_equal(value, option) for option in enum):
