@@ -124,9 +124,6 @@ class Daemon:
         view = LateView()
         backend = LlmInquiryBackend(view, provider, cfg, self.providers)
         coordinator = make_coordinator(
-            config=cfg,
-            registry=self.builtins,
-            toggles=[],
             tools=tools,
             desk=self.desk,
             log=self.store,
@@ -257,9 +254,7 @@ class Daemon:
             self._check_idle(conversation_id)
             log = self.store
         coordinator = make_coordinator(
-            config=cfg,
-            registry=self.builtins,
-            toggles=[],
+            tools=self._catalog(cfg, []),
             desk=self.desk,
             log=log,
             backend=None,

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
-from jpd.config import Config
 from jpd.inquiry.backend import TurnView
 from jpd.inquiry.desk import Desk
 from jpd.inquiry.recorder import EventLog, InquiryRecorder
 from jpd.inquiry.router import InquiryBackend, Router
 from jpd.llm.base import ChatRequest, Message
-from jpd.tools.builtin import BuiltinRegistry
-from jpd.tools.catalog import EffectiveTool, ToolToggle, build_catalog
+from jpd.tools.catalog import EffectiveTool
 from jpd.tools.coordinator import CallScope, Coordinator
 from jpd.tools.permissions import DetachedMode, PermissionGate
 
@@ -43,9 +41,7 @@ class NullLog:
 
 def make_coordinator(
     *,
-    config: Config,
-    registry: BuiltinRegistry,
-    toggles: Sequence[ToolToggle],
+    tools: Mapping[str, EffectiveTool],
     desk: Desk,
     log: EventLog,
     backend: InquiryBackend | None,
@@ -54,10 +50,9 @@ def make_coordinator(
     root: Path,
     env: Mapping[str, str],
     detached: DetachedMode | None,
-    tools: Mapping[str, EffectiveTool] | None = None,
 ) -> Coordinator:
-    """A coordinator with its own turn cache, attempt counters and permission memory."""
-    catalog = tools if tools is not None else build_catalog(config, registry, toggles)
+    """A coordinator over `tools` with its own turn cache, attempt counters and
+    permission memory."""
     router = Router(desk, InquiryRecorder(log, conversation_id), backend)
     gate = PermissionGate(desk, conversation_id, turn_id, detached_override=detached)
     scope = CallScope(
@@ -67,4 +62,4 @@ def make_coordinator(
         env=env,
         detached_override=detached,
     )
-    return Coordinator(catalog, router, gate, scope)
+    return Coordinator(tools, router, gate, scope)
