@@ -8,7 +8,7 @@ event per token, after a fixed first-token delay. Each round reads it, in turn:
 - `jpd`: through a real `python -m jpd` subprocess on stdio, started once: this
   process sends `turn/start` (a new conversation each time) and reads `turn/event`
   notifications until `turn_completed`; first text = the first `text_delta`;
-- `jp query` (unless `--no-jp`): a fresh `python -m clients.jp query --new`
+- `jp query` (unless `--no-jp`): a fresh `python -m jpcli query --new`
   process per round; first text = its first stdout byte, total = its exit. It
   talks to the shared daemon on its socket (`JP_SOCKET` in a temporary
   directory; `jp` starts it in the warm-up round, the bench stops it);
@@ -223,7 +223,7 @@ async def measure(
     body = json.dumps({"model": "claude-bench", "stream": True}).encode()
     (home / "logs").mkdir(exist_ok=True)
     stderr = (home / "logs" / "stdio-jpd.log").open("wb")
-    jp = [sys.executable, "-m", "clients.jp"]
+    jp = [sys.executable, "-m", "jpcli"]
     query = ["query", "--new", "bench"]
     async with httpx.AsyncClient(timeout=60) as client:
         daemon = await StdioClient.start(env, stderr)

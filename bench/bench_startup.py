@@ -30,7 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
-    jp = [sys.executable, "-m", "clients.jp"]
+    jp = [sys.executable, "-m", "jpcli"]
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         script = home / "script.json"

@@ -23,10 +23,10 @@ from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
 from jpd.conversation.events import EVENT_ADAPTER
-from jpd.core.turn_events import TurnEventParams
-from jpd.inquiry import wire as iw
+from jpd.protocol import server_requests as iw
+from jpd.protocol.base import WireModel
+from jpd.protocol.turn_events import TurnEventParams
 from jpd.rpc.methods import METHODS
-from jpd.wire_base import WireModel
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "protocol.schema.json"

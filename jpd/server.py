@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 
 from jpd.core.daemon import Daemon
-from jpd.errors import ConfigInvalid
+from jpd.protocol.errors import ConfigInvalid
 from jpd.rpc.listener import SocketClaim, SocketServer, default_socket_path
 from jpd.rpc.stdio import serve_stdio
 from jpd.settings import Settings

@@ -25,15 +25,10 @@ from jpd.conversation.store import (
     new_conversation_id,
 )
 from jpd.core.hub import EventHub
-from jpd.core.links import ClientLink
-from jpd.core.models import ConversationSummary, TurnInfo
-from jpd.core.tooling import LateView, NullLog, make_coordinator
 from jpd.core.turn import Turn, TurnSpec
-from jpd.core.turn_events import StopReason
-from jpd.errors import Busy, ConfigInvalid, InvalidParams, NotFound, ProviderUnavailableError
+from jpd.core.turn_tools import LateView, NullLog, make_coordinator
 from jpd.inquiry.backend import LlmInquiryBackend
-from jpd.inquiry.desk import Desk
-from jpd.inquiry.wire import PendingInfo
+from jpd.inquiry.pending import Desk
 from jpd.llm.base import (
     ToolCallPart,
     ToolChoice,
@@ -45,9 +40,21 @@ from jpd.llm.base import (
 )
 from jpd.llm.errors import ProviderUnavailable
 from jpd.llm.registry import ProviderRegistry
+from jpd.protocol.client_port import ClientLink
+from jpd.protocol.client_requests import ToolToggle
+from jpd.protocol.errors import (
+    Busy,
+    ConfigInvalid,
+    InvalidParams,
+    NotFound,
+    ProviderUnavailableError,
+)
+from jpd.protocol.server_requests import PendingInfo
+from jpd.protocol.summaries import ConversationSummary, TurnInfo
+from jpd.protocol.turn_events import StopReason
 from jpd.settings import Settings
 from jpd.tools.builtin import default_registry
-from jpd.tools.catalog import EffectiveTool, ToolToggle, build_catalog
+from jpd.tools.catalog import EffectiveTool, build_catalog
 
 log = logging.getLogger(__name__)
 

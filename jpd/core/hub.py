@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from jpd.core.links import ClientLink
-from jpd.core.turn_events import TurnEvent, TurnEventParams
+from jpd.protocol.client_port import ClientLink
+from jpd.protocol.turn_events import TurnEvent, TurnEventParams
 
 TURN_EVENT = "turn/event"
 

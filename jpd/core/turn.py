@@ -16,7 +16,10 @@ import anyio
 
 from jpd.conversation import events as ev
 from jpd.core.hub import EventHub
-from jpd.core.turn_events import (
+from jpd.llm import base as llm
+from jpd.llm.errors import ProviderError
+from jpd.llm.history import to_messages
+from jpd.protocol.turn_events import (
     ReasoningDeltaEvent,
     RetryScheduled,
     StopReason,
@@ -29,9 +32,6 @@ from jpd.core.turn_events import (
     UsageFigures,
     UsageReported,
 )
-from jpd.llm import base as llm
-from jpd.llm.errors import ProviderError
-from jpd.llm.history import to_messages
 from jpd.tools.base import ToolRunner
 
 log = logging.getLogger(__name__)

@@ -18,11 +18,11 @@ import anyio
 from jpd.config.models import PartialAssistantConfig
 from jpd.config.tools import QuestionConfig
 from jpd.conversation import events as ev
-from jpd.core.links import ClientLink
 from jpd.inquiry import messages
-from jpd.inquiry.desk import Answer, Desk, Request, now
+from jpd.inquiry.pending import Answer, Desk, Request, now
 from jpd.inquiry.recorder import InquiryRecorder
-from jpd.inquiry.wire import (
+from jpd.protocol.client_port import ClientLink
+from jpd.protocol.server_requests import (
     AnswerTypeWire,
     InquiryPromptParams,
     InquiryPromptResult,

@@ -28,11 +28,11 @@ from pygls.protocol.json_rpc import RPCNotification, RPCRequest
 from pygls.server import JsonRPCServer
 
 from jpd.core.daemon import Daemon
-from jpd.errors import JpdError, RequestCancelled
+from jpd.protocol.errors import JpdError, RequestCancelled
 from jpd.rpc.framing import Malformed, Receive, encode_frame, read_frames
-from jpd.rpc.host import Host, SingleClientHost
 from jpd.rpc.methods import METHODS, Method
 from jpd.rpc.session import Session
+from jpd.rpc.transport import Host, SingleClientHost
 
 log = logging.getLogger(__name__)
 

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from jpd.core.daemon import Daemon
-from jpd.core.links import ClientCapabilities
-from jpd.inquiry.wire import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
 from jpd.llm.registry import KNOWN
-from jpd.rpc import wire
+from jpd.protocol import client_requests as wire
+from jpd.protocol.base import WireModel, WireParams
+from jpd.protocol.client_port import ClientCapabilities
+from jpd.protocol.server_requests import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
 from jpd.rpc.session import Session
-from jpd.wire_base import WireModel, WireParams
 
 Handler = Callable[[Daemon, Session, Any], Awaitable[WireModel | None]]
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from jpd.core.links import ClientCapabilities
+from jpd.protocol.client_port import ClientCapabilities
 
 if TYPE_CHECKING:
-    from jpd.rpc.host import Host
+    from jpd.rpc.transport import Host
 
 log = logging.getLogger(__name__)
 

@@ -7,22 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from jpd.config import Config
 from jpd.config.tools import ToolConfig
-from jpd.errors import ConfigInvalid, InvalidParams
 from jpd.llm.base import ToolDefinition
+from jpd.protocol.client_requests import ToolToggle
+from jpd.protocol.errors import ConfigInvalid, InvalidParams
 from jpd.tools.builtin import BuiltinRegistry, BuiltinTool
 from jpd.tools.schema import parameters_to_schema
-
-
-class ToolToggle(BaseModel):
-    """One `-t`/`-T`: enable or disable `name`, or every tool when `name` is None."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    enable: bool
-    name: str | None = None
 
 
 @dataclass(frozen=True)

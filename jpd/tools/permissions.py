@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from jpd.config.tools import ToolConfig
-from jpd.core.links import ClientLink
-from jpd.inquiry.desk import Answer, Desk, Request, now
-from jpd.inquiry.wire import PendingInfo, PermissionParams, PermissionResult
+from jpd.inquiry.pending import Answer, Desk, Request, now
+from jpd.protocol.client_port import ClientLink
+from jpd.protocol.server_requests import PendingInfo, PermissionParams, PermissionResult
 
 Kind = Literal["run", "deliver"]
 DetachedMode = Literal["auto", "defaults", "deny", "defer"]

@@ -75,7 +75,7 @@ def run_jp(
 ) -> subprocess.CompletedProcess[str]:
     """Run `jp` (blocking) and return its result."""
     return subprocess.run(
-        [sys.executable, "-m", "clients.jp", *args],
+        [sys.executable, "-m", "jpcli", *args],
         cwd=ROOT,
         env=dict(env),
         input=stdin if stdin is not None else "",

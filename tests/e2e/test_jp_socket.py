@@ -143,7 +143,7 @@ def terminal_env(tmp_path: Path) -> Iterator[dict[str, str]]:
 def spawn_jp(env: dict[str, str], *args: str) -> pexpect.spawn:
     return pexpect.spawn(
         sys.executable,
-        ["-m", "clients.jp", *args],
+        ["-m", "jpcli", *args],
         cwd=str(ROOT),
         env=env,
         encoding="utf-8",

@@ -72,7 +72,7 @@ async def test_killed_client_then_attach_from_seq_gets_exactly_the_missing_event
     # `jp query -F json` prints one JSON object per event; kill it mid-stream.
     jp = await asyncio.create_subprocess_exec(
         sys.executable,
-        *("-m", "clients.jp", "query", "-F", "json", "tell me"),
+        *("-m", "jpcli", "query", "-F", "json", "tell me"),
         cwd=ROOT,
         env=env,
         stdin=subprocess.DEVNULL,

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 import pytest
-
-from clients.jp.__main__ import main
-from clients.jp.daemon import daemon_command
-from clients.jp.overrides import parse_config_overrides, parse_value, split_key
-from clients.jp.render import DIM, TurnRenderer, format_tool_call
-from clients.jp.rpc import (
+from jpcli.__main__ import main
+from jpcli.daemon import daemon_command
+from jpcli.overrides import parse_config_overrides, parse_value, split_key
+from jpcli.render import DIM, TurnRenderer, format_tool_call
+from jpcli.rpc import (
     Connection,
     ConnectionClosed,
     Notification,
@@ -322,12 +321,12 @@ def test_daemon_command_default_and_override() -> None:
 def test_startup_path_imports_only_the_standard_library() -> None:
     code = (
         "import sys\n"
-        "import clients.jp.__main__ as m\n"
+        "import jpcli.__main__ as m\n"
         "m.build_parser().parse_args(['query', '-c', 'a=1', '-m', 'x/y', 'hi'])\n"
         "m.build_parser().parse_args(['conversation', 'ls'])\n"
         "banned = ['pydantic', 'httpx', 'pygls', 'jpd', 'llama_cpp', 'anyio', 'platformdirs']\n"
         "print(sorted(n for n in sys.modules if n.split('.')[0] in banned))\n"
-        "import clients.jp.commands, clients.jp.daemon, clients.jp.rpc\n"
+        "import jpcli.commands, jpcli.daemon, jpcli.rpc\n"
         "print(sorted(n for n in sys.modules if n.split('.')[0] in banned))\n"
     )
     result = subprocess.run(
@@ -547,7 +546,7 @@ def test_conversation_rm(fake: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 def _start_jp(fake: Path, script: str) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "clients.jp", "query", script],
+        [sys.executable, "-m", "jpcli", "query", script],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from jpcli.__main__ import _asks, build_parser, main
+from jpcli.follow import Follow, Follower, Interrupts
+from jpcli.inquiries import inquiry_answer, inquiry_row
+from jpcli.prompter import CAPABILITIES, NOT_MINE, TerminalPrompter
+from jpcli.prompts import BadPrompt, PromptIO, Prompts, parse_boolean, parse_select
+from jpcli.render import TurnRenderer
+from jpcli.rpc import Connection, Notification, RpcError
+from jpcli.terminal import Spinner
+from jpcli.tty import PromptCancelled, PromptDismissed, TerminalIO, tty_available
 
-from clients.jp.__main__ import _asks, build_parser, main
-from clients.jp.follow import Follow, Follower, Interrupts
-from clients.jp.inquiries import inquiry_answer, inquiry_row
-from clients.jp.prompter import CAPABILITIES, NOT_MINE, TerminalPrompter
-from clients.jp.prompts import BadPrompt, PromptIO, Prompts, parse_boolean, parse_select
-from clients.jp.render import TurnRenderer
-from clients.jp.rpc import Connection, Notification, RpcError
-from clients.jp.terminal import Spinner
-from clients.jp.tty import PromptCancelled, PromptDismissed, TerminalIO, tty_available
 from tests.unit.test_jp_client import FAKE, Peer, sent_params
 
 # --- fakes ---------------------------------------------------------------------------
@@ -544,14 +544,14 @@ def test_toggles_keep_command_line_order() -> None:
 
 
 def test_who_asks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("clients.jp.tty.tty_available", lambda path="/dev/tty": True)
+    monkeypatch.setattr("jpcli.tty.tty_available", lambda path="/dev/tty": True)
     parse = build_parser().parse_args
     assert _asks(parse(["query", "hi"])) and _asks(parse(["attach"]))
     assert not _asks(parse(["query", "--non-interactive", "hi"]))
     assert not _asks(parse(["query", "--detach", "hi"]))
     assert not _asks(parse(["attach", "--non-interactive"]))
     assert not _asks(parse(["inquiry", "ls"])) and not _asks(parse(["turn", "ls"]))
-    monkeypatch.setattr("clients.jp.tty.tty_available", lambda path="/dev/tty": False)
+    monkeypatch.setattr("jpcli.tty.tty_available", lambda path="/dev/tty": False)
     assert not _asks(parse(["query", "-F", "json", "hi"]))  # no terminal: never
     assert CAPABILITIES == {
         "prompt": {"answerTypes": ["boolean", "select", "text", "secret"]},
@@ -566,7 +566,7 @@ def test_query_sends_toggles_and_declares_no_prompts_without_a_terminal(
     monkeypatch.setenv("JPD_COMMAND", shlex.join([sys.executable, str(FAKE)]))
     monkeypatch.setenv("JP_LOG_DIR", str(tmp_path / "logs"))
     monkeypatch.setenv("FAKE_JPD_LOG", str(log))
-    monkeypatch.setattr("clients.jp.tty.tty_available", lambda path="/dev/tty": False)
+    monkeypatch.setattr("jpcli.tty.tty_available", lambda path="/dev/tty": False)
     assert main(["query", "--new", "-T", "-t", "echo", "hi"]) == 0
     assert sent_params(log, "turn/start") == [
         {"message": "hi", "tools": [{"enable": False}, {"enable": True, "name": "echo"}]}
@@ -581,7 +581,7 @@ def test_query_declares_prompts_with_a_terminal(
     monkeypatch.setenv("JPD_COMMAND", shlex.join([sys.executable, str(FAKE)]))
     monkeypatch.setenv("JP_LOG_DIR", str(tmp_path / "logs"))
     monkeypatch.setenv("FAKE_JPD_LOG", str(log))
-    monkeypatch.setattr("clients.jp.tty.tty_available", lambda path="/dev/tty": True)
+    monkeypatch.setattr("jpcli.tty.tty_available", lambda path="/dev/tty": True)
     assert main(["query", "--new", "hi"]) == 0
     assert sent_params(log, "initialize")[0]["capabilities"] == CAPABILITIES
 
@@ -654,7 +654,7 @@ def test_inquiry_rows() -> None:
 def test_prompt_modules_import_only_the_standard_library() -> None:
     code = (
         "import sys\n"
-        "import clients.jp.prompter, clients.jp.prompts, clients.jp.tty, clients.jp.inquiries\n"
+        "import jpcli.prompter, jpcli.prompts, jpcli.tty, jpcli.inquiries\n"
         "banned = ['pydantic', 'httpx', 'pygls', 'jpd', 'anyio', 'platformdirs', 'rich']\n"
         "print(sorted(n for n in sys.modules if n.split('.')[0] in banned))\n"
     )

@@ -15,15 +15,15 @@ from typing import Any, cast
 
 import platformdirs
 import pytest
+from jpcli import paths
+from jpcli.__main__ import main
+from jpcli.daemon import NotRunning, SocketDaemon
+from jpcli.follow import Follow, Follower, Interrupts, JsonLines
+from jpcli.markdown import MarkdownRenderer, split_blocks
+from jpcli.render import TurnRenderer
+from jpcli.rpc import Connection, Notification
+from jpcli.terminal import Spinner
 
-from clients.jp import paths
-from clients.jp.__main__ import main
-from clients.jp.daemon import NotRunning, SocketDaemon
-from clients.jp.follow import Follow, Follower, Interrupts, JsonLines
-from clients.jp.markdown import MarkdownRenderer, split_blocks
-from clients.jp.render import TurnRenderer
-from clients.jp.rpc import Connection, Notification
-from clients.jp.terminal import Spinner
 from jpd.rpc.listener import pid_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -242,9 +242,9 @@ def test_non_interactive_asks_for_the_deny_policy(
 def test_socket_mode_modules_import_only_the_standard_library() -> None:
     code = (
         "import sys\n"
-        "import clients.jp.__main__, clients.jp.admin, clients.jp.commands, clients.jp.daemon\n"
-        "import clients.jp.follow, clients.jp.paths, clients.jp.stdio_daemon\n"
-        "import clients.jp.terminal\n"
+        "import jpcli.__main__, jpcli.admin, jpcli.commands, jpcli.daemon\n"
+        "import jpcli.follow, jpcli.paths, jpcli.stdio_daemon\n"
+        "import jpcli.terminal\n"
         "banned = ['pydantic', 'httpx', 'pygls', 'jpd', 'anyio', 'platformdirs', 'rich']\n"
         "print(sorted(n for n in sys.modules if n.split('.')[0] in banned))\n"
     )

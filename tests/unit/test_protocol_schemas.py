@@ -11,7 +11,7 @@ import pytest
 
 from jpd import schemas
 from jpd.conversation import events as ev
-from jpd.core.turn_events import TurnEvent
+from jpd.protocol.turn_events import TurnEvent
 from jpd.rpc.methods import METHODS
 
 ROOT = Path(__file__).resolve().parents[2]

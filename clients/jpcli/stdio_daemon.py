@@ -15,14 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from clients.jp.daemon import (
+from jpcli.daemon import (
     DaemonError,
     daemon_command,
     initialize,
     log_path,
     open_daemon_log,
 )
-from clients.jp.rpc import Connection, ConnectionClosed, RpcError
+from jpcli.rpc import Connection, ConnectionClosed, RpcError
 
 
 class StdioDaemon:

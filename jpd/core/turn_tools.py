@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from jpd.inquiry.backend import TurnView
-from jpd.inquiry.desk import Desk
+from jpd.inquiry.pending import Desk
 from jpd.inquiry.recorder import EventLog, InquiryRecorder
 from jpd.inquiry.router import InquiryBackend, Router
 from jpd.llm.base import ChatRequest, Message

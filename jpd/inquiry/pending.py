@@ -19,9 +19,9 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import TaskGroup
 
-from jpd.core.links import ClientLink
-from jpd.errors import InvalidParams, JpdError, NotFound, RequestCancelled
-from jpd.inquiry.wire import InquiryResolvedParams, PendingInfo
+from jpd.protocol.client_port import ClientLink
+from jpd.protocol.errors import InvalidParams, JpdError, NotFound, RequestCancelled
+from jpd.protocol.server_requests import InquiryResolvedParams, PendingInfo
 
 log = logging.getLogger(__name__)
 

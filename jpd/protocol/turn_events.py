@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from jpd.wire_base import WireModel
+from jpd.protocol.base import WireModel
 
 StopReason = Literal["end_turn", "max_tokens", "cancelled", "error"]
 

@@ -7,18 +7,25 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from jpd.core.models import ConversationSummary, TurnInfo
-from jpd.inquiry.wire import PendingInfo
-from jpd.tools.catalog import ToolToggle
-from jpd.wire_base import WireModel, WireParams
+from jpd.protocol.base import WireModel, WireParams
+from jpd.protocol.server_requests import PendingInfo
+from jpd.protocol.summaries import ConversationSummary, TurnInfo
 
 PROTOCOL_VERSION = 1
 
 AnswerTypeName = Literal["boolean", "select", "text", "secret"]
 
 # --- lifecycle -----------------------------------------------------------------------
+
+
+class ToolToggle(BaseModel):
+    """One `-t`/`-T`: enable or disable `name`, or every tool when `name` is None."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    enable: bool
+    name: str | None = None
 
 
 class ClientInfo(WireParams):

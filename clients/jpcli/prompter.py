@@ -15,9 +15,9 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from clients.jp.prompts import BadPrompt, PromptIO, Prompts
-from clients.jp.rpc import INVALID_PARAMS, REQUEST_CANCELLED, Connection, RpcError
-from clients.jp.tty import PromptCancelled, PromptDismissed, open_terminal
+from jpcli.prompts import BadPrompt, PromptIO, Prompts
+from jpcli.rpc import INVALID_PARAMS, REQUEST_CANCELLED, Connection, RpcError
+from jpcli.tty import PromptCancelled, PromptDismissed, open_terminal
 
 ANSWER_TYPES = ("boolean", "select", "text", "secret")
 CAPABILITIES: dict[str, Any] = {"prompt": {"answerTypes": list(ANSWER_TYPES)}, "permission": True}

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from jpd.wire_base import WireModel, WireParams
+from jpd.protocol.base import WireModel, WireParams
 
 
 class AnswerTypeWire(WireModel):

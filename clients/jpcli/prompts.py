@@ -1,6 +1,6 @@
 """Asking a person at the terminal: `inquiry/prompt` questions and `tool/permission`.
 
-Pure logic over a `PromptIO` (the real one is `clients.jp.tty.TerminalIO`), so it can
+Pure logic over a `PromptIO` (the real one is `jpcli.tty.TerminalIO`), so it can
 be tested with scripted lines. Standard library only.
 
 Booleans take `y`/`n`; uppercase `Y`/`N` also remember the answer for the rest of the
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from clients.jp.render import format_tool_call, one_line
+from jpcli.render import format_tool_call, one_line
 
 BOLD = "\x1b[1m"
 RESET = "\x1b[0m"

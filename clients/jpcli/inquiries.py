@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from clients.jp.overrides import parse_value
-from clients.jp.render import format_time, one_line
-from clients.jp.rpc import Connection, RpcError
+from jpcli.overrides import parse_value
+from jpcli.render import format_time, one_line
+from jpcli.rpc import Connection, RpcError
 
 EXIT_OK = 0
 EXIT_ERROR = 1

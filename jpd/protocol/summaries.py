@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from jpd.wire_base import WireModel
+from jpd.protocol.base import WireModel
 
 
 class TurnInfo(WireModel):

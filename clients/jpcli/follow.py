@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Protocol, TextIO
 
-from clients.jp.rpc import Connection, Notification, RpcError
-from clients.jp.terminal import Spinner, choose
+from jpcli.rpc import Connection, Notification, RpcError
+from jpcli.terminal import Spinner, choose
 
 EXIT_OK = 0
 EXIT_ERROR = 1

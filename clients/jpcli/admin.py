@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from clients.jp.render import format_time, one_line
-from clients.jp.rpc import Connection, ConnectionClosed
+from jpcli.render import format_time, one_line
+from jpcli.rpc import Connection, ConnectionClosed
 
 EXIT_OK = 0
 EXIT_ERROR = 1

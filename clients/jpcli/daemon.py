@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from clients.jp import __version__, paths
-from clients.jp.rpc import Connection, ConnectionClosed, RpcError
+from jpcli import __version__, paths
+from jpcli.rpc import Connection, ConnectionClosed, RpcError
 
 PROTOCOL_VERSION = 1
 START_TIMEOUT = 20.0  # seconds for a freshly started daemon to accept connections

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from clients.jp.follow import (
+from jpcli.follow import (
     EXIT_CANCELLED,
     EXIT_ERROR,
     EXIT_OK,
@@ -17,13 +17,13 @@ from clients.jp.follow import (
     JsonLines,
     Renderer,
 )
-from clients.jp.render import TurnRenderer, format_conversation_row, format_persisted_event
-from clients.jp.rpc import Connection, ConnectionClosed, Notification, RpcError
-from clients.jp.terminal import Spinner
+from jpcli.render import TurnRenderer, format_conversation_row, format_persisted_event
+from jpcli.rpc import Connection, ConnectionClosed, Notification, RpcError
+from jpcli.terminal import Spinner
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from clients.jp.prompter import TerminalPrompter
+    from jpcli.prompter import TerminalPrompter
 
 EXIT_USAGE = 2
 NOT_FOUND = -32001
@@ -49,7 +49,7 @@ def make_renderer(output: Output) -> Renderer:
     """Markdown (rich) when stdout is a colour terminal, else plain text."""
     if output.out_tty and output.color:
         try:
-            from clients.jp.markdown import MarkdownRenderer
+            from jpcli.markdown import MarkdownRenderer
         except ImportError:  # rich missing: plain text is still readable
             pass
         else:

@@ -76,14 +76,14 @@ import contextlib
 import os
 import sys
 
-from clients.jp import __version__
+from jpcli import __version__
 
 # `typing` costs several milliseconds at start-up and is needed only by the type checker.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from clients.jp.commands import Output
+    from jpcli.commands import Output
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -244,7 +244,7 @@ def _isatty(stream: Any) -> bool:
 
 def _query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
     """Validate the query arguments (usage errors exit 2 through `parser.error`)."""
-    from clients.jp.overrides import parse_config_overrides
+    from jpcli.overrides import parse_config_overrides
 
     message = " ".join(args.message)
     if not args.message and not _isatty(sys.stdin):
@@ -293,13 +293,13 @@ def _asks(args: argparse.Namespace) -> bool:
         return False
     if getattr(args, "detach", False):
         return False  # it returns at once: questions wait for `jp attach` or `jp inquiry`
-    from clients.jp.tty import tty_available
+    from jpcli.tty import tty_available
 
     return tty_available()
 
 
 def _output(args: argparse.Namespace) -> Output:
-    from clients.jp.commands import Output
+    from jpcli.commands import Output
 
     out, err = sys.stdout, sys.stderr
     return Output(
@@ -314,7 +314,7 @@ def _output(args: argparse.Namespace) -> Output:
 
 
 def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prompter: Any) -> int:
-    from clients.jp import admin, commands
+    from jpcli import admin, commands
 
     connection = daemon.start()
     output = _output(args)
@@ -334,7 +334,7 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
     if command == "turn":
         return admin.turn_list(connection, out=out, err=err, as_json=output.json)
     if command == "inquiry":
-        from clients.jp import inquiries
+        from jpcli import inquiries
 
         if action == "answer":
             return inquiries.inquiry_answer(
@@ -357,27 +357,27 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
 
 def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:
     # Everything below is imported only once the arguments are known to be good.
-    from clients.jp.daemon import DaemonError, NotRunning, SocketDaemon
-    from clients.jp.rpc import ConnectionClosed, RpcError
+    from jpcli.daemon import DaemonError, NotRunning, SocketDaemon
+    from jpcli.rpc import ConnectionClosed, RpcError
 
     err = sys.stderr
     prompter: Any = None
     capabilities: dict[str, Any] = {}
     if _asks(args):
-        from clients.jp.prompter import CAPABILITIES, TerminalPrompter
+        from jpcli.prompter import CAPABILITIES, TerminalPrompter
 
         prompter = TerminalPrompter(color=not os.environ.get("NO_COLOR"))
         capabilities = CAPABILITIES
     on_connect = prompter.install if prompter is not None else None
     daemon: Any
     if _private(args):
-        from clients.jp.stdio_daemon import StdioDaemon
+        from jpcli.stdio_daemon import StdioDaemon
 
         daemon = StdioDaemon(
             workspace_root=os.getcwd(), capabilities=capabilities, on_connect=on_connect
         )
     else:
-        from clients.jp.terminal import Spinner
+        from jpcli.terminal import Spinner
 
         spinner = Spinner(err, enabled=_isatty(err))
         # `jp daemon ...` never starts a daemon just to ask about it or stop it.
