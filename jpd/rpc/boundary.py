@@ -105,14 +105,16 @@ class _Server(JsonRPCServer):
 
 
 class _QueueWriter:
-    """pygls writes here; a writer task drains to the transport, so sends never block."""
+    """pygls writes message bodies here; we frame them (only `Content-Length`, as
+    protocol.md section 2 says: pygls would add a `Content-Type` header) and queue them
+    for the writer task, so sends never block."""
 
     def __init__(self, out: MemoryObjectSendStream[bytes]) -> None:
         self._out = out
 
     def write(self, data: bytes) -> None:
         try:
-            self._out.send_nowait(data)
+            self._out.send_nowait(encode_frame(data))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             log.debug("dropping %d bytes for a closed connection", len(data))
 
@@ -189,7 +191,7 @@ async def serve_connection(
     session = Session(notify, request)
     session.host = host if host is not None else SingleClientHost()
     protocol.session = session
-    protocol.set_writer(_QueueWriter(out_send), include_headers=True)
+    protocol.set_writer(_QueueWriter(out_send), include_headers=False)
     for name, method in METHODS.items():
         protocol.fm.feature(name)(_make_handler(daemon, session, name, method))
     daemon.connected(session)

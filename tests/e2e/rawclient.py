@@ -21,6 +21,8 @@ class RawJpd:
             stderr=subprocess.PIPE,
             env={**os.environ, **env},
         )
+        self.headers: list[bytes] = []
+        """The header block of every frame read so far (without the blank line)."""
 
     def write(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -39,6 +41,7 @@ class RawJpd:
             if not byte:
                 raise EOFError("daemon closed its output")
             header += byte
+        self.headers.append(header[:-4])
         length = int(header.split(b"Content-Length:")[1].split(b"\r\n")[0])
         result: dict[str, Any] = json.loads(self.proc.stdout.read(length))
         return result
