@@ -1,0 +1,74 @@
+"""One bench command: every figure of the performance table, each beside its reference
+measured in the same run, as ratios (medians of interleaved rounds).
+
+Run from the repository root (about 3 minutes on 2 cores; `--quick` for fewer rounds):
+
+    python -m bench [--quick] [--only start,requests,tokens,fanout,history]
+
+It starts its own fake Anthropic server (2,000 tokens, one SSE event each), private
+daemons on stdio and on temporary Unix sockets, and temporary data directories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import fig_history, fig_start, fig_stream  # noqa: E402
+from bench.report import Row, print_table  # noqa: E402
+
+PARTS = ("start", "requests", "tokens", "fanout", "history")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
+    parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts")
+    args = parser.parse_args()
+    parts = set(args.only.split(","))
+    quick = args.quick
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("JP_", "JPD_"))}
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="jpd-bench-") as tmp:
+        home = Path(tmp)
+        if "start" in parts:
+            sub = home / "start"
+            sub.mkdir()
+            env = fig_start.scripted_env(sub, base, 1000)
+            rows += fig_start.startup(env, 5 if quick else 15)
+        if "requests" in parts:
+            sub = home / "requests"
+            sub.mkdir()
+            env = fig_start.scripted_env(sub, base, 10)
+            rows += fig_start.requests(env, 500 if quick else 1000, 3 if quick else 5)
+        if {"tokens", "fanout"} & parts:
+            server, url = fig_stream.start_server(2000, 0.05, 0.0)
+            try:
+                if "tokens" in parts:
+                    sub = home / "tokens"
+                    sub.mkdir()
+                    rows += fig_stream.tokens(sub, url, 5 if quick else 10)
+                if "fanout" in parts:
+                    sub = home / "fanout"
+                    sub.mkdir()
+                    rows += fig_stream.fan_out(sub, url, 3 if quick else 5)
+            finally:
+                if server.stdin is not None:
+                    server.stdin.close()
+                server.wait(10)
+        if "history" in parts:
+            sub = home / "history"
+            sub.mkdir()
+            rows += fig_history.history(sub, base, 2 if quick else 3, 3 if quick else 6)
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
