@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 import platformdirs
 
+from jpd.private import make_private_dir, restrict_umask
 from jpd.rpc.listener import ListenError
 from jpd.rpc.stdio import claim_stdout
 from jpd.server import create_server
@@ -56,7 +57,7 @@ def _setup_logging(level: str, env: Mapping[str, str], listening: bool) -> None:
     if listening:
         directory = log_dir(env)
         try:
-            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dir(directory)
             handlers.append(
                 logging.handlers.RotatingFileHandler(
                     directory / "jpd.log", maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS
@@ -89,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         "else WARNING)",
     )
     args = parser.parse_args(argv)
+    restrict_umask()  # before any file is created, the log included
     env = os.environ
     listening = args.listen is not None
     level = _log_level(args.log_level, env, listening)

@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 
 from jpd.core.daemon import Daemon
+from jpd.private import make_private_dir
 from jpd.protocol.errors import ConfigInvalid
 from jpd.rpc.listener import SocketClaim, SocketServer, default_socket_path
 from jpd.rpc.stdio import serve_stdio
@@ -27,8 +28,15 @@ class Server:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
+    async def _private_data_dir(self) -> None:
+        try:
+            await anyio.to_thread.run_sync(make_private_dir, self.settings.data_dir)
+        except OSError as exc:  # each turn that needs it reports the problem
+            log.warning("cannot prepare data dir %s: %s", self.settings.data_dir, exc)
+
     async def run_stdio(self, in_fd: int, out_fd: int) -> int:
         """Serve one client on stdio; cancel and record running turns at the end."""
+        await self._private_data_dir()
         async with anyio.create_task_group() as tg:
             daemon = Daemon(self.settings, tg)
             try:
@@ -51,6 +59,7 @@ class Server:
         # Handle signals before the socket exists: a client that sees the socket may
         # signal the daemon at once, and the default action would skip the clean stop.
         with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+            await self._private_data_dir()
             claim = await SocketClaim.acquire(socket_path)
             try:
                 listener = await claim.bind()

@@ -1,8 +1,8 @@
 """The Unix socket transport: `jpd --listen` serves any number of clients at once.
 
 Each accepted connection gets its own `serve_connection` (its own pygls protocol and
-session) over one shared `Daemon`. The socket's directory is created 0700 and the
-socket itself is 0600, so only its owner can connect.
+session) over one shared `Daemon`. The socket's directory is created 0700 (one another
+user controls is refused) and the socket itself is 0600, so only its owner can connect.
 
 One daemon per socket: a lock on the pid file beside the socket (held for the
 daemon's life) decides between two daemons starting at once, and a socket file left
@@ -29,6 +29,7 @@ import anyio.abc
 import platformdirs
 
 from jpd.core.daemon import Daemon
+from jpd.private import socket_dir_problem
 from jpd.rpc.boundary import serve_connection
 from jpd.rpc.session import Session
 
@@ -159,7 +160,8 @@ class SocketClaim:
 
 def _make_private_dir(directory: Path) -> None:
     """Create the missing levels of the socket directory with mode 0700 (existing ones
-    are left as they are: a custom path may live in a shared directory)."""
+    are left as they are: a custom path may live in a shared directory), and refuse one
+    that another user controls."""
     missing: list[Path] = []
     level = directory
     while not level.is_dir():
@@ -175,6 +177,13 @@ def _make_private_dir(directory: Path) -> None:
             pass
         except OSError as exc:
             raise ListenError(f"cannot create socket directory {level}: {exc.strerror}") from None
+    try:
+        problem = socket_dir_problem(os.stat(directory), os.getuid())
+    except OSError as exc:
+        raise ListenError(f"cannot check socket directory {directory}: {exc.strerror}") from None
+    if problem is not None:
+        # Whoever controls the directory could swap our socket for theirs (protocol.md 2.1).
+        raise ListenError(f"refusing socket directory {directory}: it {problem}")
 
 
 def _lock_pid_file(pid_file: Path, socket_path: Path) -> int:

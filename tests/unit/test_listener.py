@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from jpd.private import make_private_dir, socket_dir_problem
 from jpd.rpc.listener import (
     ListenError,
     SocketClaim,
@@ -111,3 +112,48 @@ async def test_unusable_directory_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(ListenError, match="cannot create socket directory"):
         await SocketClaim.acquire(blocker / "sub" / "jpd.sock")
+
+
+def _stat(uid: int, mode: int) -> os.stat_result:
+    return os.stat_result((mode, 0, 0, 1, uid, 0, 0, 0, 0, 0))
+
+
+def test_socket_dir_problem_names_foreign_and_world_writable_dirs() -> None:
+    me = 1000
+    assert socket_dir_problem(_stat(me, stat.S_IFDIR | 0o700), me) is None
+    assert socket_dir_problem(_stat(0, stat.S_IFDIR | 0o1777), me) is None  # /tmp
+    assert socket_dir_problem(_stat(me, stat.S_IFDIR | 0o775), me) is None
+    assert "owned by another user (uid 1001)" in str(
+        socket_dir_problem(_stat(1001, stat.S_IFDIR | 0o700), me)
+    )
+    assert "writable by other users" in str(socket_dir_problem(_stat(me, stat.S_IFDIR | 0o777), me))
+
+
+async def test_a_world_writable_socket_directory_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    with pytest.raises(ListenError, match=r"refusing socket directory .*writable by other"):
+        await SocketClaim.acquire(shared / "jpd.sock")
+    assert not exists(shared / "jpd.pid")
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to give a directory to another user")
+async def test_a_socket_directory_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(ListenError, match=r"refusing socket directory .*owned by another user"):
+        await SocketClaim.acquire(theirs / "jpd.sock")
+    assert not exists(theirs / "jpd.pid")
+
+
+def test_make_private_dir_creates_and_narrows(tmp_path: Path) -> None:
+    fresh = tmp_path / "a" / "b"
+    make_private_dir(fresh)
+    assert stat.S_IMODE(os.stat(fresh).st_mode) == 0o700
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    os.chmod(wide, 0o755)
+    make_private_dir(wide)
+    assert stat.S_IMODE(os.stat(wide).st_mode) == 0o700
