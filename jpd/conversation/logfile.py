@@ -63,3 +63,12 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    """Make a file's written data durable without an open handle to it."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

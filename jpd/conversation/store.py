@@ -9,6 +9,13 @@ is asked. `metadata.json` is a cache: it records the log size it describes, and 
 it is missing, corrupt or describes a different size (a crash after appends but
 before `sync`), it is rebuilt from the log. One process (the daemon) owns a data dir;
 within it, each conversation has a lock, so the methods are thread-safe.
+
+Long life: at most `max_open` log handles are open at once (least recently used ones
+are closed first, and reopened on the next append), and a conversation's in-memory
+state is dropped as soon as no call uses it and it holds nothing unwritten (no open
+handle, no pending metadata or directory sync). `release` closes an idle
+conversation's handle at once, so a daemon that served thousands of conversations
+holds neither their files nor their state.
 """
 
 from __future__ import annotations
@@ -20,13 +27,14 @@ import logging
 import os
 import shutil
 import threading
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
 from jpd.conversation.events import ChatRequest, Event, dump_event, now
-from jpd.conversation.logfile import ends_with_newline, fsync_dir, parse_log
+from jpd.conversation.logfile import ends_with_newline, fsync_dir, fsync_file, parse_log
 from jpd.conversation.metadata import (
     ConversationMeta,
     MetaRecord,
@@ -46,6 +54,7 @@ from jpd.conversation.paths import (
     validate_id,
 )
 from jpd.conversation.sanitize import sanitize
+from jpd.conversation.state import LogState
 
 log = logging.getLogger(__name__)
 
@@ -76,59 +85,20 @@ class ConversationExists(FileExistsError):
     """`create` was called for an id that already has a log."""
 
 
-@dataclass
-class _State:
-    """In-memory state of one conversation; every field is guarded by `lock`."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    fh: io.BufferedWriter | None = None
-    loaded: bool = False  # `record` describes the log on disk
-    dirty: bool = False  # metadata.json is behind `record`
-    dir_sync_pending: bool = False  # created here, directory entries not yet fsynced
-    # Mutable copies of the record's fields: updating them per append stays O(1).
-    title: str | None = None
-    created_at: datetime = field(default_factory=now)
-    updated_at: datetime = field(default_factory=now)
-    event_count: int = 0
-    log_size: int = 0
-
-    def record(self, conversation_id: str) -> MetaRecord:
-        return MetaRecord(
-            id=conversation_id,
-            title=self.title,
-            created_at=self.created_at,
-            updated_at=self.updated_at,
-            event_count=self.event_count,
-            log_size=self.log_size,
-        )
-
-    def adopt(self, record: MetaRecord) -> None:
-        self.title, self.event_count, self.log_size = (
-            record.title,
-            record.event_count,
-            record.log_size,
-        )
-        self.created_at, self.updated_at = aware(record.created_at), aware(record.updated_at)
-        self.loaded = True
-
-    def close_handle(self) -> None:
-        if self.fh is not None:
-            with contextlib.suppress(OSError):
-                self.fh.close()
-            self.fh = None
-
-
 class ConversationStore:
     """Conversations under `root/conversations/`; see the module docstring.
 
-    Log handles are opened lazily on first append and kept open until `close` or
-    `delete`. Per-conversation state stays in memory for the store's lifetime.
+    Log handles are opened lazily on first append and kept open until `release`,
+    `close`, `delete`, or until `max_open` newer handles push them out.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, max_open: int = 64) -> None:
         self._root = Path(root)
         self._dir = self._root / "conversations"
-        self._states: dict[str, _State] = {}
+        self._max_open = max(1, max_open)
+        self._states: dict[str, LogState] = {}
+        # Conversations with an open log handle, least recently used first.
+        self._handles: OrderedDict[str, LogState] = OrderedDict()
         self._states_lock = threading.Lock()
 
     @property
@@ -153,8 +123,7 @@ class ConversationStore:
     def create(self, conversation_id: str) -> None:
         """Create an empty conversation; raise `ConversationExists` if it has a log."""
         cid = validate_id(conversation_id)
-        state = self._state(cid)
-        with state.lock:
+        with self._locked(cid) as state:
             directory = self._dir / cid
             directory.mkdir(parents=True, exist_ok=True)
             try:
@@ -162,7 +131,7 @@ class ConversationStore:
                     pass
             except FileExistsError:
                 raise ConversationExists(f"conversation already exists: {cid}") from None
-            state.close_handle()
+            self._close_handle(cid, state)
             created = now()
             state.adopt(MetaRecord(id=cid, created_at=created, updated_at=created, log_size=0))
             state.dir_sync_pending = True
@@ -179,15 +148,18 @@ class ConversationStore:
         """
         cid = validate_id(conversation_id)
         data = (dump_event(event) + "\n").encode()
-        state = self._state(cid)
-        with state.lock:
-            fh = state.fh if state.fh is not None else self._open(cid, state)
+        with self._locked(cid) as state:
+            if state.fh is None:
+                fh = self._open(cid, state)
+            else:
+                fh = state.fh
+                self._track_handle(cid, state)
             try:
                 fh.write(data)
                 fh.flush()
             except OSError:
                 # The file may now end mid-line; reopening re-checks it and the metadata.
-                state.close_handle()
+                self._close_handle(cid, state)
                 state.loaded = False
                 raise
             state.log_size += len(data)
@@ -202,14 +174,18 @@ class ConversationStore:
     def sync(self, conversation_id: str) -> None:
         """Make every appended event durable (fsync) and write metadata if it changed."""
         cid = validate_id(conversation_id)
-        state = self._state(cid)
-        with state.lock:
+        with self._locked(cid) as state:
             directory = self._dir / cid
             if state.fh is not None:
                 state.fh.flush()
                 os.fsync(state.fh.fileno())
-            elif not (directory / EVENTS_FILE).is_file():
-                raise ConversationNotFound(cid)
+            else:
+                # The handle may have been closed (`release`, or pushed out by newer
+                # ones) after appends the OS has not written yet.
+                try:
+                    fsync_file(directory / EVENTS_FILE)
+                except FileNotFoundError:
+                    raise ConversationNotFound(cid) from None
             if state.dir_sync_pending:
                 fsync_dir(directory)
                 fsync_dir(self._dir)
@@ -226,8 +202,7 @@ class ConversationStore:
         """
         cid = validate_id(conversation_id)
         path = self._dir / cid / EVENTS_FILE
-        state = self._state(cid)
-        with state.lock:  # never read half of a line being appended
+        with self._locked(cid):  # never read half of a line being appended
             try:
                 data = path.read_bytes()
             except FileNotFoundError:
@@ -238,9 +213,8 @@ class ConversationStore:
     def delete(self, conversation_id: str) -> None:
         """Remove a conversation's directory; raise `ConversationNotFound` if absent."""
         cid = validate_id(conversation_id)
-        state = self._state(cid)
-        with state.lock:
-            state.close_handle()
+        with self._locked(cid) as state:
+            self._close_handle(cid, state)
             state.loaded = state.dirty = state.dir_sync_pending = False
             directory = self._dir / cid
             if not directory.is_dir():
@@ -250,11 +224,20 @@ class ConversationStore:
     def metadata(self, conversation_id: str) -> ConversationMeta:
         """The conversation's summary, rebuilt from the log if metadata.json is stale."""
         cid = validate_id(conversation_id)
-        state = self._state(cid)
-        with state.lock:
+        with self._locked(cid) as state:
             self._ensure_loaded(cid, state)
             record = state.record(cid)
         return ConversationMeta.model_validate(record.model_dump(exclude={"log_size"}))
+
+    def release(self, conversation_id: str) -> None:
+        """The conversation went idle: close its log and drop its in-memory state.
+
+        Not an fsync (`sync` is): what was appended has reached the OS already.
+        A later call reopens what it needs.
+        """
+        cid = validate_id(conversation_id)
+        with self._locked(cid) as state:
+            self._settle(cid, state, fsync=False)
 
     def close(self) -> None:
         """Flush, fsync and close every open log, writing pending metadata.
@@ -262,16 +245,10 @@ class ConversationStore:
         The store stays usable: a later call reopens what it needs.
         """
         with self._states_lock:
-            states = builtins.list(self._states.items())
-        for cid, state in states:
-            with state.lock:
-                if state.fh is not None:
-                    with contextlib.suppress(OSError):
-                        state.fh.flush()
-                        os.fsync(state.fh.fileno())
-                state.close_handle()
-                if state.dirty and state.loaded and (self._dir / cid).is_dir():
-                    self._write_meta(cid, state)
+            cids = builtins.list(self._states)
+        for cid in cids:
+            with self._locked(cid) as state:
+                self._settle(cid, state, fsync=True)
 
     def __enter__(self) -> ConversationStore:
         return self
@@ -286,17 +263,68 @@ class ConversationStore:
 
     # --- internals (the `_open`/`_ensure_loaded`/`_write_meta` caller holds state.lock)
 
-    def _state(self, cid: str) -> _State:
+    @contextlib.contextmanager
+    def _locked(self, cid: str) -> Iterator[LogState]:
+        """The conversation's state, locked; dropped after use if it holds nothing."""
         with self._states_lock:
             state = self._states.get(cid)
             if state is None:
-                state = self._states[cid] = _State()
-            return state
+                state = self._states[cid] = LogState()
+            state.users += 1
+        try:
+            with state.lock:
+                yield state
+        finally:
+            with self._states_lock:
+                state.users -= 1
+                # users == 0: nobody holds or waits for state.lock, its fields are stable.
+                if state.users == 0 and state.holds_nothing() and self._states.get(cid) is state:
+                    del self._states[cid]
 
-    def _open(self, cid: str, state: _State) -> io.BufferedWriter:
+    def _settle(self, cid: str, state: LogState, *, fsync: bool) -> None:
+        if state.fh is not None and fsync:
+            with contextlib.suppress(OSError):
+                state.fh.flush()
+                os.fsync(state.fh.fileno())
+        self._close_handle(cid, state)
+        if state.dirty and state.loaded and (self._dir / cid).is_dir():
+            self._write_meta(cid, state)
+        if not (self._dir / cid).is_dir():
+            state.dirty = state.dir_sync_pending = False  # deleted: nothing left to write
+
+    def _close_handle(self, cid: str, state: LogState) -> None:
+        state.close_handle()
+        with self._states_lock:
+            if self._handles.get(cid) is state:
+                del self._handles[cid]
+
+    def _track_handle(self, cid: str, state: LogState) -> None:
+        """Mark `cid`'s handle most recently used; close the oldest beyond `max_open`."""
+        with self._states_lock:
+            self._handles[cid] = state
+            self._handles.move_to_end(cid)
+            excess = len(self._handles) - self._max_open
+            if excess <= 0:
+                return
+            for old_cid, old in builtins.list(self._handles.items()):
+                if excess <= 0:
+                    break
+                # Never wait here: a busy one is skipped (its holder may want this lock).
+                if old is state or not old.lock.acquire(blocking=False):
+                    continue
+                try:
+                    old.close_handle()
+                    del self._handles[old_cid]
+                    excess -= 1
+                    if old.users == 0 and old.holds_nothing() and self._states.get(old_cid) is old:
+                        del self._states[old_cid]
+                finally:
+                    old.lock.release()
+
+    def _open(self, cid: str, state: LogState) -> io.BufferedWriter:
         self._ensure_loaded(cid, state)
         path = self._dir / cid / EVENTS_FILE
-        fh = open(path, "ab")  # noqa: SIM115 - kept open across appends, closed in close()
+        fh = open(path, "ab")  # noqa: SIM115 - kept open across appends, see _track_handle
         try:
             # A crash may have left a torn last line: start the next event on a fresh line.
             if state.log_size > 0 and not ends_with_newline(path):
@@ -308,9 +336,10 @@ class ConversationStore:
             fh.close()
             raise
         state.fh = fh
+        self._track_handle(cid, state)
         return fh
 
-    def _ensure_loaded(self, cid: str, state: _State) -> None:
+    def _ensure_loaded(self, cid: str, state: LogState) -> None:
         if state.loaded:
             return
         directory = self._dir / cid
@@ -331,7 +360,7 @@ class ConversationStore:
         state.adopt(record_from_events(cid, events, len(data), mtime))
         self._write_meta(cid, state)
 
-    def _write_meta(self, cid: str, state: _State) -> None:
+    def _write_meta(self, cid: str, state: LogState) -> None:
         path = self._dir / cid / METADATA_FILE
         state.dirty = not write_record(path, state.record(cid))
 

@@ -168,8 +168,11 @@ class Daemon:
         self._tg.start_soon(self._run_turn, turn)
         return self._info(turn)
 
+    def _busy(self, conversation_id: str) -> bool:
+        return any(t.conversation_id == conversation_id for t in self._turns.values())
+
     def _check_idle(self, conversation_id: str) -> None:
-        if any(t.conversation_id == conversation_id for t in self._turns.values()):
+        if self._busy(conversation_id):
             raise Busy(f"conversation {conversation_id} already has a running turn")
 
     async def _run_turn(self, turn: Turn) -> None:
@@ -177,6 +180,21 @@ class Daemon:
             await turn.run()
         finally:
             self._turns.pop(turn.turn_id, None)
+            with anyio.CancelScope(shield=True):
+                await self._settle(turn.conversation_id)
+
+    async def _settle(self, conversation_id: str) -> None:
+        """A conversation's turn or tool call ended: give back what it no longer needs.
+
+        Its log file is closed (reopened by the next append), so that a daemon that
+        served thousands of conversations does not hold thousands of files.
+        """
+        if self._busy(conversation_id):
+            return
+        try:
+            await anyio.to_thread.run_sync(self.store.release, conversation_id)
+        except OSError as exc:
+            log.warning("could not release conversation %s: %s", conversation_id, exc)
 
     def cancel_turn(self, turn_id: str) -> bool:
         """Cancel a running turn; False if it already ended."""
@@ -284,6 +302,8 @@ class Daemon:
                 self.hub.unsubscribe(channel, link)
         log.append(channel, ev.ToolCallResponse(id=call_id, content=content, is_error=is_error))
         await anyio.to_thread.run_sync(log.sync, channel)
+        if conversation_id is not None:
+            await self._settle(conversation_id)
         return content, is_error
 
     def pending_inquiries(self) -> list[PendingInfo]:
@@ -329,7 +349,7 @@ class Daemon:
     async def delete_conversation(self, conversation_id: str) -> None:
         """Delete a conversation that has no running turn."""
         self._check_id(conversation_id)
-        if any(t.conversation_id == conversation_id for t in self._turns.values()):
+        if self._busy(conversation_id):
             raise Busy(f"conversation {conversation_id} has a running turn; cancel it first")
         try:
             await anyio.to_thread.run_sync(self.store.delete, conversation_id)

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,12 @@ class Daemons:
         self.started: list[Listening] = []
         self.pid_files: list[Path] = []
 
-    def spawn(self, env: Mapping[str, str], *extra: str) -> Listening:
+    def spawn(
+        self,
+        env: Mapping[str, str],
+        *extra: str,
+        preexec_fn: Callable[[], object] | None = None,
+    ) -> Listening:
         """Start `jpd --listen` without waiting for it."""
         log = Path(env["JP_LOG_DIR"])
         log.mkdir(parents=True, exist_ok=True)
@@ -137,14 +142,17 @@ class Daemons:
                 stdin=subprocess.DEVNULL,
                 stdout=stderr,
                 stderr=stderr,
+                preexec_fn=preexec_fn,
             )
         daemon = Listening(env, process)
         self.started.append(daemon)
         return daemon
 
-    async def start(self, env: Mapping[str, str]) -> Listening:
+    async def start(
+        self, env: Mapping[str, str], preexec_fn: Callable[[], object] | None = None
+    ) -> Listening:
         """Start `jpd --listen` and wait until its socket accepts connections."""
-        daemon = self.spawn(env)
+        daemon = self.spawn(env, preexec_fn=preexec_fn)
         deadline = time.monotonic() + TIMEOUT
         while True:
             assert daemon.process.poll() is None, "jpd --listen exited at start"
@@ -188,6 +196,7 @@ class SocketClient:
         self.reader = reader
         self.writer = writer
         self.events: list[dict[str, Any]] = []
+        self.completed: dict[str, dict[str, Any]] = {}  # turnId -> its turn_completed
         self.notifications: list[dict[str, Any]] = []
         # method -> async handler(params) returning a result or raising RpcError.
         self.handlers: dict[str, Any] = {}
@@ -233,6 +242,12 @@ class SocketClient:
         event = found()
         assert event is not None
         return event
+
+    async def wait_completed(self, turn_id: str) -> dict[str, Any]:
+        """Wait for a turn's `turn_completed` (cheap with many turns in flight)."""
+        async with asyncio.timeout(TIMEOUT), self._changed:
+            await self._changed.wait_for(lambda: turn_id in self.completed)
+        return self.completed[turn_id]
 
     def turn_events(self, turn_id: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["turnId"] == turn_id]
@@ -292,6 +307,8 @@ class SocketClient:
         if message.get("method") == "turn/event":
             async with self._changed:
                 self.events.append(message["params"])
+                if message["params"]["event"]["kind"] == "turn_completed":
+                    self.completed[message["params"]["turnId"]] = message["params"]
                 self._changed.notify_all()
             return
         future = self._pending.pop(message.get("id"), None) if "method" not in message else None

@@ -446,3 +446,111 @@ def test_close_writes_pending_metadata_and_store_stays_usable(tmp_path: Path) ->
     store.append(CID, ChatResponse(message="three"))
     store.close()
     assert len(ConversationStore(tmp_path).load(CID)) == 3
+
+
+# --- long life: bounded open files, state released --------------------------------------
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+
+
+@needs_proc
+def test_open_logs_are_bounded_by_max_open(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path, max_open=4)
+    before = open_fds()
+    cids = [f"c-{n}" for n in range(20)]
+    for cid in cids:
+        store.create(cid)
+        store.append(cid, ChatRequest(content=f"hello {cid}"))
+        assert len(open_fds() - before) <= 4
+    # Logs whose handle was pushed out reopen on the next append and lose nothing.
+    for cid in cids:
+        store.append(cid, ChatResponse(message=f"bye {cid}"))
+        store.sync(cid)
+        assert len(open_fds() - before) <= 4
+    for cid in cids:
+        assert [getattr(e, "content", getattr(e, "message", None)) for e in store.load(cid)] == [
+            f"hello {cid}",
+            f"bye {cid}",
+        ]
+        assert store.metadata(cid).event_count == 2
+    store.close()
+    assert open_fds() - before == set()
+
+
+def test_sync_fsyncs_a_log_whose_handle_was_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ConversationStore(tmp_path, max_open=1)
+    store.create("c-a")
+    store.create("c-b")
+    store.append("c-a", ChatRequest(content="a"))
+    store.append("c-b", ChatRequest(content="b"))  # pushes c-a's handle out
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    store.sync("c-a")
+    assert log_path(store, "c-a").stat().st_ino in synced
+    store.close()
+
+
+@needs_proc
+def test_release_closes_the_log_and_drops_the_state(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path)
+    before = open_fds()
+    store.create(CID)
+    store.append(CID, ChatRequest(content="first"))
+    store.sync(CID)
+    store.release(CID)
+    assert open_fds() - before == set()
+    assert store._states == {}  # nothing of the conversation stays in memory
+    store.append(CID, ChatResponse(message="second"))
+    store.release(CID)  # writes the metadata the append made stale
+    record = json.loads((store.conversation_dir(CID) / "metadata.json").read_text())
+    assert record["event_count"] == 2 and record["title"] == "first"
+    assert store._states == {}
+    assert len(store.load(CID)) == 2
+
+
+def test_reads_keep_no_state(store: ConversationStore) -> None:
+    for n in range(10):
+        store.create(f"c-{n}")
+        store.append(f"c-{n}", ChatRequest(content=str(n)))
+        store.sync(f"c-{n}")
+        store.release(f"c-{n}")
+    assert len(store.list()) == 10
+    assert store.load("c-3")[0] == store.load("c-3")[0]
+    assert store._states == {}
+
+
+def test_concurrent_appends_across_more_logs_than_handles(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path, max_open=2)
+    cids = [f"c-{n}" for n in range(6)]
+    for cid in cids:
+        store.create(cid)
+
+    def writer(n: int) -> None:
+        for i in range(60):
+            cid = cids[(n + i) % len(cids)]
+            store.append(cid, ChatResponse(message=f"w{n}-{i}" + "x" * 300))
+            if i % 7 == 0:
+                store.release(cids[(n + i + 1) % len(cids)])
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    store.close()
+    fresh = ConversationStore(tmp_path)
+    assert sum(len(fresh.load(cid)) for cid in cids) == 240
+    assert sum(fresh.metadata(cid).event_count for cid in cids) == 240
