@@ -1,0 +1,288 @@
+-- jp.nvim: ask the shared jpd daemon from Neovim. See `:help jp`.
+local client = require("jp.client")
+local config = require("jp.config")
+local prompt = require("jp.prompt")
+local view = require("jp.view")
+local workspaces = require("jp.workspaces")
+
+local M = {}
+
+local early = {} -- conversation id -> events that arrived before we knew the conversation
+local starting = 0 -- turn/start requests without an answer yet
+
+local function notify_error(message)
+  vim.notify(tostring(message), vim.log.levels.ERROR)
+end
+
+local known = {} -- conversation ids shown in this Neovim
+
+local function on_turn_event(params)
+  local id = params.conversationId
+  if early[id] ~= nil then
+    table.insert(early[id], params)
+  elseif known[id] then
+    view.get(id):turn_event(params)
+  elseif starting > 0 then
+    -- Possibly the new conversation of a turn/start whose answer has not arrived yet.
+    early[id] = { params }
+  end
+end
+
+local registered = false
+local function register()
+  if registered then
+    return
+  end
+  registered = true
+  client.on_notification("turn/event", on_turn_event)
+  client.on_notification("inquiry/resolved", prompt.resolved)
+  client.on_notification("$/disconnected", function()
+    vim.notify("jp: disconnected from the daemon (its turns keep running)", vim.log.levels.WARN)
+  end)
+  client.on_request("inquiry/prompt", prompt.inquiry)
+  client.on_request("tool/permission", prompt.permission)
+end
+
+local function with_connection(fn)
+  register()
+  local ok, err = pcall(client.connect)
+  if not ok then
+    notify_error(err)
+    return
+  end
+  local ok2, err2 = pcall(fn)
+  if not ok2 then
+    notify_error(err2)
+  end
+end
+
+-- The selected lines as context for the model: file name, line numbers, the text.
+local function range_context(line1, line2)
+  local buf = vim.api.nvim_get_current_buf()
+  local name = vim.api.nvim_buf_get_name(buf)
+  name = name ~= "" and vim.fn.fnamemodify(name, ":.") or "[No Name]"
+  local lines = vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false)
+  local numbered = {}
+  local width = #tostring(line2)
+  for i, line in ipairs(lines) do
+    table.insert(numbered, ("%" .. width .. "d  %s"):format(line1 + i - 1, line))
+  end
+  local ft = vim.bo[buf].filetype
+  return ("\n\nFrom %s, lines %d-%d:\n```%s\n%s\n```"):format(
+    name,
+    line1,
+    line2,
+    ft,
+    table.concat(numbered, "\n")
+  )
+end
+
+-- Show `conversation_id`: its persisted events, then (if a turn runs) the replay and
+-- the live events of that turn. Returns the view.
+local function open_conversation(conversation_id)
+  local v, created = view.get(conversation_id)
+  known[conversation_id] = true
+  v:show()
+  if not created then
+    return v
+  end
+  local running = {}
+  local list = client.request_sync("turn/list", nil)
+  for _, turn in ipairs(list.turns or {}) do
+    if turn.conversationId == conversation_id then
+      running[turn.turnId] = true
+    end
+  end
+  local got = client.request_sync("conversation/get", { conversationId = conversation_id })
+  v:history(got.events or {}, running)
+  if next(running) ~= nil then
+    -- Replay what the daemon still holds of the running turn, then follow it live.
+    local replayed = {}
+    early[conversation_id] = replayed
+    local ok, err = pcall(client.request_sync, "turn/attach", { conversationId = conversation_id, fromSeq = 0 })
+    early[conversation_id] = nil
+    for _, params in ipairs(replayed) do
+      if running[params.turnId] then
+        v:turn_event(params)
+      elseif params.seq and params.seq > v.last_seq then
+        v.last_seq = params.seq
+      end
+    end
+    if not ok then
+      error(err, 0)
+    end
+  else
+    client.request_sync("turn/attach", { conversationId = conversation_id })
+  end
+  return v
+end
+
+local function start_turn(message, conversation_id)
+  local params = { message = message, conversationId = conversation_id, model = config.options.model }
+  local root = vim.fn.getcwd()
+  local v = nil
+  if conversation_id ~= nil then
+    v = open_conversation(conversation_id)
+    if v.turn_id ~= nil then
+      error("jp: a turn is already running in this conversation (:JpCancel stops it)", 0)
+    end
+    v:user_message(message)
+  end
+  starting = starting + 1
+  client.request("turn/start", params, function(err, result)
+    starting = starting - 1
+    if err ~= nil then
+      if v ~= nil then
+        v:note("error: " .. (err.message or "turn/start failed"))
+      else
+        notify_error("jp: " .. (err.message or "turn/start failed"))
+      end
+      return
+    end
+    local id = result.conversationId
+    workspaces.set(root, id)
+    if v == nil then
+      v = view.get(id)
+      known[id] = true
+      v:show()
+      v:user_message(message)
+    end
+    v.turn_id = v.turn_id or result.turnId
+    local queued = early[id] or {}
+    early[id] = nil
+    if starting == 0 then
+      -- Events of conversations nobody here shows, held while waiting: drop them.
+      for other in pairs(early) do
+        if not known[other] then
+          early[other] = nil
+        end
+      end
+    end
+    for _, event in ipairs(queued) do
+      v:turn_event(event)
+    end
+  end)
+end
+
+--- `:Jp {message}`: ask in this workspace's conversation (a new one if it has none).
+--- `opts.new` starts a new conversation; `opts.line1`/`opts.line2` add those lines of
+--- the current buffer as context.
+function M.ask(message, opts)
+  opts = opts or {}
+  if message == nil or vim.trim(message) == "" then
+    notify_error("jp: nothing to ask")
+    return
+  end
+  if opts.line1 ~= nil then
+    message = message .. range_context(opts.line1, opts.line2)
+  end
+  with_connection(function()
+    local conversation_id = nil
+    if not opts.new then
+      conversation_id = workspaces.get(vim.fn.getcwd())
+      if conversation_id ~= nil then
+        local list = client.request_sync("conversation/list", nil)
+        local exists = false
+        for _, c in ipairs(list.conversations or {}) do
+          exists = exists or c.conversationId == conversation_id
+        end
+        conversation_id = exists and conversation_id or nil
+      end
+    end
+    start_turn(message, conversation_id)
+  end)
+end
+
+local function current_conversation()
+  local v = view.for_buffer(vim.api.nvim_get_current_buf())
+  if v ~= nil then
+    return v.id
+  end
+  return workspaces.get(vim.fn.getcwd())
+end
+
+--- `:JpAttach [id]`: show a conversation and follow its running turn (replay, then live).
+function M.attach(conversation_id)
+  with_connection(function()
+    local id = conversation_id
+    if id == nil or id == "" then
+      id = current_conversation()
+    end
+    if id == nil then
+      -- Nothing chosen: the most recent running turn, if any.
+      local list = client.request_sync("turn/list", nil)
+      local turns = list.turns or {}
+      id = turns[#turns] and turns[#turns].conversationId
+    end
+    if id == nil then
+      error("jp: no conversation to attach to (:JpConversations lists them)", 0)
+    end
+    local v = open_conversation(id)
+    if v.turn_id == nil then
+      vim.notify("jp: no turn is running in " .. id, vim.log.levels.INFO)
+    end
+  end)
+end
+
+--- `:JpCancel`: cancel the running turn of this buffer's (or workspace's) conversation.
+function M.cancel()
+  with_connection(function()
+    local id = current_conversation()
+    local list = client.request_sync("turn/list", nil)
+    for _, turn in ipairs(list.turns or {}) do
+      if id == nil or turn.conversationId == id then
+        client.request_sync("turn/cancel", { turnId = turn.turnId })
+        return
+      end
+    end
+    vim.notify("jp: no turn is running", vim.log.levels.INFO)
+  end)
+end
+
+--- `:JpConversations`: pick a conversation with vim.ui.select and open its buffer.
+function M.conversations()
+  with_connection(function()
+    local list = client.request_sync("conversation/list", nil)
+    local items = list.conversations or {}
+    if #items == 0 then
+      vim.notify("jp: no conversations yet", vim.log.levels.INFO)
+      return
+    end
+    vim.ui.select(items, {
+      prompt = "jp conversations",
+      kind = "jp",
+      format_item = function(c)
+        return ("%s  %s  (%s)"):format((c.updatedAt or ""):sub(1, 16), c.title or "", c.conversationId)
+      end,
+    }, function(choice)
+      if choice ~= nil then
+        with_connection(function()
+          open_conversation(choice.conversationId)
+          workspaces.set(vim.fn.getcwd(), choice.conversationId)
+        end)
+      end
+    end)
+  end)
+end
+
+--- Conversation ids, for command completion.
+function M.complete_conversations(prefix)
+  local ok, list = pcall(client.request_sync, "conversation/list", nil, 2000)
+  if not ok then
+    return {}
+  end
+  local ids = {}
+  for _, c in ipairs(list.conversations or {}) do
+    if vim.startswith(c.conversationId, prefix or "") then
+      table.insert(ids, c.conversationId)
+    end
+  end
+  return ids
+end
+
+--- Configure the plugin (see `:help jp-setup`).
+function M.setup(opts)
+  config.setup(opts)
+end
+
+return M

