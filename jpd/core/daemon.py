@@ -11,13 +11,11 @@ import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
 
-from jpd.config import Config, ConfigError, load_config
-from jpd.conversation import events as ev
 from jpd.conversation.store import (
     ConversationNotFound,
     ConversationStore,
@@ -25,20 +23,7 @@ from jpd.conversation.store import (
     new_conversation_id,
 )
 from jpd.core.hub import EventHub
-from jpd.core.turn import Turn, TurnSpec
-from jpd.core.turn_tools import LateView, NullLog, make_coordinator
-from jpd.inquiry.backend import LlmInquiryBackend
 from jpd.inquiry.pending import Desk
-from jpd.llm.base import (
-    ToolCallPart,
-    ToolChoice,
-    ToolChoiceAny,
-    ToolChoiceAuto,
-    ToolChoiceNone,
-    ToolChoiceTool,
-    ToolDefinition,
-)
-from jpd.llm.errors import ProviderUnavailable
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.client_requests import ToolToggle
@@ -53,8 +38,16 @@ from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 from jpd.protocol.turn_events import StopReason
 from jpd.settings import Settings
-from jpd.tools.builtin import default_registry
-from jpd.tools.catalog import EffectiveTool, build_catalog
+
+# Start-up imports only what `initialize` needs (protocol.md section 4, "Start-up"): the
+# config, the turn loop, tools, inquiries and providers load with the first use.
+if TYPE_CHECKING:
+    from jpd.config import Config
+    from jpd.conversation import events as ev
+    from jpd.core.turn import Turn
+    from jpd.llm.base import ToolChoice, ToolDefinition
+    from jpd.tools.builtin import BuiltinRegistry
+    from jpd.tools.catalog import EffectiveTool
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +60,22 @@ class Daemon:
         self._tg = task_group
         self.store = ConversationStore(settings.data_dir)
         self.providers = ProviderRegistry(settings.env)
-        self.hub = EventHub(replay_limit=self._replay_limit())
+        self.hub = EventHub(replay_limit=self._replay_limit)
         self._turns: dict[str, Turn] = {}
         self._links: dict[int, ClientLink] = {}
-        self.builtins = default_registry()
+        self._builtins: BuiltinRegistry | None = None
         self.desk = Desk(self.hub.subscribers, lambda: list(self._links.values()))
 
     # --- configuration -------------------------------------------------------------
+
+    @property
+    def builtins(self) -> BuiltinRegistry:
+        """The built-in tools, created on first use."""
+        if self._builtins is None:
+            from jpd.tools.builtin import default_registry
+
+            self._builtins = default_registry()
+        return self._builtins
 
     def _replay_limit(self) -> int:
         try:
@@ -87,6 +89,8 @@ class Daemon:
         self, workspace: Path | None, overrides: list[tuple[str, Mapping[str, Any]]] | None = None
     ) -> Config:
         """Layered config for one request; errors become `ConfigInvalid` (-32003)."""
+        from jpd.config import ConfigError, load_config
+
         try:
             return load_config(
                 workspace=workspace, env=self.settings.env, overrides=overrides or []
@@ -107,6 +111,11 @@ class Daemon:
         detached: Any = None,
     ) -> TurnInfo:
         """Validate everything, then start the turn as a task and return at once."""
+        from jpd.core.turn import Turn, TurnSpec
+        from jpd.core.turn_tools import LateView, make_coordinator
+        from jpd.inquiry.backend import LlmInquiryBackend
+        from jpd.llm.errors import ProviderUnavailable
+
         overrides: list[tuple[str, Mapping[str, Any]]] = []
         if config:
             overrides.append(("turn/start config", config))
@@ -251,6 +260,8 @@ class Daemon:
     # --- tools and inquiries -----------------------------------------------------------
 
     def _catalog(self, cfg: Config, toggles: list[ToolToggle]) -> dict[str, EffectiveTool]:
+        from jpd.tools.catalog import build_catalog
+
         return build_catalog(cfg, self.builtins, toggles)
 
     async def list_tools(self, link: ClientLink) -> list[EffectiveTool]:
@@ -267,6 +278,10 @@ class Daemon:
         detached: Any = None,
     ) -> tuple[str, bool]:
         """Run one tool outside a turn, through the coordinator (questions included)."""
+        from jpd.conversation import events as ev
+        from jpd.core.turn_tools import NullLog, make_coordinator
+        from jpd.llm.base import ToolCallPart
+
         cfg = await anyio.to_thread.run_sync(self.load_config, link.workspace_root, None)
         call_id = "call-" + secrets.token_hex(6)
         log: Any = NullLog()
@@ -344,6 +359,8 @@ class Daemon:
 
     async def get_conversation(self, conversation_id: str) -> list[dict[str, Any]]:
         """The persisted (sanitized) events, as stored on disk."""
+        from jpd.conversation import events as ev
+
         return [ev.event_to_json(e) for e in await self._load(conversation_id)]
 
     async def delete_conversation(self, conversation_id: str) -> None:
@@ -385,6 +402,8 @@ class Daemon:
 
 def _tool_choice(value: str, tools: tuple[ToolDefinition, ...]) -> ToolChoice:
     """Read `assistant.tool_choice`; a tool name must be one of the turn's tools."""
+    from jpd.llm.base import ToolChoiceAny, ToolChoiceAuto, ToolChoiceNone, ToolChoiceTool
+
     if value == "auto":
         return ToolChoiceAuto()
     if value == "none":

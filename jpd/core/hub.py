@@ -7,6 +7,7 @@ step of the event loop, so a subscriber sees every event exactly once, in order.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from jpd.protocol.client_port import ClientLink
@@ -25,9 +26,17 @@ class _Channel:
 class EventHub:
     """Assigns `seq` to turn events and delivers them to subscribed clients."""
 
-    def __init__(self, replay_limit: int = 10_000) -> None:
-        self._replay_limit = replay_limit
+    def __init__(self, replay_limit: int | Callable[[], int] = 10_000) -> None:
+        # A callable is read on first publish, so the config loads with the first turn.
+        self._limit_source = replay_limit
+        self._limit: int | None = replay_limit if isinstance(replay_limit, int) else None
         self._channels: dict[str, _Channel] = {}
+
+    def _replay_limit(self) -> int:
+        if self._limit is None:
+            source = self._limit_source
+            self._limit = source if isinstance(source, int) else source()
+        return self._limit
 
     def _channel(self, conversation_id: str) -> _Channel:
         return self._channels.setdefault(conversation_id, _Channel())
@@ -40,7 +49,7 @@ class EventHub:
         )
         channel.next_seq += 1
         channel.buffer.append(params)
-        while len(channel.buffer) > self._replay_limit:
+        while len(channel.buffer) > self._replay_limit():
             channel.buffer.popleft()
         wire = params.to_wire()
         for link in list(channel.subscribers.values()):

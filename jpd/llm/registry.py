@@ -16,11 +16,11 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from jpd.llm.base import Provider
 from jpd.llm.errors import ProviderUnavailable
 
 if TYPE_CHECKING:
     from jpd.config import Config
+    from jpd.llm.base import Provider
 
 KNOWN = ("test", "local", "anthropic", "openai", "openai-compatible")
 

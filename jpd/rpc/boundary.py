@@ -24,7 +24,6 @@ from lsprotocol.types import CancelNotification, ResponseError
 from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol
-from pygls.protocol.json_rpc import RPCNotification, RPCRequest
 from pygls.server import JsonRPCServer
 
 from jpd.core.daemon import Daemon
@@ -62,7 +61,7 @@ class ConnectionLost(Exception):
 
 
 class _JpdProtocol(JsonRPCProtocol):
-    """pygls protocol with our lifecycle gating and `$/cancelRequest` typing."""
+    """pygls protocol with `$/cancelRequest` typing (lifecycle gating is in `_dispatch`)."""
 
     session: Session
 
@@ -71,26 +70,6 @@ class _JpdProtocol(JsonRPCProtocol):
         if method == "$/cancelRequest":
             return CancelNotification
         return None
-
-    def handle_message(self, message: Any) -> None:
-        session = self.session
-        if isinstance(message, RPCRequest):
-            if session.shutdown_requested:
-                self._reply_error(
-                    message.id, -32600, "server is shut down: only `exit` is accepted"
-                )
-                return
-            if not session.initialized and message.method != "initialize":
-                self._reply_error(message.id, -32002, "server not initialized: send `initialize`")
-                return
-        elif (
-            isinstance(message, RPCNotification)
-            and not session.initialized
-            and message.method not in ("exit", "$/cancelRequest")
-        ):
-            log.warning("ignoring notification %r before initialize", message.method)
-            return
-        super().handle_message(message)
 
     def _reply_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         self._send_response(msg_id, error=ResponseError(code=code, message=message, data=data))
@@ -250,6 +229,8 @@ def _dispatch(protocol: _JpdProtocol, body: bytes, out: MemoryObjectSendStream[b
             )
             return
         data.setdefault("params", None)
+        if not _admit(protocol, data, msg_id):
+            return
     try:
         message = protocol.structure_message(data)
     except Exception:  # pygls raises several types here
@@ -261,6 +242,27 @@ def _dispatch(protocol: _JpdProtocol, body: bytes, out: MemoryObjectSendStream[b
         protocol.handle_message(message)
     except Exception:  # one bad message (e.g. a late answer) must not end the connection
         log.exception("could not handle message %r", data.get("method") or data.get("id"))
+
+
+def _admit(protocol: _JpdProtocol, data: dict[str, Any], msg_id: Any) -> bool:
+    """Lifecycle gating: -32002 before `initialize`, -32600 after `shutdown`.
+
+    Decided on the decoded dict: pygls' runtime-checkable message protocols make an
+    `isinstance` test cost more than the rest of a small request's handling.
+    """
+    session = protocol.session
+    method = data["method"]
+    if "id" in data:
+        if session.shutdown_requested:
+            protocol._reply_error(msg_id, -32600, "server is shut down: only `exit` is accepted")
+            return False
+        if not session.initialized and method != "initialize":
+            protocol._reply_error(msg_id, -32002, "server not initialized: send `initialize`")
+            return False
+    elif not session.initialized and method not in ("exit", "$/cancelRequest"):
+        log.warning("ignoring notification %r before initialize", method)
+        return False
+    return True
 
 
 async def _write_loop(

@@ -6,6 +6,7 @@ lives in the daemon core.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -33,7 +34,9 @@ class Method:
     notification: bool = False
 
 
+@functools.cache
 def _version() -> str:
+    """The installed package version, read once (fixed for the daemon's life)."""
     try:
         return version("jpd")
     except PackageNotFoundError:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import select
+import stat
 import sys
 import threading
 
@@ -44,6 +46,21 @@ def _start_reader(
     threading.Thread(target=pump, name="jpd-stdin", daemon=True).start()
 
 
+def _is_pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _writable(fd: int) -> bool:
+    try:
+        return bool(select.select([], [fd], [], 0)[1])
+    except (OSError, ValueError):
+        return False
+
+
 def claim_stdout() -> int:
     """Keep the real stdout for the protocol and point fd 1 at stderr.
 
@@ -58,16 +75,33 @@ def claim_stdout() -> int:
 async def serve_stdio(daemon: Daemon, in_fd: int, out_fd: int) -> int:
     """Serve one client over the given file descriptors; returns the exit code."""
 
-    chunks_in, chunks_out = anyio.create_memory_object_stream[bytes](max_buffer_size=16)
-    _start_reader(in_fd, chunks_in, anyio.lowlevel.current_token())
+    if _is_pipe(in_fd):
 
-    async def receive() -> bytes:
-        try:
-            return await chunks_out.receive()
-        except anyio.EndOfStream:
-            return b""
+        async def receive() -> bytes:
+            # Readiness on the loop, then a read that returns what is there at once:
+            # no thread hop per message, and nothing blocked to hold up process exit.
+            await anyio.wait_readable(in_fd)
+            try:
+                return os.read(in_fd, 65536)
+            except OSError:
+                return b""
+
+    else:  # a regular file or a terminal: epoll cannot wait on every kind of fd
+        chunks_in, chunks_out = anyio.create_memory_object_stream[bytes](max_buffer_size=16)
+        _start_reader(in_fd, chunks_in, anyio.lowlevel.current_token())
+
+        async def receive() -> bytes:
+            try:
+                return await chunks_out.receive()
+            except anyio.EndOfStream:
+                return b""
 
     async def send(data: bytes) -> None:
+        # A write of at most PIPE_BUF bytes to a pipe with room never blocks, so it
+        # is done on the loop; larger writes, or a full pipe, go to a thread.
+        if len(data) <= select.PIPE_BUF and _writable(out_fd):
+            _write_all(out_fd, data)
+            return
         await anyio.to_thread.run_sync(_write_all, out_fd, data)
 
     return await serve_connection(daemon, receive, send)
