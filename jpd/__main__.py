@@ -8,6 +8,7 @@ Exit codes: on stdio, 0 after `shutdown` + `exit` (or `daemon/stop`), else 1. Wi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import logging.handlers
 import os
@@ -50,10 +51,12 @@ def _log_level(explicit: str | None, env: Mapping[str, str], listening: bool) ->
     return "WARNING"
 
 
-def _setup_logging(level: str, env: Mapping[str, str], listening: bool) -> None:
+def _setup_logging(level: str, env: Mapping[str, str], listening: bool) -> Path | None:
     """stdio: logs to stderr. Listening: to `<log dir>/jpd.log` (rotated), and to stderr
-    only when it is a terminal (a daemon started by `jp` has its stderr in that file)."""
+    only when it is a terminal (a daemon started by `jp` has its stderr in that file).
+    Returns the log file, if any."""
     handlers: list[logging.Handler] = []
+    log_file: Path | None = None
     if listening:
         directory = log_dir(env)
         try:
@@ -63,12 +66,14 @@ def _setup_logging(level: str, env: Mapping[str, str], listening: bool) -> None:
                     directory / "jpd.log", maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS
                 )
             )
+            log_file = (directory / "jpd.log").absolute()
         except OSError as exc:
             print(f"jpd: warning: cannot log to {directory}: {exc}", file=sys.stderr)
     if not listening or sys.stderr.isatty() or not handlers:
         handlers.append(logging.StreamHandler(sys.stderr))
     logging.basicConfig(level=level, format=LOG_FORMAT, handlers=handlers, force=True)
     logging.getLogger("pygls").setLevel(logging.WARNING)
+    return log_file
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         metavar="PATH",
         help="serve many clients on a Unix socket (default: $JP_SOCKET, else "
-        "<user runtime dir>/jp/jpd.sock) instead of one client on stdio",
+        "<user runtime dir>/jp/jpd.sock, or jpd-<hash>.sock for a $JP_DATA_DIR of its own) "
+        "instead of one client on stdio",
     )
     parser.add_argument(
         "--log-level",
@@ -95,10 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     listening = args.listen is not None
     level = _log_level(args.log_level, env, listening)
     try:
-        _setup_logging(level, env, listening)
+        log_file = _setup_logging(level, env, listening)
     except ValueError as exc:  # an unknown level name
         parser.error(str(exc))
-    settings = Settings.from_env()
+    settings = dataclasses.replace(Settings.from_env(), log_file=log_file)
     server = create_server(settings)
     if listening:
         path = Path(args.listen) if args.listen else None

@@ -15,7 +15,9 @@ class Settings:
     """Where the daemon keeps data and which environment its config reads."""
 
     data_dir: Path
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    log_file: Path | None = None
+    """Where a listening daemon logs (shown by `daemon/status`); None: stderr only."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

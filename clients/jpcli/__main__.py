@@ -321,7 +321,15 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
     out, err = output.out, output.err
     command, action = args.command, getattr(args, "action", None)
     if command in ("query", "q"):
-        return commands.query(connection, **inputs, output=output, prompter=prompter)
+        from jpcli.daemon import client_environment
+
+        return commands.query(
+            connection,
+            **inputs,
+            output=output,
+            prompter=prompter,
+            environment=client_environment(),
+        )
     if command == "attach":
         return commands.attach(
             connection,

@@ -91,6 +91,9 @@ def daemon_status(connection: Connection, *, out: TextIO, as_json: bool) -> int:
         f"jpd {result.get('version', '?')}, pid {result.get('pid', '?')}, up {up}",
         f"socket:  {result.get('socketPath') or 'none (a private daemon on stdio)'}",
         f"clients: {result.get('clients', '?')} (this one included)",
+        f"data:    {result.get('dataDir', '?')}",
+        f"config:  {result.get('configPath', '?')} (when a request sends no environment)",
+        f"log:     {result.get('logFile') or 'stderr'}",
         f"running turns: {len(turns)}",
         *(f"  {_turn_row(turn)}" for turn in turns),
     ]

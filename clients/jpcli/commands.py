@@ -118,6 +118,7 @@ def query(
     non_interactive: bool = False,
     output: Output,
     prompter: TerminalPrompter | None = None,
+    environment: Mapping[str, Any] | None = None,
 ) -> int:
     """Run one turn and stream it (or, with `detach`, start it and print its ids).
 
@@ -141,6 +142,8 @@ def query(
             params["tools"] = [dict(toggle) for toggle in tools]
         if non_interactive:
             params["detached"] = "deny"
+        if environment is not None:
+            params["environment"] = dict(environment)
         if interrupts.requested:
             return EXIT_CANCELLED  # Ctrl-C before anything started: nothing to cancel
         try:

@@ -44,6 +44,16 @@ def open_daemon_log(log_file: Path, command: Sequence[str]) -> int:
     return fd
 
 
+def client_environment() -> dict[str, Any]:
+    """This process's working directory and environment, sent with each `turn/start`
+    and `tool/call` so that the shared daemon runs the turn as this shell would
+    (protocol.md 5.5): `JP_CONFIG`, provider keys, the tools' environment."""
+    environment: dict[str, Any] = {"env": dict(os.environ)}
+    with contextlib.suppress(OSError):  # a deleted working directory
+        environment["cwd"] = os.getcwd()
+    return environment
+
+
 class DaemonError(Exception):
     """The daemon could not be reached or went away; the message is one line for the user."""
 
@@ -67,18 +77,22 @@ def log_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def initialize(
-    connection: Connection, workspace_root: str, capabilities: Mapping[str, Any]
+    connection: Connection,
+    workspace_root: str,
+    capabilities: Mapping[str, Any],
+    data_dir: str | None = None,
 ) -> dict[str, Any]:
-    """The `initialize` handshake; returns the daemon's `serverInfo`."""
-    result = connection.request(
-        "initialize",
-        {
-            "protocolVersion": PROTOCOL_VERSION,
-            "clientInfo": {"name": "jp", "version": __version__},
-            "capabilities": dict(capabilities),
-            "workspaceRoot": workspace_root,
-        },
-    )
+    """The `initialize` handshake; returns the daemon's `serverInfo`. With `data_dir`,
+    a daemon serving another data dir refuses (-32006)."""
+    params: dict[str, Any] = {
+        "protocolVersion": PROTOCOL_VERSION,
+        "clientInfo": {"name": "jp", "version": __version__},
+        "capabilities": dict(capabilities),
+        "workspaceRoot": workspace_root,
+    }
+    if data_dir is not None:
+        params["dataDir"] = data_dir
+    result = connection.request("initialize", params)
     connection.notify("initialized", {})
     info = result.get("serverInfo") if isinstance(result, dict) else None
     return info if isinstance(info, dict) else {}
@@ -133,7 +147,10 @@ class SocketDaemon:
                 self.on_connect(self._connection)
             try:
                 self.server_info = initialize(
-                    self._connection, self.workspace_root, self.capabilities
+                    self._connection,
+                    self.workspace_root,
+                    self.capabilities,
+                    data_dir=paths.data_dir(self.env),
                 )
                 return self._connection
             except ConnectionClosed:

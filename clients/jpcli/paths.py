@@ -20,11 +20,38 @@ _PRIVATE = 0o700
 
 
 def socket_path(env: Mapping[str, str]) -> str:
-    """`$JP_SOCKET`, else `<user runtime dir>/jp/jpd.sock` (as `jpd --listen` uses)."""
+    """`$JP_SOCKET`, else `<user runtime dir>/jp/jpd.sock` (as `jpd --listen` uses); a
+    `$JP_DATA_DIR` other than the default has a daemon of its own: `jpd-<hash>.sock`."""
     override = env.get("JP_SOCKET", "").strip()
     if override:
         return override
-    return os.path.join(runtime_dir(env), SOCKET_NAME)
+    name = SOCKET_NAME
+    explicit = env.get("JP_DATA_DIR", "").strip()
+    if explicit:
+        path = os.path.abspath(os.path.expanduser(explicit))
+        if path != os.path.abspath(default_data_dir(env)):
+            import hashlib
+
+            name = f"jpd-{hashlib.sha256(path.encode()).hexdigest()[:12]}.sock"
+    return os.path.join(runtime_dir(env), name)
+
+
+def data_dir(env: Mapping[str, str]) -> str:
+    """`$JP_DATA_DIR` (absolute), else the user data dir (as `jpd` uses)."""
+    explicit = env.get("JP_DATA_DIR", "").strip()
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    return default_data_dir(env)
+
+
+def default_data_dir(env: Mapping[str, str]) -> str:
+    """`platformdirs.user_data_dir("jp")`: `<XDG_DATA_HOME or ~/.local/share>/jp`."""
+    if not sys.platform.startswith("linux"):
+        return _platformdirs("user_data_dir")
+    data = env.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(data):
+        data = os.path.expanduser("~/.local/share")
+    return os.path.join(data, APP)
 
 
 def log_file(env: Mapping[str, str]) -> str:

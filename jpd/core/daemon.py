@@ -23,10 +23,11 @@ from jpd.conversation.store import (
     new_conversation_id,
 )
 from jpd.core.hub import EventHub
+from jpd.core.request_env import RequestEnv, request_env
 from jpd.inquiry.pending import Desk
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import ToolToggle
+from jpd.protocol.client_requests import ClientEnvironment, ToolToggle
 from jpd.protocol.errors import (
     Busy,
     ConfigInvalid,
@@ -77,6 +78,10 @@ class Daemon:
             self._builtins = default_registry()
         return self._builtins
 
+    def request_env(self, link: ClientLink, environment: ClientEnvironment | None) -> RequestEnv:
+        """What a request runs with: the client's environment when sent (protocol.md 5.5)."""
+        return request_env(environment, link.workspace_root, self.settings.env)
+
     def _replay_limit(self) -> int:
         try:
             return self.load_config(None).daemon.replay_buffer
@@ -86,14 +91,20 @@ class Daemon:
             return 10_000
 
     def load_config(
-        self, workspace: Path | None, overrides: list[tuple[str, Mapping[str, Any]]] | None = None
+        self,
+        workspace: Path | None,
+        overrides: list[tuple[str, Mapping[str, Any]]] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> Config:
-        """Layered config for one request; errors become `ConfigInvalid` (-32003)."""
+        """Layered config for one request (`env`: the request's, None: the daemon's);
+        errors become `ConfigInvalid` (-32003)."""
         from jpd.config import ConfigError, load_config
 
         try:
             return load_config(
-                workspace=workspace, env=self.settings.env, overrides=overrides or []
+                workspace=workspace,
+                env=self.settings.env if env is None else env,
+                overrides=overrides or [],
             )
         except ConfigError as exc:
             raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
@@ -109,6 +120,7 @@ class Daemon:
         config: Mapping[str, Any] | None = None,
         toggles: list[ToolToggle] | None = None,
         detached: Any = None,
+        environment: ClientEnvironment | None = None,
     ) -> TurnInfo:
         """Validate everything, then start the turn as a task and return at once."""
         from jpd.core.turn import Turn, TurnSpec
@@ -116,14 +128,16 @@ class Daemon:
         from jpd.inquiry.backend import LlmInquiryBackend
         from jpd.llm.errors import ProviderUnavailable
 
+        renv = self.request_env(link, environment)
         overrides: list[tuple[str, Mapping[str, Any]]] = []
         if config:
             overrides.append(("turn/start config", config))
         if model is not None:
             overrides.append(("turn/start model", {"assistant": {"model": {"id": model}}}))
-        cfg = await anyio.to_thread.run_sync(self.load_config, link.workspace_root, overrides)
+        cfg = await anyio.to_thread.run_sync(self.load_config, renv.workspace, overrides, renv.env)
+        providers = self.providers.bound(renv.env)
         try:
-            provider = self.providers.get(cfg)
+            provider = providers.get(cfg)
         except ProviderUnavailable as exc:
             raise ProviderUnavailableError(exc.message) from exc
 
@@ -138,7 +152,7 @@ class Daemon:
         turn_id = "t-" + secrets.token_hex(6)
         tools = self._catalog(cfg, toggles or [])
         view = LateView()
-        backend = LlmInquiryBackend(view, provider, cfg, self.providers)
+        backend = LlmInquiryBackend(view, provider, cfg, providers)
         coordinator = make_coordinator(
             tools=tools,
             desk=self.desk,
@@ -146,8 +160,8 @@ class Daemon:
             backend=backend,
             conversation_id=conversation_id,
             turn_id=turn_id,
-            root=link.workspace_root or Path.cwd(),
-            env=self.settings.env,
+            root=renv.root,
+            env=renv.env,
             detached=detached,
         )
         params = cfg.assistant.model.parameters
@@ -264,9 +278,12 @@ class Daemon:
 
         return build_catalog(cfg, self.builtins, toggles)
 
-    async def list_tools(self, link: ClientLink) -> list[EffectiveTool]:
+    async def list_tools(
+        self, link: ClientLink, environment: ClientEnvironment | None = None
+    ) -> list[EffectiveTool]:
         """The effective tools for this client's workspace config."""
-        cfg = await anyio.to_thread.run_sync(self.load_config, link.workspace_root, None)
+        renv = self.request_env(link, environment)
+        cfg = await anyio.to_thread.run_sync(self.load_config, renv.workspace, None, renv.env)
         return list(self._catalog(cfg, []).values())
 
     async def call_tool(
@@ -276,13 +293,15 @@ class Daemon:
         arguments: dict[str, Any],
         conversation_id: str | None,
         detached: Any = None,
+        environment: ClientEnvironment | None = None,
     ) -> tuple[str, bool]:
         """Run one tool outside a turn, through the coordinator (questions included)."""
         from jpd.conversation import events as ev
         from jpd.core.turn_tools import NullLog, make_coordinator
         from jpd.llm.base import ToolCallPart
 
-        cfg = await anyio.to_thread.run_sync(self.load_config, link.workspace_root, None)
+        renv = self.request_env(link, environment)
+        cfg = await anyio.to_thread.run_sync(self.load_config, renv.workspace, None, renv.env)
         call_id = "call-" + secrets.token_hex(6)
         log: Any = NullLog()
         channel = conversation_id or call_id
@@ -300,8 +319,8 @@ class Daemon:
             backend=None,
             conversation_id=channel,
             turn_id=call_id,
-            root=link.workspace_root or Path.cwd(),
-            env=self.settings.env,
+            root=renv.root,
+            env=renv.env,
             detached=detached,
         )
         call = ToolCallPart(id=call_id, name=name, arguments=arguments)

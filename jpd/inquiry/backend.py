@@ -30,7 +30,7 @@ from jpd.inquiry.router import BackendError, QuestionContext
 from jpd.inquiry.trim import context_limit, fit_history
 from jpd.llm import base as llm
 from jpd.llm.errors import ProviderError
-from jpd.llm.registry import ProviderRegistry
+from jpd.llm.registry import ProviderSource
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class LlmInquiryBackend:
         view: TurnView,
         provider: llm.Provider,
         config: Config,
-        providers: ProviderRegistry,
+        providers: ProviderSource,
     ) -> None:
         self._view = view
         self._provider = provider

@@ -6,15 +6,17 @@ position in the script across turns.
 
 A hosted provider whose API key variable is unset is refused here, so
 `turn/start` fails with -32004 naming the variable before any conversation is
-created (the daemon's environment does not change, so the check holds for the
-cached provider too).
+created. Each request may bring the client's environment (protocol.md 5.5): the
+variables a provider reads (its key, its base URL) are part of the cache key, and a
+provider keeps only those variables, never the rest of a client's environment.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from jpd.llm.errors import ProviderUnavailable
 
@@ -25,6 +27,14 @@ if TYPE_CHECKING:
 KNOWN = ("test", "local", "anthropic", "openai", "openai-compatible")
 
 
+class ProviderSource(Protocol):
+    """Where a turn gets providers for other models (the inquiry backend)."""
+
+    def get(self, config: Config) -> Provider:
+        """The provider for `config.assistant.model`."""
+        ...
+
+
 class ProviderRegistry:
     """Creates providers on first use and caches them by their settings."""
 
@@ -32,22 +42,33 @@ class ProviderRegistry:
         self._env = dict(env)
         self._cache: dict[str, Provider] = {}
 
-    def get(self, config: Config) -> Provider:
-        """The provider for `config.assistant.model`, created if needed.
+    def get(self, config: Config, env: Mapping[str, str] | None = None) -> Provider:
+        """The provider for `config.assistant.model`, created if needed; `env` is the
+        request's environment (None: the daemon's).
 
         Raises `ProviderUnavailable` with a one-line, actionable message.
         """
         model = config.assistant.model
         name = model.provider
         section = _section(config, name)
-        key = f"{name}|{model.name if name == 'local' else ''}|{section}"
+        source = self._env if env is None else env
+        variables = {v: source[v] for v in _variables(config, name) if v in source}
+        # A digest, so that API keys are not kept in a readable cache key.
+        digest = hashlib.sha256(json.dumps(variables, sort_keys=True).encode()).hexdigest()
+        key = f"{name}|{model.name if name == 'local' else ''}|{section}|{digest}"
         provider = self._cache.get(key)
         if provider is None:
-            provider = self._create(name, model.name, config)
+            provider = self._create(name, model.name, config, variables)
             self._cache[key] = provider
         return provider
 
-    def _create(self, name: str, model_name: str, config: Config) -> Provider:
+    def bound(self, env: Mapping[str, str] | None) -> ProviderSource:
+        """This registry for one request's environment."""
+        return _Bound(self, env)
+
+    def _create(
+        self, name: str, model_name: str, config: Config, env: Mapping[str, str]
+    ) -> Provider:
         if name == "test":
             from jpd.llm.scripted import ScriptedProvider, load_script
 
@@ -63,14 +84,14 @@ class ProviderRegistry:
             from jpd.llm.anthropic import AnthropicProvider
 
             anthropic = config.providers.anthropic
-            self._require_key(anthropic.api_key_env, name)
-            return AnthropicProvider(**anthropic.model_dump(), env=self._env)
+            _require_key(env, anthropic.api_key_env, name)
+            return AnthropicProvider(**anthropic.model_dump(), env=env)
         if name == "openai":
             from jpd.llm.openai import OpenAIProvider
 
             openai = config.providers.openai
-            self._require_key(openai.api_key_env, name)
-            return OpenAIProvider(**openai.model_dump(), env=self._env)
+            _require_key(env, openai.api_key_env, name)
+            return OpenAIProvider(**openai.model_dump(), env=env)
         if name == "openai-compatible":
             from jpd.llm.openai import OpenAIProvider
 
@@ -81,19 +102,12 @@ class ProviderRegistry:
                     "providers.openai_compatible.base_url (e.g. http://localhost:11434/v1)"
                 )
             if section.api_key_env is not None:
-                self._require_key(section.api_key_env, name)
-            return OpenAIProvider.compatible(**section.model_dump(), env=self._env)
+                _require_key(env, section.api_key_env, name)
+            return OpenAIProvider.compatible(**section.model_dump(), env=env)
         raise ProviderUnavailable(
             f"unknown or unsupported provider {name!r} in assistant.model.id; "
             f"known providers: {', '.join(KNOWN)}"
         )
-
-    def _require_key(self, variable: str, provider: str) -> None:
-        """`ProviderUnavailable` naming `variable` when it is unset or blank."""
-        # Imported here: transport pulls in httpx, which only hosted models need.
-        from jpd.llm.transport import read_api_key
-
-        read_api_key(self._env, variable, provider)
 
     @staticmethod
     def _local(model_name: str, config: Config) -> Provider:
@@ -122,6 +136,35 @@ class ProviderRegistry:
         providers, self._cache = list(self._cache.values()), {}
         for provider in providers:
             await provider.aclose()
+
+
+class _Bound:
+    def __init__(self, registry: ProviderRegistry, env: Mapping[str, str] | None) -> None:
+        self._registry = registry
+        self._env = env
+
+    def get(self, config: Config) -> Provider:
+        return self._registry.get(config, self._env)
+
+
+def _require_key(env: Mapping[str, str], variable: str, provider: str) -> None:
+    """`ProviderUnavailable` naming `variable` when it is unset or blank."""
+    # Imported here: transport pulls in httpx, which only hosted models need.
+    from jpd.llm.transport import read_api_key
+
+    read_api_key(env, variable, provider)
+
+
+def _variables(config: Config, name: str) -> tuple[str, ...]:
+    """The environment variables the provider `name` reads."""
+    if name == "anthropic":
+        return (config.providers.anthropic.api_key_env, "ANTHROPIC_BASE_URL")
+    if name == "openai":
+        return (config.providers.openai.api_key_env, "OPENAI_BASE_URL")
+    if name == "openai-compatible":
+        variable = config.providers.openai_compatible.api_key_env
+        return (variable,) if variable is not None else ()
+    return ()
 
 
 def _section(config: Config, name: str) -> str:

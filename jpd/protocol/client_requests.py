@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from jpd.protocol.base import WireModel, WireParams
 from jpd.protocol.server_requests import PendingInfo
@@ -48,6 +48,28 @@ class InitializeParams(WireParams):
     capabilities: ClientCapabilitiesParams = Field(default_factory=ClientCapabilitiesParams)
     workspace_root: str | None = None
     """Absolute path of the client's workspace (for `.jp/config.toml`); optional."""
+    data_dir: str | None = None
+    """The data dir the client expects (absolute); refused when it is not the daemon's."""
+
+
+class ClientEnvironment(WireParams):
+    """What one request runs with, from the client (protocol.md 5.5 "Client environment").
+
+    Used for that request only: never persisted, logged, or shown to another client.
+    """
+
+    cwd: str | None = None
+    """Absolute working directory: the workspace for `.jp/config.toml` and the tools' root."""
+    env: dict[str, str] | None = Field(default=None, repr=False)
+    """The client's environment variables. When sent, they replace the daemon's for this
+    request: `JP_CONFIG`, provider API keys, and the tool subprocesses' environment."""
+
+    @field_validator("cwd")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError("must be an absolute path")
+        return value
 
 
 class ServerInfo(WireModel):
@@ -83,6 +105,8 @@ class TurnStartParams(WireParams):
     """The detached policy for this turn's questions and permissions (overrides config)."""
     tools: list[ToolToggle] = Field(default_factory=list)
     """Per-turn tool toggles, applied left to right (`-t`/`-T` of `jp query`)."""
+    environment: ClientEnvironment | None = Field(default=None, repr=False)
+    """The client's working directory and environment for this turn only."""
 
 
 class TurnStartResult(WireModel):
@@ -139,6 +163,7 @@ class TurnListResult(WireModel):
 
 class ToolListParams(WireParams):
     conversation_id: str | None = None
+    environment: ClientEnvironment | None = Field(default=None, repr=False)
 
 
 class ToolInfo(WireModel):
@@ -162,6 +187,8 @@ class ToolCallParams(WireParams):
     arguments: dict[str, Any] = Field(default_factory=dict)
     conversation_id: str | None = None
     detached: Literal["auto", "defaults", "deny", "defer"] | None = None
+    environment: ClientEnvironment | None = Field(default=None, repr=False)
+    """The client's working directory and environment for this call only."""
 
 
 class ToolCallResult(WireModel):
@@ -203,6 +230,12 @@ class DaemonStatusResult(WireModel):
     clients: int
     """Open connections, the asking one included."""
     running_turns: list[TurnInfo]
+    data_dir: str
+    """Where conversations are stored."""
+    config_path: str
+    """The user config file the daemon reads when a request sends no environment."""
+    log_file: str | None = None
+    """The daemon's log file; absent when it logs to stderr only (stdio)."""
 
 
 class DaemonStopResult(WireModel):

@@ -70,3 +70,9 @@ class Busy(JpdError):
     """The conversation already has a running turn."""
 
     code = -32005
+
+
+class WrongDaemon(JpdError):
+    """The client expects another data dir than the daemon serves (protocol.md 5.1)."""
+
+    code = -32006

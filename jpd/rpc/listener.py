@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import logging
 import os
 import socket
@@ -50,14 +51,28 @@ class SocketInUse(ListenError):
 
 
 def default_socket_path(env: Mapping[str, str]) -> Path:
-    """`$JP_SOCKET`, else `platformdirs.user_runtime_dir("jp")/jpd.sock`."""
+    """`$JP_SOCKET`, else `platformdirs.user_runtime_dir("jp")/jpd.sock`: one daemon per
+    data dir, so a `$JP_DATA_DIR` other than the default gets `jpd-<hash>.sock`
+    (protocol.md 2.1)."""
     override = env.get("JP_SOCKET", "").strip()
     if override:
         return Path(override)
     with warnings.catch_warnings():
         # platformdirs warns when it falls back from XDG_RUNTIME_DIR; the path is what counts.
         warnings.simplefilter("ignore")
-        return Path(platformdirs.user_runtime_dir("jp")) / SOCKET_NAME
+        runtime = Path(platformdirs.user_runtime_dir("jp"))
+        default_data = platformdirs.user_data_dir("jp")
+    return runtime / socket_name(env.get("JP_DATA_DIR", ""), default_data)
+
+
+def socket_name(data_dir: str, default_data_dir: str) -> str:
+    """`jpd.sock` for the default data dir, else `jpd-<12 hex of sha256(abs path)>.sock`."""
+    if not data_dir.strip():
+        return SOCKET_NAME
+    path = os.path.abspath(os.path.expanduser(data_dir))
+    if path == os.path.abspath(default_data_dir):
+        return SOCKET_NAME
+    return f"jpd-{hashlib.sha256(path.encode()).hexdigest()[:12]}.sock"
 
 
 def pid_path(socket_path: Path) -> Path:

@@ -19,6 +19,7 @@ from jpd.llm.registry import KNOWN
 from jpd.protocol import client_requests as wire
 from jpd.protocol.base import WireModel, WireParams
 from jpd.protocol.client_port import ClientCapabilities
+from jpd.protocol.errors import WrongDaemon
 from jpd.protocol.server_requests import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
 from jpd.rpc.session import Session
 
@@ -50,6 +51,11 @@ async def initialize(daemon: Daemon, session: Session, p: wire.InitializeParams)
         prompt_answer_types=frozenset(caps.prompt.answer_types if caps.prompt else ()),
         permission=caps.permission,
     )
+    if p.data_dir is not None and not _same_dir(p.data_dir, daemon.settings.data_dir):
+        raise WrongDaemon(
+            f"this jpd serves the data dir {daemon.settings.data_dir}, not {p.data_dir}; "
+            "use the daemon of that data dir (its own socket)"
+        )
     session.workspace_root_ = Path(p.workspace_root) if p.workspace_root else None
     session.client_name = p.client_info.name
     session.initialized = True
@@ -58,6 +64,10 @@ async def initialize(daemon: Daemon, session: Session, p: wire.InitializeParams)
         server_info=wire.ServerInfo(version=_version()),
         capabilities=wire.ServerCapabilities(methods=sorted(METHODS), providers=list(KNOWN)),
     )
+
+
+def _same_dir(a: str, b: Path) -> bool:
+    return os.path.realpath(os.path.expanduser(a)) == os.path.realpath(b)
 
 
 async def initialized(daemon: Daemon, session: Session, p: wire.NoParams) -> None:
@@ -84,6 +94,7 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
         config=p.config,
         toggles=list(p.tools),
         detached=p.detached,
+        environment=p.environment,
     )
     return wire.TurnStartResult(conversation_id=info.conversation_id, turn_id=info.turn_id)
 
@@ -144,7 +155,7 @@ async def conversation_delete(
 
 async def tool_list(daemon: Daemon, session: Session, p: wire.ToolListParams) -> WireModel:
     """The effective tools (enabled or not) with their JSON schemas."""
-    tools = await daemon.list_tools(session)
+    tools = await daemon.list_tools(session, p.environment)
     return wire.ToolListResult(
         tools=[
             wire.ToolInfo(
@@ -165,7 +176,7 @@ async def tool_list(daemon: Daemon, session: Session, p: wire.ToolListParams) ->
 async def tool_call(daemon: Daemon, session: Session, p: wire.ToolCallParams) -> WireModel:
     """Run one tool outside a turn; questions and permissions are asked as in a turn."""
     content, is_error = await daemon.call_tool(
-        session, p.name, p.arguments, p.conversation_id, p.detached
+        session, p.name, p.arguments, p.conversation_id, p.detached, p.environment
     )
     return wire.ToolCallResult(content=content, is_error=is_error)
 
@@ -183,6 +194,8 @@ async def inquiry_answer(daemon: Daemon, session: Session, p: InquiryAnswerParam
 
 async def daemon_status(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
     """The daemon process: pid, version, uptime, socket, clients, running turns."""
+    from jpd.config import user_config_path
+
     host = session.host
     assert host is not None  # the boundary always sets one
     return wire.DaemonStatusResult(
@@ -192,6 +205,9 @@ async def daemon_status(daemon: Daemon, session: Session, p: wire.NoParams) -> W
         socket_path=str(host.socket_path) if host.socket_path is not None else None,
         clients=host.client_count(),
         running_turns=daemon.running_turns(),
+        data_dir=str(daemon.settings.data_dir),
+        config_path=str(user_config_path(daemon.settings.env)),
+        log_file=str(daemon.settings.log_file) if daemon.settings.log_file else None,
     )
 
 

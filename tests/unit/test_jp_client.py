@@ -363,7 +363,9 @@ def received(log: Path) -> list[dict[str, Any]]:
 
 
 def sent_params(log: Path, method: str) -> list[Any]:
-    return [m.get("params") for m in received(log) if m.get("method") == method]
+    """Params of each `method` sent, without the client environment (checked on its own)."""
+    params = [m.get("params") for m in received(log) if m.get("method") == method]
+    return [{k: v for k, v in p.items() if k != "environment"} for p in params]
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -384,6 +386,9 @@ def test_query_streams_text_and_shuts_down(fake: Path, capsys: pytest.CaptureFix
     assert sent_params(fake, "turn/start") == [
         {"message": "hello there", "conversationId": "c-new"}
     ]
+    # The turn runs with this process's environment and working directory.
+    started = [m["params"] for m in messages if m.get("method") == "turn/start"]
+    assert started[0]["environment"] == {"env": dict(os.environ), "cwd": os.getcwd()}
 
 
 def test_query_new_or_no_conversation_starts_fresh(
@@ -401,7 +406,9 @@ def test_query_sends_model_and_config(fake: Path, capsys: pytest.CaptureFixture[
         capsys,
     )
     assert code == 0
-    assert json.loads(out) == {
+    echoed = json.loads(out)
+    assert echoed.pop("environment")["cwd"] == os.getcwd()
+    assert echoed == {
         "message": "echo",
         "model": "test/m",
         "config": {"a": {"b": [2], "c": "x"}},

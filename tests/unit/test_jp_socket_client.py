@@ -236,6 +236,7 @@ def test_non_interactive_asks_for_the_deny_policy(
         for m in map(json.loads, log.read_text().splitlines())
         if m.get("method") == "turn/start"
     ]
+    assert [s.pop("environment")["cwd"] for s in starts] == [os.getcwd()]
     assert starts == [{"message": "hi", "detached": "deny"}]
 
 
