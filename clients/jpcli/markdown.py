@@ -12,11 +12,12 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
-from jpcli.render import TurnRenderer
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.segment import Segment
+
+from jpcli.render import TurnRenderer
 
 _REFRESH = 0.05  # seconds between redraws of the live block
 _QUIET_KINDS = ("text_delta", "usage")  # events that print nothing on stderr

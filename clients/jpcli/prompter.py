@@ -15,11 +15,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from jpcli.prompts import BadPrompt, PromptIO, Prompts
+from jpcli.prompts import ANSWER_TYPES, BadPrompt, PromptIO, Prompts
 from jpcli.rpc import INVALID_PARAMS, REQUEST_CANCELLED, Connection, RpcError
 from jpcli.tty import PromptCancelled, PromptDismissed, open_terminal
 
-ANSWER_TYPES = ("boolean", "select", "text", "secret")
 CAPABILITIES: dict[str, Any] = {"prompt": {"answerTypes": list(ANSWER_TYPES)}, "permission": True}
 """What `jp` declares in `initialize` when a person can be asked on a terminal."""
 

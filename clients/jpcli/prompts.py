@@ -21,6 +21,8 @@ RESET = "\x1b[0m"
 _PREVIEW_LINES = 8
 _PREVIEW_WIDTH = 160
 _YES = ("y", "yes")
+ANSWER_TYPES = ("boolean", "select", "text", "secret")
+"""The answer types `jp` can prompt (declared in `initialize`); the daemon sends no others."""
 _NO = ("n", "no")
 
 
@@ -96,7 +98,7 @@ class Prompts:
         text = question.get("text")
         answer_type = _table(question, "answerType")
         kind = answer_type.get("type")
-        if not isinstance(text, str) or kind not in ("boolean", "select", "text", "secret"):
+        if not isinstance(text, str) or kind not in ANSWER_TYPES:
             raise BadPrompt("inquiry/prompt needs question.text and a known answerType")
         label = params.get("promptLabel") or params.get("toolName") or "question"
         lines = [self._header(str(label))]

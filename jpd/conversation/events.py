@@ -1,7 +1,9 @@
 """Persisted conversation events: one JSON object per line in `events.jsonl`.
 
-The `type` field discriminates; shapes follow DESIGN.md and RFD 082/083.
-Unknown cancellation reasons are kept verbatim so newer logs still load.
+The `type` field discriminates; shapes follow protocol.md section 12. The question of
+an `inquiry_request` is the one question model (`jpd.protocol.question`), stored by
+field name (snake_case). Unknown cancellation reasons are kept verbatim so newer logs
+still load.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from jpd.protocol.question import Question
 
 
 def now() -> datetime:
@@ -72,25 +76,6 @@ class ToolCallResponse(_Event):
 # --- inquiries (RFD 082 / 083) -------------------------------------------------------
 
 
-class AnswerType(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    type: Literal["boolean", "select", "text", "secret"]
-    options: list[str] | None = None
-
-
-class InquiryQuestion(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    id: str
-    text: str
-    context: str | None = None
-    answer_type: AnswerType
-    default: Any = None
-    exclusive: bool = False
-    persistence: Literal["turn", "none"] = "turn"
-
-
 class ToolSource(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     type: Literal["tool"] = "tool"
@@ -109,7 +94,7 @@ class InquiryRequest(_Event):
     type: Literal["inquiry_request"] = "inquiry_request"
     id: str
     source: InquirySource
-    question: InquiryQuestion
+    question: Question
 
 
 KNOWN_CANCELLATION_REASONS = (

@@ -20,7 +20,6 @@ context when config knows it (see `trim.py`).
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any, Protocol
 
@@ -31,6 +30,7 @@ from jpd.inquiry.trim import context_limit, fit_history
 from jpd.llm import base as llm
 from jpd.llm.errors import ProviderError
 from jpd.llm.registry import ProviderSource
+from jpd.protocol.question import validate_answer
 
 log = logging.getLogger(__name__)
 
@@ -215,11 +215,9 @@ def specialised_tools(
 ) -> tuple[llm.ToolDefinition, ...]:
     """`tools` with `answer_inquiry` narrowed to this inquiry's id and answer values."""
     answer: dict[str, Any] = {"type": "string"}
-    kind = ctx.question.answer_type.type
-    if kind == "boolean":
-        answer["enum"] = ["true", "false"]
-    elif kind == "select":
-        answer["enum"] = list(getattr(ctx.question.answer_type, "options", []))
+    choices = ctx.question.answer_type.choices()
+    if choices is not None:
+        answer["enum"] = choices
     schema = {
         "type": "object",
         "properties": {
@@ -236,14 +234,6 @@ def specialised_tools(
 def question_prompt(ctx: QuestionContext) -> str:
     """The appended user message: the question and how to answer it."""
     q = ctx.question
-    kind = q.answer_type.type
-    if kind == "boolean":
-        how = "Answer exactly `true` or `false`."
-    elif kind == "select":
-        options = getattr(q.answer_type, "options", [])
-        how = "Answer with exactly one of: " + ", ".join(json.dumps(o) for o in options) + "."
-    else:
-        how = "Answer with free-form text."
     parts = [
         f"The tool `{ctx.tool_name}` (call {ctx.tool_call_id}) needs input before it can "
         "continue. Answer its question by calling the `answer_inquiry` tool with "
@@ -252,7 +242,7 @@ def question_prompt(ctx: QuestionContext) -> str:
     if q.context:
         parts.append(f"Context:\n{q.context}")
     parts.append(f"Question: {q.text}")
-    parts.append(how)
+    parts.append(q.answer_type.instructions())
     return "\n\n".join(parts)
 
 
@@ -264,15 +254,4 @@ def parse_answer(ctx: QuestionContext, arguments: dict[str, Any]) -> Any:
     raw = arguments.get("answer")
     if not isinstance(raw, str):
         raise ValueError("answer must be a string")
-    kind = ctx.question.answer_type.type
-    if kind == "boolean":
-        lowered = raw.strip().lower()
-        if lowered not in ("true", "false"):
-            raise ValueError(f"{raw!r} is not `true` or `false`")
-        return lowered == "true"
-    if kind == "select":
-        options = getattr(ctx.question.answer_type, "options", [])
-        if raw not in options:
-            raise ValueError(f"{raw!r} is not one of {', '.join(options)}")
-        return raw
-    return raw
+    return validate_answer(ctx.question, ctx.question.answer_type.from_text(raw))

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import anyio
 
 from jpd.conversation import events as ev
+from jpd.protocol.question import Question
 
 
 class EventLog(Protocol):
@@ -37,7 +38,7 @@ class InquiryRecorder:
         self,
         inquiry_id: str,
         source: ev.ToolSource | ev.AssistantSource,
-        question: ev.InquiryQuestion,
+        question: Question,
     ) -> None:
         """Record the question and fsync, before anybody is asked."""
         self._log.append(
@@ -46,10 +47,10 @@ class InquiryRecorder:
         )
         await anyio.to_thread.run_sync(self._log.sync, self._conversation_id)
 
-    def answered(self, inquiry_id: str, question: ev.InquiryQuestion, answer: Any) -> None:
+    def answered(self, inquiry_id: str, question: Question, answer: Any) -> None:
         """Record an answer (`redacted` for a secret question)."""
         outcome: ev.Answered | ev.Redacted
-        if question.answer_type.type == "secret":
+        if question.secret:
             outcome = ev.Redacted(id=inquiry_id)
         else:
             outcome = ev.Answered(id=inquiry_id, answer=answer)

@@ -10,7 +10,7 @@ routing decision and closed with exactly one response.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import anyio
@@ -22,15 +22,13 @@ from jpd.inquiry import messages
 from jpd.inquiry.pending import Answer, Desk, Request, now
 from jpd.inquiry.recorder import InquiryRecorder
 from jpd.protocol.client_port import ClientLink
+from jpd.protocol.question import Question, validate_answer
 from jpd.protocol.server_requests import (
-    AnswerTypeWire,
     InquiryPromptParams,
     InquiryPromptResult,
     PendingInfo,
-    QuestionWire,
     SourceWire,
 )
-from jpd.tools.outcome import Question, question_to_inquiry, validate_answer
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +54,6 @@ class QuestionContext:
     detached_timeout: float
     detached_fallback: DetachedMode
     inquiry_id: str = ""
-    persisted: ev.InquiryQuestion = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.persisted = question_to_inquiry(self.question)
 
     @property
     def exclusive(self) -> bool:
@@ -69,7 +63,8 @@ class QuestionContext:
 
     @property
     def secret(self) -> bool:
-        return self.question.answer_type.type == "secret"
+        """Never answered by a model, persisted, or remembered."""
+        return self.question.secret
 
     @property
     def cache_key(self) -> str:
@@ -118,7 +113,7 @@ class Router:
     async def resolve(self, ctx: QuestionContext) -> Resolved | Failed:
         """Answer `ctx.question` or fail; records the request and its response."""
         ctx.inquiry_id = self._recorder.next_id(ctx.tool_call_id, ctx.question.id)
-        await self._recorder.request(ctx.inquiry_id, ctx.source, ctx.persisted)
+        await self._recorder.request(ctx.inquiry_id, ctx.source, ctx.question)
         try:
             return await self._route(ctx)
         except anyio.get_cancelled_exc_class():
@@ -219,7 +214,7 @@ class Router:
         return self._fail(ctx, "user", messages.cancelled_by_user(ctx.tool_name))
 
     def _answered(self, ctx: QuestionContext, value: Any, *, remember: bool) -> Resolved:
-        self._recorder.answered(ctx.inquiry_id, ctx.persisted, value)
+        self._recorder.answered(ctx.inquiry_id, ctx.question, value)
         if remember and ctx.cacheable:
             self._cache[ctx.cache_key] = value
         return Resolved(value)
@@ -238,16 +233,8 @@ class Router:
             tool_name=ctx.tool_name,
             source=SourceWire(type=ctx.source.type, name=getattr(ctx.source, "name", None)),
             prompt_label=label,
-            question=QuestionWire(
-                id=q.id,
-                text=q.text,
-                context=q.context,
-                answer_type=AnswerTypeWire(
-                    type=q.answer_type.type, options=getattr(q.answer_type, "options", None)
-                ),
-                default=None if ctx.secret else q.default,
-                exclusive=ctx.exclusive,
-                persistence=q.persistence,
+            question=q.model_copy(
+                update={"default": None if ctx.secret else q.default, "exclusive": ctx.exclusive}
             ),
         )
 

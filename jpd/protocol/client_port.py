@@ -6,11 +6,11 @@ The rpc layer implements `ClientLink`; the core never sees a transport.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-AnswerTypeName = Literal["boolean", "select", "text", "secret"]
+from jpd.protocol.question import AnswerTypeName
 
 
 class ClientCapabilities(BaseModel):

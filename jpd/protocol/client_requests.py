@@ -10,12 +10,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from jpd.protocol.base import WireModel, WireParams
+from jpd.protocol.question import AnswerTypeName
 from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 
 PROTOCOL_VERSION = 1
-
-AnswerTypeName = Literal["boolean", "select", "text", "secret"]
 
 # --- lifecycle -----------------------------------------------------------------------
 

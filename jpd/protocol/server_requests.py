@@ -8,21 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from jpd.protocol.base import WireModel, WireParams
-
-
-class AnswerTypeWire(WireModel):
-    type: Literal["boolean", "select", "text", "secret"]
-    options: list[str] | None = None
-
-
-class QuestionWire(WireModel):
-    id: str
-    text: str
-    context: str | None = None
-    answer_type: AnswerTypeWire
-    default: Any = None
-    exclusive: bool = False
-    persistence: Literal["turn", "none"] = "turn"
+from jpd.protocol.question import Question
 
 
 class SourceWire(WireModel):
@@ -39,7 +25,9 @@ class InquiryPromptParams(WireModel):
     tool_name: str
     source: SourceWire
     prompt_label: str | None = None
-    question: QuestionWire
+    question: Question
+    """Dumped by alias (`answerType`); `exclusive` with the config override applied, no
+    `default` for a secret question."""
     previous_error: str | None = None
     """Set when this client's previous answer was invalid; the question stays open."""
 

@@ -1,9 +1,8 @@
-"""What a tool reports back: success, failure, or a question (DESIGN.md "Local tool protocol").
+"""What a tool reports back: success, failure, or a question (protocol.md section 9.4).
 
 A local tool prints one JSON outcome on stdout; `parse_outcome` turns that output
-and the exit status into an `Outcome`. The older wire shapes (`"answer_type":
-"Boolean"`, `{"Select": {"options": [...]}}`, `pre_amble`) are read too, so tools
-written for earlier versions keep working.
+and the exit status into an `Outcome`. The question of `needs_input` is the one
+question model (`jpd.protocol.question`), which also reads the older tool shapes.
 
 Outcome models ignore unknown keys: a tool written against a newer protocol should
 still be understood by this build rather than rejected over a field it adds.
@@ -13,13 +12,11 @@ from __future__ import annotations
 
 import json
 import signal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from jpd.conversation.events import AnswerType as InquiryAnswerType
-from jpd.conversation.events import InquiryQuestion
-from jpd.tools.schema import json_type
+from jpd.protocol.question import Question
 
 EXCERPT_LIMIT = 8_000
 """Characters of tool output quoted in a failure message (head and tail kept)."""
@@ -27,75 +24,6 @@ EXCERPT_LIMIT = 8_000
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-# --- answer types ------------------------------------------------------------------
-
-
-class BooleanAnswer(_Wire):
-    type: Literal["boolean"] = "boolean"
-
-
-class SelectAnswer(_Wire):
-    type: Literal["select"] = "select"
-    options: Annotated[list[str], Field(min_length=1)]
-
-
-class TextAnswer(_Wire):
-    type: Literal["text"] = "text"
-
-
-class SecretAnswer(_Wire):
-    """Free-form text that is never echoed nor persisted (RFD 082)."""
-
-    type: Literal["secret"] = "secret"
-
-
-AnswerType = Annotated[
-    BooleanAnswer | SelectAnswer | TextAnswer | SecretAnswer, Field(discriminator="type")
-]
-
-_LEGACY_ANSWER_TYPES = {"boolean", "select", "text", "secret"}
-
-
-def _normalize_answer_type(value: Any) -> Any:
-    """Rewrite the older serde shapes to `{"type": ..., "options"?: ...}`."""
-    # `"Boolean"`, `"Text"`, `"Secret"`: externally tagged unit variants.
-    if isinstance(value, str) and value.lower() in _LEGACY_ANSWER_TYPES:
-        return {"type": value.lower()}
-    # `{"Select": {"options": [...]}}`: an externally tagged struct variant.
-    if isinstance(value, dict) and "type" not in value and len(value) == 1:
-        ((key, body),) = value.items()
-        if isinstance(key, str) and key.lower() in _LEGACY_ANSWER_TYPES:
-            fields = dict(body) if isinstance(body, dict) else {}
-            return {**fields, "type": key.lower()}
-    return value
-
-
-class Question(_Wire):
-    """A question a tool asks before it can finish (RFD 028/082/083)."""
-
-    id: Annotated[str, Field(min_length=1)]
-    text: str
-    context: str | None = None
-    """Shown before the question; `pre_amble` in older tools."""
-    answer_type: AnswerType
-    default: Any = None
-    exclusive: bool = False
-    persistence: Literal["turn", "none"] = "turn"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_shapes(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        preamble = data.pop("pre_amble", None)
-        if data.get("context") is None and preamble is not None:
-            data["context"] = preamble
-        if "answer_type" in data:
-            data["answer_type"] = _normalize_answer_type(data["answer_type"])
-        return data
 
 
 # --- outcomes ----------------------------------------------------------------------
@@ -210,62 +138,3 @@ def parse_outcome(stdout: str, exit_code: int, *, name: str | None = None) -> Ou
             'expected {"type": "success" | "error" | "needs_input", ...}. '
             f"Its output:\n{excerpt(stdout.strip())}"
         )
-
-
-# --- questions and answers ---------------------------------------------------------
-
-
-def question_to_inquiry(question: Question) -> InquiryQuestion:
-    """The persisted form of `question` (for the `inquiry_request` event)."""
-    answer_type = question.answer_type
-    options = answer_type.options if isinstance(answer_type, SelectAnswer) else None
-    return InquiryQuestion(
-        id=question.id,
-        text=question.text,
-        context=question.context,
-        answer_type=InquiryAnswerType(type=answer_type.type, options=options),
-        default=question.default,
-        exclusive=question.exclusive,
-        persistence=question.persistence,
-    )
-
-
-class InvalidAnswer(ValueError):
-    """An answer does not fit the question's answer type."""
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _json_type(value: Any) -> str:
-    """The JSON type of `value` with an article, for messages ("a string", "null")."""
-    name = json_type(value)
-    if name in ("integer", "number"):
-        return "a number"
-    if name in ("array", "object"):
-        return f"an {name}"
-    return name if name == "null" else f"a {name}"
-
-
-def validate_answer(question: Question, value: Any) -> Any:
-    """Return `value` if it answers `question`, else raise `InvalidAnswer`.
-
-    Boolean questions take a JSON boolean, select questions one of the options
-    (exactly), text and secret questions a string. The message never quotes the
-    value of a secret answer.
-    """
-    answer_type = question.answer_type
-    where = f"answer to question {question.id!r}"
-    if isinstance(answer_type, BooleanAnswer):
-        if not isinstance(value, bool):
-            raise InvalidAnswer(f"{where} must be true or false, got {_describe(value)}")
-    elif isinstance(answer_type, SelectAnswer):
-        if not isinstance(value, str) or value not in answer_type.options:
-            choices = ", ".join(repr(option) for option in answer_type.options)
-            raise InvalidAnswer(f"{where} must be one of {choices}, got {_describe(value)}")
-    elif not isinstance(value, str):
-        # Text and secret; only the type is named, so a secret never leaks into logs.
-        raise InvalidAnswer(f"{where} must be a string, got {_json_type(value)}")
-    return value

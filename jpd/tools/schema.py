@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jpd.config.tools import ParameterConfig
+from jpd.protocol.json_types import json_type
 
 
 def _object_schema(params: Mapping[str, ParameterConfig]) -> dict[str, Any]:
@@ -55,25 +56,6 @@ def parameters_to_schema(params: Mapping[str, ParameterConfig]) -> dict[str, Any
 
 
 # --- validation --------------------------------------------------------------------
-
-
-def json_type(value: Any) -> str:
-    """The JSON Schema type name of a JSON value (`integer` for ints, not `number`)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 def _has_type(value: Any, expected: str) -> bool:

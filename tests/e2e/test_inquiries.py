@@ -185,6 +185,68 @@ async def test_client_only_gets_answer_types_it_declared(jpd_factory: StartJpd, 
     assert result["isError"] and daemon.prompts == []
 
 
+@pytest.mark.parametrize(
+    ("answer_type", "wire", "answers", "expected"),
+    [
+        (
+            {"type": "multi_select", "options": ["a", "b", "c"], "min_items": 1},
+            {"type": "multi_select", "options": ["a", "b", "c"], "minItems": 1},
+            [[], ["c", "a"]],
+            ["c", "a"],
+        ),
+        (
+            {"type": "number", "minimum": 1, "maximum": 10, "integer": True},
+            {"type": "number", "minimum": 1, "maximum": 10, "integer": True},
+            [2.5, 4.0],
+            4,
+        ),
+    ],
+)
+async def test_number_and_multi_select_questions_reach_clients_that_declare_them(
+    jpd_factory: StartJpd,
+    home: Path,
+    answer_type: dict[str, Any],
+    wire: dict[str, Any],
+    answers: list[Any],
+    expected: Any,
+) -> None:
+    kind = answer_type["type"]
+    daemon = await start(
+        jpd_factory,
+        home,
+        body=asker(json.dumps(answer_type)),
+        capabilities={"prompt": {"answerTypes": ["boolean", kind]}},
+    )
+    replies = iter(answers)
+
+    async def answer(params: dict[str, Any]) -> Any:
+        return {"answer": next(replies)}
+
+    daemon.on_prompt = answer
+    started, result = await run(daemon)
+    assert json.loads(result["content"].strip().removeprefix("got=")) == expected
+    first, second = daemon.prompts
+    assert first["question"]["answerType"] == wire
+    assert "previousError" in second
+    request, response = inquiry_pair(home, started["conversationId"])
+    assert request["question"]["answer_type"] == answer_type
+    assert response["answer"] == expected
+
+
+async def test_a_client_without_the_new_types_is_not_asked_them(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await start(
+        jpd_factory,
+        home,
+        body=asker('{"type": "number"}'),
+        capabilities={"prompt": {"answerTypes": ["boolean", "select", "text", "secret"]}},
+    )
+    _, result = await run(daemon, detached="deny")
+    assert result["isError"] and "detached policy is `deny`" in result["content"]
+    assert daemon.prompts == []
+
+
 async def test_remembered_answer_is_reused_within_turn_only_when_allowed(
     jpd_factory: StartJpd, home: Path
 ) -> None:
@@ -389,10 +451,15 @@ async def test_turn_cancelled_while_asking_dismisses_the_prompt_everywhere(
     daemon = await start(jpd_factory, home, capabilities={"prompt": {"answerTypes": ["boolean"]}})
     asked, release = asyncio.Event(), asyncio.Event()
 
+    finished = asyncio.Event()
+
     async def late(params: dict[str, Any]) -> Any:
         asked.set()
-        await release.wait()
-        return {"answer": True}
+        try:
+            await release.wait()
+            return {"answer": True}
+        finally:
+            finished.set()
 
     daemon.on_prompt = late
     started = await daemon.request("turn/start", {"message": "go"})
@@ -407,6 +474,11 @@ async def test_turn_cancelled_while_asking_dismisses_the_prompt_everywhere(
     }
     _, response = inquiry_pair(home, started["conversationId"])
     assert response["outcome"] == "cancelled" and response["reason"] == "user"
+    recorded = disk_events(home, started["conversationId"])
     release.set()  # a late answer is ignored and the daemon keeps serving
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(finished.wait(), 10)
+    # A request after the late answer is served after it (one connection, in order).
     assert (await daemon.request("inquiry/list"))["inquiries"] == []
+    assert [r["outcome"] for r in daemon.resolved] == ["cancelled"]
+    assert disk_events(home, started["conversationId"]) == recorded
+    assert daemon.process.returncode is None

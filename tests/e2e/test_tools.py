@@ -279,14 +279,18 @@ time.sleep(60)
     )
     await daemon.initialize()
     started = await daemon.request("turn/start", {"message": "sleep"})
-    for _ in range(200):
+    for _ in range(400):
         if pids.exists() and len(pids.read_text().split()) == 2:
             break
         await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the tool never started its child process")
     await daemon.request("turn/cancel", {"turnId": started["turnId"]})
     done = await daemon.wait_event(started["turnId"], "turn_completed", timeout=20)
     assert done["event"]["stopReason"] == "cancelled"
-    for pid in map(int, pids.read_text().split()):
+    started_pids = [int(pid) for pid in pids.read_text().split()]
+    assert len(started_pids) == 2 and all(pid > 0 for pid in started_pids)
+    for pid in started_pids:
         for _ in range(100):
             if not _alive(pid):
                 break

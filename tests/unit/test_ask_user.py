@@ -13,18 +13,11 @@ from jpd.config.loader import validate_layer
 from jpd.conversation import events as ev
 from jpd.protocol.client_requests import ToolToggle
 from jpd.protocol.errors import InvalidParams
+from jpd.protocol.question import BooleanAnswer, SelectAnswer, TextAnswer
 from jpd.tools.builtin import BuiltinContext, default_registry
 from jpd.tools.builtin.ask_user import DESCRIPTION, AskUser, build_question
 from jpd.tools.catalog import EffectiveTool, build_catalog
-from jpd.tools.outcome import (
-    BooleanAnswer,
-    Failure,
-    NeedsInput,
-    Outcome,
-    SelectAnswer,
-    Success,
-    TextAnswer,
-)
+from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
 from jpd.tools.schema import validate_arguments
 
 CTX = BuiltinContext(conversation_id=None, tool_docs={})

@@ -11,6 +11,7 @@ import pytest
 
 from jpd import schemas
 from jpd.conversation import events as ev
+from jpd.protocol.question import BooleanAnswer, Question
 from jpd.protocol.turn_events import TurnEvent
 from jpd.rpc.methods import METHODS
 
@@ -128,9 +129,7 @@ def _fits(record: dict[str, Any], definition: dict[str, Any]) -> bool:
     return all(record[k] == props[k]["const"] for k in record if "const" in props[k])
 
 
-INQUIRY_QUESTION = ev.InquiryQuestion(
-    id="q", text="Proceed?", answer_type=ev.AnswerType(type="boolean")
-)
+INQUIRY_QUESTION = Question(id="q", text="Proceed?", answer_type=BooleanAnswer())
 EVENTS: list[ev.Event] = [
     ev.TurnStart(turn_id="t-1", model="test/scripted"),
     ev.ChatRequest(content="hi"),

@@ -7,11 +7,9 @@ from datetime import UTC, datetime, timedelta
 from jpd.conversation import events as ev
 from jpd.conversation.events import (
     Answered,
-    AnswerType,
     ChatRequest,
     ChatResponse,
     Event,
-    InquiryQuestion,
     InquiryRequest,
     InquiryResponse,
     ToolCallRequest,
@@ -21,6 +19,7 @@ from jpd.conversation.events import (
     TurnStart,
 )
 from jpd.conversation.sanitize import INTERRUPTED_CONTENT, sanitize
+from jpd.protocol.question import BooleanAnswer, Question
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -72,7 +71,7 @@ def test_response_before_its_request_is_an_orphan() -> None:
 
 
 def test_unanswered_request_gets_error_response_after_its_batch() -> None:
-    question = InquiryQuestion(id="confirm", text="Sure?", answer_type=AnswerType(type="boolean"))
+    question = Question(id="confirm", text="Sure?", answer_type=BooleanAnswer())
     events: list[Event] = [
         req("a", 1),
         req("b", 2),
@@ -138,7 +137,7 @@ def _inq_request(inquiry_id: str) -> ev.InquiryRequest:
     return ev.InquiryRequest(
         id=inquiry_id,
         source=ev.ToolSource(name="t"),
-        question=ev.InquiryQuestion(id="q", text="?", answer_type=ev.AnswerType(type="boolean")),
+        question=Question(id="q", text="?", answer_type=BooleanAnswer()),
     )
 
 

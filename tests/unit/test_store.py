@@ -16,13 +16,11 @@ import pytest
 
 from jpd.conversation.events import (
     Answered,
-    AnswerType,
     AssistantSource,
     Cancelled,
     ChatRequest,
     ChatResponse,
     Event,
-    InquiryQuestion,
     InquiryRequest,
     InquiryResponse,
     Redacted,
@@ -43,6 +41,7 @@ from jpd.conversation.store import (
     new_conversation_id,
     validate_id,
 )
+from jpd.protocol.question import Question, SelectAnswer
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 CID = "c-test"
@@ -69,11 +68,11 @@ def log_path(store: ConversationStore, cid: str = CID) -> Path:
 
 
 def every_event_type() -> list[Event]:
-    question = InquiryQuestion(
+    question = Question(
         id="confirm",
         text="Overwrite the file?",
         context="x.txt exists",
-        answer_type=AnswerType(type="select", options=["y", "n"]),
+        answer_type=SelectAnswer(options=["y", "n"]),
         default="n",
         exclusive=True,
     )

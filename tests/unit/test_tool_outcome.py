@@ -7,22 +7,17 @@ from typing import Any
 
 import pytest
 
-from jpd.conversation.events import AnswerType as InquiryAnswerType
-from jpd.conversation.events import InquiryQuestion
-from jpd.tools.outcome import (
+from jpd.conversation import events as ev
+from jpd.protocol.question import (
     BooleanAnswer,
-    Failure,
     InvalidAnswer,
-    NeedsInput,
     Question,
     SecretAnswer,
     SelectAnswer,
-    Success,
     TextAnswer,
-    parse_outcome,
-    question_to_inquiry,
     validate_answer,
 )
+from jpd.tools.outcome import Failure, NeedsInput, Success, parse_outcome
 
 
 def question(**fields: Any) -> Question:
@@ -234,7 +229,17 @@ def test_invalid_outcome_is_a_failure_explaining_why(
     assert explanation in outcome.message
 
 
-# --- inquiry conversion --------------------------------------------------------------
+# --- the persisted shape (the same model, stored by field name) ------------------------
+
+
+def persisted(q: Question) -> dict[str, Any]:
+    """The question as an `inquiry_request` line stores it, read back."""
+    event = ev.InquiryRequest(id="c.q.1", source=ev.ToolSource(name="t"), question=q)
+    stored = ev.parse_event(ev.dump_event(event))
+    assert isinstance(stored, ev.InquiryRequest)
+    assert stored.question == q
+    record: dict[str, Any] = json.loads(ev.dump_event(event))["question"]
+    return record
 
 
 def test_question_to_inquiry_select() -> None:
@@ -247,23 +252,23 @@ def test_question_to_inquiry_select() -> None:
         persistence="none",
     )
 
-    assert question_to_inquiry(q) == InquiryQuestion(
-        id="pick",
-        text="Go?",
-        context="ctx",
-        answer_type=InquiryAnswerType(type="select", options=["a", "b"]),
-        default="b",
-        exclusive=True,
-        persistence="none",
-    )
+    assert persisted(q) == {
+        "id": "pick",
+        "text": "Go?",
+        "context": "ctx",
+        "answer_type": {"type": "select", "options": ["a", "b"]},
+        "default": "b",
+        "exclusive": True,
+        "persistence": "none",
+    }
 
 
 @pytest.mark.parametrize("kind", ["boolean", "text", "secret"])
 def test_question_to_inquiry_keeps_answer_type(kind: str) -> None:
-    inquiry = question_to_inquiry(question(answer_type={"type": kind}))
+    record = persisted(question(answer_type={"type": kind}))
 
-    assert inquiry.answer_type == InquiryAnswerType(type=kind)
-    assert inquiry.persistence == "turn"
+    assert record["answer_type"] == {"type": kind}
+    assert record["persistence"] == "turn"
 
 
 # --- answers -------------------------------------------------------------------------

@@ -14,19 +14,16 @@ from typing import Any, Literal, cast
 
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
-from jpd.tools.builtin import BuiltinContext
-from jpd.tools.outcome import (
+from jpd.protocol.question import (
     BooleanAnswer,
-    Failure,
     InvalidAnswer,
-    NeedsInput,
-    Outcome,
     Question,
     SelectAnswer,
-    Success,
     TextAnswer,
     validate_answer,
 )
+from jpd.tools.builtin import BuiltinContext
+from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
 
 NAME = "ask_user"
 QUESTION_ID = "answer"
