@@ -33,6 +33,8 @@ class Server:
             await anyio.to_thread.run_sync(make_private_dir, self.settings.data_dir)
         except OSError as exc:  # each turn that needs it reports the problem
             log.warning("cannot prepare data dir %s: %s", self.settings.data_dir, exc)
+        # Tool process groups that a daemon killed with SIGKILL may have left behind.
+        await anyio.to_thread.run_sync(_reap_orphans, self.settings.data_dir)
 
     async def run_stdio(self, in_fd: int, out_fd: int) -> int:
         """Serve one client on stdio; cancel and record running turns at the end."""
@@ -84,6 +86,12 @@ class Server:
             # A broken config file must not stop the daemon; each turn reports it.
             log.warning("%s; idle timeout %gs", exc.message, DEFAULT_IDLE_TIMEOUT)
             return DEFAULT_IDLE_TIMEOUT
+
+
+def _reap_orphans(data_dir: Path) -> None:
+    from jpd.process_groups import reap_orphans
+
+    reap_orphans(data_dir)
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)

@@ -155,6 +155,13 @@ class ProvidersConfig(ConfigModel):
     openai: OpenAIProviderConfig = OpenAIProviderConfig()
     openai_compatible: OpenAICompatibleProviderConfig = OpenAICompatibleProviderConfig()
 
+    def api_key_variables(self) -> frozenset[str]:
+        """The environment variables that hold provider API keys (kept from tools)."""
+        names = {self.anthropic.api_key_env, self.openai.api_key_env}
+        if self.openai_compatible.api_key_env:
+            names.add(self.openai_compatible.api_key_env)
+        return frozenset(names)
+
 
 # --- daemon ------------------------------------------------------------------------
 

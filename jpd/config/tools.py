@@ -168,6 +168,9 @@ class ToolConfig(ConfigModel):
     """Seconds a `defer`red question waits for a prompt-capable client."""
     detached_fallback: DetachedFallback = "deny"
     """What a `defer`red question does after `detached_timeout`."""
+    env: dict[str, str | bool] = {}
+    """Variables put back into a local tool's environment, which otherwise has no
+    secrets: `true` passes the variable through, a string sets it, `false` removes it."""
 
     @property
     def enabled(self) -> bool:

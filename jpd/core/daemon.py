@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from jpd.conversation import events as ev
     from jpd.core.turn import Turn
     from jpd.llm.base import ToolChoice, ToolDefinition
+    from jpd.process_groups import ToolProcesses
     from jpd.tools.builtin import BuiltinRegistry
     from jpd.tools.catalog import EffectiveTool
 
@@ -65,6 +66,7 @@ class Daemon:
         self._turns: dict[str, Turn] = {}
         self._links: dict[int, ClientLink] = {}
         self._builtins: BuiltinRegistry | None = None
+        self._tool_processes: ToolProcesses | None = None
         self.desk = Desk(self.hub.subscribers, lambda: list(self._links.values()))
 
     # --- configuration -------------------------------------------------------------
@@ -81,6 +83,15 @@ class Daemon:
     def request_env(self, link: ClientLink, environment: ClientEnvironment | None) -> RequestEnv:
         """What a request runs with: the client's environment when sent (protocol.md 5.5)."""
         return request_env(environment, link.workspace_root, self.settings.env)
+
+    @property
+    def tool_processes(self) -> ToolProcesses:
+        """The lifeline and record of this daemon's tool processes, made on first use."""
+        if self._tool_processes is None:
+            from jpd.process_groups import ToolProcesses
+
+            self._tool_processes = ToolProcesses(self.settings.data_dir)
+        return self._tool_processes
 
     def _replay_limit(self) -> int:
         try:
@@ -163,6 +174,8 @@ class Daemon:
             root=renv.root,
             env=renv.env,
             detached=detached,
+            processes=self.tool_processes,
+            provider_keys=cfg.providers.api_key_variables(),
         )
         params = cfg.assistant.model.parameters
         spec = TurnSpec(
@@ -322,6 +335,8 @@ class Daemon:
             root=renv.root,
             env=renv.env,
             detached=detached,
+            processes=self.tool_processes,
+            provider_keys=cfg.providers.api_key_variables(),
         )
         call = ToolCallPart(id=call_id, name=name, arguments=arguments)
         log.append(channel, ev.ToolCallRequest(id=call_id, name=name, arguments=arguments))
@@ -359,6 +374,8 @@ class Daemon:
             await turn.done.wait()
         await self.providers.aclose()
         self.store.close()
+        if self._tool_processes is not None:
+            self._tool_processes.close()
 
     # --- conversations -------------------------------------------------------------
 

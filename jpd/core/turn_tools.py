@@ -10,6 +10,7 @@ from jpd.inquiry.pending import Desk
 from jpd.inquiry.recorder import EventLog, InquiryRecorder
 from jpd.inquiry.router import InquiryBackend, Router
 from jpd.llm.base import ChatRequest, Message
+from jpd.process_groups import ToolProcesses
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.coordinator import CallScope, Coordinator
 from jpd.tools.permissions import DetachedMode, PermissionGate
@@ -50,6 +51,8 @@ def make_coordinator(
     root: Path,
     env: Mapping[str, str],
     detached: DetachedMode | None,
+    processes: ToolProcesses | None = None,
+    provider_keys: frozenset[str] = frozenset(),
 ) -> Coordinator:
     """A coordinator over `tools` with its own turn cache, attempt counters and
     permission memory."""
@@ -61,5 +64,7 @@ def make_coordinator(
         root=root,
         env=env,
         detached_override=detached,
+        processes=processes,
+        provider_keys=provider_keys,
     )
     return Coordinator(tools, router, gate, scope)

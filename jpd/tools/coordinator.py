@@ -20,9 +20,11 @@ from jpd.conversation import events as ev
 from jpd.inquiry.backend import ANSWER_INQUIRY, ANSWER_INQUIRY_TOOL
 from jpd.inquiry.router import QuestionContext, Resolved, Router
 from jpd.llm.base import ToolCallPart, ToolDefinition
+from jpd.process_groups import ToolProcesses
 from jpd.tools.base import ToolResultData
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
+from jpd.tools.environment import tool_environment
 from jpd.tools.local_runner import run_local_tool
 from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
 from jpd.tools.permissions import DetachedMode, PermissionGate
@@ -43,6 +45,10 @@ class CallScope:
     root: Path
     env: Mapping[str, str]
     detached_override: DetachedMode | None = None
+    processes: ToolProcesses | None = None
+    """Runs tools under the launcher, so they die with the daemon."""
+    provider_keys: frozenset[str] = frozenset()
+    """Variables holding provider API keys: never passed to tools."""
 
 
 class Coordinator:
@@ -187,5 +193,6 @@ class Coordinator:
             root=self._scope.root,
             conversation_id=self._scope.conversation_id,
             timeout=tool.config.timeout,
-            env=self._scope.env,
+            env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
+            processes=self._scope.processes,
         )

@@ -28,6 +28,8 @@ import anyio.abc
 import anyio.to_thread
 
 from jpd.config.tools import CommandConfig
+from jpd.process_groups import ToolProcesses
+from jpd.tools.launcher import EXEC_FAILED
 from jpd.tools.outcome import Failure, Outcome, parse_outcome, plain_outcome
 
 logger = logging.getLogger(__name__)
@@ -236,6 +238,7 @@ async def run_local_tool(
     timeout: float | None,  # noqa: ASYNC109 (the callers' per-tool setting, not a deadline)
     max_output: int = 1_000_000,
     env: Mapping[str, str] | None = None,
+    processes: ToolProcesses | None = None,
 ) -> Outcome:
     """Run the local tool `name` once and return its outcome.
 
@@ -245,7 +248,8 @@ async def run_local_tool(
     `env` as its whole environment (None: the daemon's). Every failure to run the
     tool (missing program, timeout after `timeout` seconds, crash, malformed output)
     comes back as a `Failure` the model can read. Cancelling the calling task kills
-    the tool's process group before the cancellation propagates.
+    the tool's process group before the cancellation propagates. With `processes`,
+    the tool runs under the launcher, so its group also dies with the daemon.
     """
     try:
         argv, program = _argv(command)
@@ -256,16 +260,18 @@ async def run_local_tool(
     if not await workdir.is_dir():
         return Failure(message=f"tool {name!r}: working directory does not exist: {root}")
     payload = _context(name, arguments, answers, options, root, conversation_id)
+    launch, pass_fds = processes.command(argv) if processes is not None else (argv, ())
 
     try:
         process = await anyio.open_process(
-            argv,
+            launch,
             stdin=PIPE,
             stdout=PIPE,
             stderr=PIPE,
             cwd=root,
             env=dict(env) if env is not None else None,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     except FileNotFoundError:
         return Failure(message=f"tool {name!r}: command not found: {program}")
@@ -276,6 +282,8 @@ async def run_local_tool(
 
     stdout = _Capture(limit=max_output)
     stderr = _Capture(limit=STDERR_LIMIT)
+    if processes is not None:
+        processes.started(process.pid)
     try:
         status = await _communicate(process, payload, stdout, stderr, timeout)
     finally:
@@ -285,10 +293,15 @@ async def run_local_tool(
         with anyio.CancelScope(shield=True):
             await _terminate_group(process.pid)
             await process.aclose()
+            if processes is not None:
+                processes.ended(process.pid)
             _log_stderr(name, stderr)
 
     if status is None:
         return Failure(message=f"tool {name!r} timed out after {timeout or 0:g}s")
+    if status in (126, 127) and stderr.text().startswith(EXEC_FAILED):
+        problem = "command not found" if status == 127 else "permission denied"
+        return Failure(message=f"tool {name!r}: {problem}: {program}")
     if command_is_shell(command) and status in (126, 127) and not stdout.data:
         problem = "command not found" if status == 127 else "permission denied"
         return Failure(message=f"tool {name!r}: {problem}: {program}")

@@ -13,6 +13,7 @@ import os
 import shlex
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import anyio
 import pytest
 
 from jpd.config.tools import CommandConfig
+from jpd.process_groups import ToolProcesses
 from jpd.tools import local_runner
 from jpd.tools.local_runner import run_local_tool
 from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
@@ -35,8 +37,27 @@ def script(tmp_path: Path, body: str) -> CommandConfig:
     return CommandConfig(program=sys.executable, args=[str(path)])
 
 
+PROCESSES: ToolProcesses | None = None
+"""Set by `launch_mode`: every test of `run` runs directly and under the launcher."""
+
+
+@pytest.fixture(autouse=True, params=["direct", "launcher"])
+def launch_mode(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None]:
+    global PROCESSES
+    if request.param == "direct":
+        yield
+        return
+    PROCESSES = ToolProcesses(tmp_path / "launcher-data")
+    try:
+        yield
+    finally:
+        PROCESSES.close()
+        PROCESSES = None
+
+
 async def run(command: str | CommandConfig, root: Path, **overrides: Any) -> Outcome:
     fields: dict[str, Any] = {
+        "processes": PROCESSES,
         "name": "t",
         "command": command,
         "arguments": {},
