@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from jpd.protocol.client_port import ClientLink
+from jpd.protocol.client_port import ClientLink, Notification
 from jpd.protocol.turn_events import TurnEvent, TurnEventParams
 
 TURN_EVENT = "turn/event"
@@ -51,9 +51,11 @@ class EventHub:
         channel.buffer.append(params)
         while len(channel.buffer) > self._replay_limit():
             channel.buffer.popleft()
-        wire = params.to_wire()
-        for link in list(channel.subscribers.values()):
-            link.notify(TURN_EVENT, wire)
+        if channel.subscribers:
+            # Encoded once, on the first send, for every subscriber.
+            note = Notification(TURN_EVENT, params.to_wire())
+            for link in list(channel.subscribers.values()):
+                link.send(note)
         return params
 
     def subscribe(self, conversation_id: str, link: ClientLink, from_seq: int | None = None) -> int:

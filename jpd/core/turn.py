@@ -8,6 +8,7 @@ a `turn_end` event, sends a final `turn_completed` and fsyncs the log.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
@@ -15,15 +16,14 @@ from typing import Literal, Protocol
 import anyio
 
 from jpd.conversation import events as ev
+from jpd.core.deltas import DeltaBatcher
 from jpd.core.hub import EventHub
 from jpd.llm import base as llm
 from jpd.llm.errors import ProviderError
 from jpd.llm.history import to_messages
 from jpd.protocol.turn_events import (
-    ReasoningDeltaEvent,
     RetryScheduled,
     StopReason,
-    TextDeltaEvent,
     ToolCallStarted,
     ToolResult,
     TurnCompleted,
@@ -70,11 +70,15 @@ class TurnSpec:
 class _Partial:
     """Output of the model call in progress, persisted even if the call is cut short."""
 
-    text: str = ""
+    texts: list[str] = field(default_factory=list)  # joined once, not per token
     reasoning: str = ""
     signature: str | None = None
     calls: list[llm.ToolCallPart] = field(default_factory=list)
     usage: llm.Usage | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.texts)
 
 
 class Turn:
@@ -178,23 +182,50 @@ class Turn:
             reasoning_budget=spec.reasoning_budget,
         )
         self.last_request = request
-        partial = self._partial = _Partial()
+        self._partial = _Partial()
+        reason: llm.FinishReason = "end_turn"
+        deltas = DeltaBatcher(self._publish)
+
+        def emit(event: TurnEvent) -> None:
+            deltas.flush()  # merged deltas go out before whatever follows them
+            self._publish(event)
+
+        failure: Exception | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(deltas.run)
+            try:
+                reason = await self._consume(request, deltas, emit)
+            except Exception as exc:  # re-raised below, not wrapped in an ExceptionGroup
+                failure = exc
+            finally:
+                deltas.flush()
+                tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return reason
+
+    async def _consume(
+        self, request: llm.ChatRequest, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]
+    ) -> llm.FinishReason:
+        """Read the model's stream into the partial output, publishing as it goes."""
+        spec = self.spec
+        partial = self._partial
         reason: llm.FinishReason = "end_turn"
         async for item in spec.provider.stream(request):
             if isinstance(item, llm.TextDelta):
-                partial.text += item.text
-                self._publish(TextDeltaEvent(text=item.text))
+                partial.texts.append(item.text)
+                deltas.add("text", item.text)
             elif isinstance(item, llm.ReasoningDelta):
                 partial.reasoning += item.text
                 if item.signature:
                     partial.signature = item.signature
                 if item.text:
-                    self._publish(ReasoningDeltaEvent(text=item.text))
+                    deltas.add("reasoning", item.text)
             elif isinstance(item, llm.ToolCallEvent):
                 partial.calls.append(
                     llm.ToolCallPart(id=item.id, name=item.name, arguments=item.arguments)
                 )
-                self._publish(
+                emit(
                     ToolCallStarted(
                         id=item.id,
                         name=item.name,
@@ -204,13 +235,11 @@ class Turn:
                 )
             elif isinstance(item, llm.UsageEvent):
                 partial.usage = item.usage
-                self._publish(UsageReported(usage=UsageFigures(**item.usage.model_dump())))
+                emit(UsageReported(usage=UsageFigures(**item.usage.model_dump())))
             elif isinstance(item, llm.Retry):
                 # A retried call starts over: drop what the failed attempt produced.
                 self._partial = partial = _Partial()
-                self._publish(
-                    RetryScheduled(attempt=item.attempt, delay=item.delay, reason=item.reason)
-                )
+                emit(RetryScheduled(attempt=item.attempt, delay=item.delay, reason=item.reason))
             elif isinstance(item, llm.Finish):
                 reason = item.reason
         return reason

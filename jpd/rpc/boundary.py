@@ -148,14 +148,13 @@ async def serve_connection(
     protocol = server.protocol
     assert isinstance(protocol, _JpdProtocol)
 
-    def notify(method: str, params: dict[str, Any]) -> None:
-        # Our params are JSON-ready dicts: frame them directly rather than through
-        # pygls' attrs/cattrs path, which is most of the per-token cost of streaming.
-        body = {"jsonrpc": "2.0", "method": method, "params": params}
+    def send_body(body: bytes) -> None:
+        # Notifications arrive encoded (once for all subscribers): frame them directly
+        # rather than through pygls' attrs/cattrs path.
         try:
-            out_send.send_nowait(encode_frame(json.dumps(body).encode()))
+            out_send.send_nowait(encode_frame(body))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            log.debug("dropping %s for a closed connection", method)
+            log.debug("dropping a notification for a closed connection")
 
     async def request(method: str, params: dict[str, Any]) -> Any:
         try:
@@ -167,7 +166,7 @@ async def serve_connection(
                 f"client answered {method} with error {exc.code}: {exc.message}"
             ) from None
 
-    session = Session(notify, request)
+    session = Session(send_body, request)
     session.host = host if host is not None else SingleClientHost()
     protocol.session = session
     protocol.set_writer(_QueueWriter(out_send), include_headers=False)

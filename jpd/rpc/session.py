@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from jpd.protocol.client_port import ClientCapabilities
+from jpd.protocol.client_port import ClientCapabilities, Notification
 
 if TYPE_CHECKING:
     from jpd.rpc.transport import Host
@@ -22,16 +22,16 @@ log = logging.getLogger(__name__)
 
 _ids = itertools.count(1)
 
-Notify = Callable[[str, dict[str, Any]], None]
+SendBody = Callable[[bytes], None]
 Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 class Session:
     """One client connection, as seen by the daemon core (implements `ClientLink`)."""
 
-    def __init__(self, notify: Notify, request: Request) -> None:
+    def __init__(self, send_body: SendBody, request: Request) -> None:
         self._link_id = next(_ids)
-        self._notify = notify
+        self._send_body = send_body
         self._request = request
         self.capabilities_: ClientCapabilities = ClientCapabilities()
         self.workspace_root_: Path | None = None
@@ -57,12 +57,16 @@ class Session:
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         """Queue a notification to this client (dropped once the connection closed)."""
+        self.send(Notification(method, params))
+
+    def send(self, notification: Notification) -> None:
+        """Queue a prepared notification; its encoded body is shared with other clients."""
         if self.closed.is_set():
             return
         try:
-            self._notify(method, params)
+            self._send_body(notification.body)
         except Exception:  # a dead client must not break a turn
-            log.warning("could not notify client %s of %s", self._link_id, method)
+            log.warning("could not notify client %s of %s", self._link_id, notification.method)
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         """Send a request to the client and await its result."""
