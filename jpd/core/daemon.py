@@ -360,10 +360,23 @@ class Daemon:
         return self.desk.pending()
 
     def answer_inquiry(
-        self, link: ClientLink, inquiry_id: str, answer: Any, remember: bool
+        self,
+        link: ClientLink,
+        inquiry_id: str,
+        answer: Any,
+        remember: bool,
+        conversation_id: str | None = None,
+        turn_id: str | None = None,
     ) -> None:
         """Answer a pending question from any client (first valid answer wins)."""
-        self.desk.answer(inquiry_id, answer, remember, by=f"client-{link.link_id}")
+        self.desk.answer(
+            inquiry_id,
+            answer,
+            remember,
+            by=f"client-{link.link_id}",
+            conversation_id=conversation_id,
+            turn_id=turn_id,
+        )
 
     async def aclose(self) -> None:
         """Cancel running turns, wait until each has recorded its end, close resources."""

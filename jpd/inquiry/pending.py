@@ -83,7 +83,7 @@ class Desk:
     ) -> None:
         self._subscribers = subscribers
         self._everyone = everyone
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[tuple[str, str, str], _Pending] = {}
 
     async def ask(
         self, request: Request, *, wait: bool, wait_limit: float | None
@@ -95,7 +95,9 @@ class Desk:
         """
         info = request.info.model_copy(update={"deferred": wait})
         request.info = info
-        key = info.inquiry_id
+        # Tool call ids repeat across conversations (`call_1`): an inquiry id alone is
+        # not unique, its conversation and turn are part of the key.
+        key = (info.conversation_id, info.turn_id, info.inquiry_id)
         pending: _Pending | None = None
         try:
             async with anyio.create_task_group() as tg:
@@ -125,11 +127,37 @@ class Desk:
             if conversation_id is None or info.conversation_id == conversation_id:
                 self._offer(pending, link)
 
-    def answer(self, inquiry_id: str, value: Any, remember: bool, by: str) -> None:
-        """`inquiry/answer` from any client; invalid answers raise and leave it open."""
-        pending = self._pending.get(inquiry_id)
-        if pending is None or pending.outcome is not None:
+    def answer(
+        self,
+        inquiry_id: str,
+        value: Any,
+        remember: bool,
+        by: str,
+        conversation_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> None:
+        """`inquiry/answer` from any client; invalid answers raise and leave it open.
+
+        `conversation_id` and `turn_id` pick among questions with the same inquiry id;
+        when several match and neither tells them apart, nothing is answered.
+        """
+        matches = [
+            p
+            for (conversation, turn, inquiry), p in self._pending.items()
+            if inquiry == inquiry_id
+            and p.outcome is None
+            and conversation_id in (None, conversation)
+            and turn_id in (None, turn)
+        ]
+        if not matches:
             raise NotFound(f"no pending inquiry {inquiry_id} (already answered, or never asked)")
+        if len(matches) > 1:
+            where = ", ".join(sorted(p.request.info.conversation_id for p in matches))
+            raise InvalidParams(
+                f"inquiry {inquiry_id} is pending in several conversations ({where}): "
+                "pass conversationId"
+            )
+        (pending,) = matches
         try:
             answer, keep = pending.request.parse_direct(value, remember)
         except ValueError as exc:

@@ -85,6 +85,9 @@ class InquiryResolvedParams(WireModel):
 
 class InquiryAnswerParams(WireParams):
     inquiry_id: str
+    conversation_id: str | None = None
+    """Needed only when the inquiry id is pending in several conversations."""
+    turn_id: str | None = None
     answer: Any = None
     """The answer (for a permission request: `true` to allow, `false` to deny)."""
     remember: bool = False

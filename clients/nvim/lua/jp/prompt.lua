@@ -5,7 +5,12 @@
 local M = {}
 
 local CANCELLED = -32800
-local open = {} -- inquiry id -> {finish = fun(...)}
+local open = {} -- "<conversation id> <inquiry id>" -> {finish = fun(...)}
+
+-- Inquiry ids repeat across conversations (`call_1.q.1`): the key has both.
+local function key(params)
+  return (params.conversationId or "") .. " " .. (params.inquiryId or "")
+end
 
 local function cancelled(message)
   return nil, { code = CANCELLED, message = message or "cancelled by the user" }
@@ -13,7 +18,7 @@ end
 
 -- Run `start(finish)`, which opens an asynchronous prompt, and wait (yielding the
 -- request's coroutine) until `finish(...)` is called by the prompt or by `resolve`.
-local function await(inquiry_id, start)
+local function await(id, start)
   local co = coroutine.running()
   local finished, values = false, nil
   local function finish(...)
@@ -21,12 +26,12 @@ local function await(inquiry_id, start)
       return
     end
     finished, values = true, { n = select("#", ...), ... }
-    open[inquiry_id] = nil
+    open[id] = nil
     if co and coroutine.status(co) == "suspended" then
       coroutine.resume(co)
     end
   end
-  open[inquiry_id] = { finish = finish }
+  open[id] = { finish = finish }
   start(finish)
   if not finished then
     coroutine.yield()
@@ -94,13 +99,10 @@ function M.inquiry(params)
   local question = params.question or {}
   local kind = (question.answerType or {}).type
   local prompt = header(params)
-  local id = params.inquiryId
+  local id = key(params)
   if kind == "secret" then
     -- inputsecret never echoes and never enters the input history.
     local ok, value = pcall(vim.fn.inputsecret, prompt .. ": ")
-    if open[id] == "resolved" then
-      return cancelled("answered elsewhere")
-    end
     if not ok or value == nil or value == "" then
       return cancelled()
     end
@@ -147,7 +149,7 @@ function M.permission(params)
     { label = "Deny", allow = false, remember = false },
     { label = "Deny for the rest of this turn", allow = false, remember = true },
   }
-  local how, item = ask_choice(params.inquiryId, prompt, items)
+  local how, item = ask_choice(key(params), prompt, items)
   if how == "resolved" then
     return cancelled("answered elsewhere")
   end
@@ -159,7 +161,7 @@ end
 
 --- `inquiry/resolved`: a question settled anywhere; end our prompt for it, if open.
 function M.resolved(params)
-  local entry = open[params.inquiryId]
+  local entry = open[key(params)]
   if type(entry) ~= "table" then
     return
   end
@@ -172,7 +174,7 @@ function M.resolved(params)
   entry.finish("resolved")
 end
 
---- The inquiry ids with a prompt open in this Neovim.
+--- The prompts open in this Neovim ("<conversation id> <inquiry id>").
 function M.open_ids()
   return vim.tbl_keys(open)
 end

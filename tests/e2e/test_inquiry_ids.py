@@ -1,0 +1,90 @@
+"""Two conversations whose tool calls share an id (`call_1`) ask the same question:
+both stay answerable (protocol.md section 5.17)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from tests.e2e.sockets import Daemons, RpcError, SocketClient, socket_env
+from tests.e2e.tools import make_tool, tool_toml
+
+ASKER = """
+if "q" not in answers:
+    print(json.dumps({"type": "needs_input", "question": {"id": "q", "text": "Ship it?",
+        "answer_type": {"type": "boolean"}}}))
+else:
+    print("got=" + json.dumps(answers["q"]))
+"""
+
+
+@pytest_asyncio.fixture
+async def daemons() -> AsyncIterator[Daemons]:
+    running = Daemons()
+    yield running
+    await running.stop_all()
+
+
+async def test_the_same_inquiry_id_in_two_conversations_is_told_apart(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    call = {"tool_calls": [{"id": "call_1", "name": "asker", "arguments": {}}]}
+    env = socket_env(tmp_path, [call, call, {"text": "one"}, {"text": "two"}])
+    config = Path(env["JP_CONFIG"])
+    config.write_text(
+        config.read_text()
+        + tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"')
+    )
+    daemon = await daemons.start(env)
+    client = await SocketClient.connect(daemon.socket)
+    await client.initialize()
+    first = await client.request("turn/start", {"message": "a", "detached": "defer"})
+    second = await client.request("turn/start", {"message": "b", "detached": "defer"})
+
+    async def pending() -> list[dict[str, object]]:
+        return list((await client.request("inquiry/list"))["inquiries"])
+
+    inquiries: list[dict[str, object]] = []
+
+    async def both_pending() -> bool:
+        inquiries[:] = await pending()
+        return len(inquiries) == 2
+
+    deadline = asyncio.get_running_loop().time() + 30
+    while not await both_pending():
+        assert asyncio.get_running_loop().time() < deadline, inquiries
+        await asyncio.sleep(0.05)
+    assert {i["inquiryId"] for i in inquiries} == {"call_1.q.1"}
+    assert {i["conversationId"] for i in inquiries} == {
+        first["conversationId"],
+        second["conversationId"],
+    }
+
+    with pytest.raises(RpcError) as ambiguous:
+        await client.request("inquiry/answer", {"inquiryId": "call_1.q.1", "answer": True})
+    assert ambiguous.value.code == -32602
+    assert "pass conversationId" in str(ambiguous.value)
+
+    for started, answer in ((second, False), (first, True)):
+        await client.request(
+            "inquiry/answer",
+            {
+                "inquiryId": "call_1.q.1",
+                "answer": answer,
+                "conversationId": started["conversationId"],
+            },
+        )
+    for started, expected in ((first, "got=true"), (second, "got=false")):
+        await client.wait_event(started["turnId"], "turn_completed")
+        (result,) = [
+            e["event"]
+            for e in client.turn_events(started["turnId"])
+            if e["event"]["kind"] == "tool_result"
+        ]
+        assert result["content"].strip() == expected
+    assert await pending() == []
+    await client.close()
