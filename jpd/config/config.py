@@ -13,13 +13,7 @@ from jpd.config.models import (
     PartialAssistantConfig,
     ProvidersConfig,
 )
-from jpd.config.tools import (
-    DEFAULT_DETACHED_MODE,
-    DetachedKind,
-    DetachedMode,
-    ToolConfig,
-    detached_for,
-)
+from jpd.config.tools import ToolConfig
 
 ALL_TOOLS = "*"
 """The `conversation.tools` key whose settings every tool inherits."""
@@ -59,25 +53,6 @@ class Config(ConfigModel):
             if layer is not None:
                 merged = merge_tool_config(merged, layer)
         return merged
-
-    def detached_mode(
-        self,
-        tool: str,
-        kind: DetachedKind,
-        builtin_default: ToolConfig | None = None,
-    ) -> DetachedMode:
-        """Resolve the RFD 049 detached mode; the first match wins.
-
-        `tools.<tool>.detached.<kind>`, `tools.<tool>.detached` (scalar),
-        `tools.'*'.detached.<kind>`, `tools.'*'.detached`, then the tool's built-in
-        default (if given) the same way, then `defer`.
-        """
-        tools = self.conversation.tools
-        for layer in (tools.get(tool), tools.get(ALL_TOOLS), builtin_default):
-            mode = detached_for(layer.detached, kind) if layer is not None else None
-            if mode is not None:
-                return mode
-        return DEFAULT_DETACHED_MODE
 
     def inquiry_assistant(self, target: PartialAssistantConfig | None = None) -> AssistantConfig:
         """Assistant for an LLM inquiry: `target` < `conversation.inquiry.assistant` < `assistant`.

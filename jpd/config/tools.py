@@ -7,23 +7,24 @@ consumer sees when no layer set the field.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Discriminator, Field, Tag
 
 from jpd.config.models import ConfigModel, PartialAssistantConfig
+from jpd.protocol.detached import DetachedFallback, DetachedKind, DetachedMode
 
-DetachedMode = Literal["auto", "defaults", "deny", "defer"]
-DetachedFallback = Literal["auto", "defaults", "deny"]
-"""`defer` is excluded: deferring again after the timeout would never end."""
-DetachedKind = Literal["run", "deliver", "tool"]
 AllowToggle = Literal["any", "never", "if_named", "if_named_or_group"]
 ParameterType = Literal["string", "integer", "number", "boolean", "array", "object", "null"]
 RunMode = Literal["ask", "unattended", "skip"]
 ResultMode = Literal["unattended", "ask", "skip"]
 
 DEFAULT_DETACHED_MODE: DetachedMode = "defer"
-"""RFD 049 built-in default for every kind when no config says otherwise."""
+"""The mode for every kind when nothing sets one (protocol.md section 10.2)."""
+DEFAULT_DETACHED_TIMEOUT = 600.0
+"""Seconds a `defer`red question waits for a client, unless `detached_timeout` says."""
+DEFAULT_DETACHED_FALLBACK: DetachedFallback = "deny"
 
 
 def _table_or_scalar(value: Any) -> str:
@@ -109,7 +110,7 @@ class QuestionConfig(ConfigModel):
     """Overrides the tool's own `exclusive` flag when set."""
 
 
-# --- detached policy (RFD 049) -----------------------------------------------------
+# --- detached policy (protocol.md section 10.2) ------------------------------------
 
 
 class DetachedKinds(ConfigModel):
@@ -134,6 +135,34 @@ def detached_for(
         mode: DetachedMode | None = getattr(setting, kind)
         return mode
     return setting
+
+
+def resolve_detached_mode(
+    kind: DetachedKind, *layers: DetachedMode | DetachedKinds | None
+) -> DetachedMode:
+    """The cascade: the first layer (highest first) that gives a mode for `kind`, through
+    its `<kind>` entry and then its scalar, wins; else `defer`.
+
+    The layers are `turn/start` `detached`, `tools.<name>.detached`, `tools.'*'.detached`,
+    the built-in tool's default. A merged `ToolConfig` (`Config.tool_config`) holds the
+    last three in one `detached` value that resolves the same way.
+    """
+    for layer in layers:
+        mode = detached_for(layer, kind)
+        if mode is not None:
+            return mode
+    return DEFAULT_DETACHED_MODE
+
+
+@dataclass(frozen=True)
+class DetachedPolicy:
+    """The detached policy of one tool for one kind, resolved."""
+
+    mode: DetachedMode
+    timeout: float
+    """Seconds a `defer`red request waits for a client."""
+    fallback: DetachedFallback
+    """What applies when the `defer` wait ends."""
 
 
 # --- the tool ----------------------------------------------------------------------
@@ -164,9 +193,9 @@ class ToolConfig(ConfigModel):
     style: StyleConfig = StyleConfig()
     questions: dict[str, QuestionConfig] = {}
     detached: DetachedSetting | None = None
-    detached_timeout: Annotated[float, Field(gt=0)] = 600.0
+    detached_timeout: Annotated[float, Field(gt=0)] = DEFAULT_DETACHED_TIMEOUT
     """Seconds a `defer`red question waits for a prompt-capable client."""
-    detached_fallback: DetachedFallback = "deny"
+    detached_fallback: DetachedFallback = DEFAULT_DETACHED_FALLBACK
     """What a `defer`red question does after `detached_timeout`."""
     env: dict[str, str | bool] = {}
     """Variables put back into a local tool's environment, which otherwise has no
@@ -182,6 +211,13 @@ class ToolConfig(ConfigModel):
         """Which toggles may change `enabled` (`enable.allow_toggle`)."""
         return self.enable.allow_toggle
 
-    def detached_mode(self, kind: DetachedKind) -> DetachedMode:
-        """This tool's detached mode for `kind`, falling back to `defer`."""
-        return detached_for(self.detached, kind) or DEFAULT_DETACHED_MODE
+    def detached_policy(
+        self, kind: DetachedKind, override: DetachedMode | None = None
+    ) -> DetachedPolicy:
+        """This (merged) tool's detached policy for `kind`; `override` is the request's
+        `detached` (`turn/start`, `tool/call`), which wins over config."""
+        return DetachedPolicy(
+            mode=resolve_detached_mode(kind, override, self.detached),
+            timeout=self.detached_timeout,
+            fallback=self.detached_fallback,
+        )

@@ -24,7 +24,7 @@ from jpd.conversation.store import (
 )
 from jpd.core.hub import EventHub
 from jpd.core.request_env import RequestEnv, request_env
-from jpd.inquiry.pending import Desk
+from jpd.inquiry.pending import PendingQuestions
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.client_requests import ClientEnvironment, ToolToggle
@@ -67,7 +67,7 @@ class Daemon:
         self._links: dict[int, ClientLink] = {}
         self._builtins: BuiltinRegistry | None = None
         self._tool_processes: ToolProcesses | None = None
-        self.desk = Desk(self.hub.subscribers, lambda: list(self._links.values()))
+        self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
 
     # --- configuration -------------------------------------------------------------
 
@@ -166,7 +166,7 @@ class Daemon:
         backend = LlmInquiryBackend(view, provider, cfg, providers)
         coordinator = make_coordinator(
             tools=tools,
-            desk=self.desk,
+            pending=self.questions,
             log=self.store,
             backend=backend,
             conversation_id=conversation_id,
@@ -264,7 +264,7 @@ class Daemon:
             raise NotFound(f"conversation not found: {conversation_id}")
         oldest = self.hub.oldest_seq(conversation_id)
         last = self.hub.subscribe(conversation_id, link, from_seq)
-        self.desk.client_ready(link, conversation_id)
+        self.questions.client_ready(link, conversation_id)
         return last, oldest
 
     def detach(self, link: ClientLink, conversation_id: str) -> bool:
@@ -282,7 +282,7 @@ class Daemon:
 
     def client_ready(self, link: ClientLink) -> None:
         """A client (re-)initialized: send it the pending questions it can answer."""
-        self.desk.client_ready(link)
+        self.questions.client_ready(link)
 
     # --- tools and inquiries -----------------------------------------------------------
 
@@ -327,7 +327,7 @@ class Daemon:
             log = self.store
         coordinator = make_coordinator(
             tools=self._catalog(cfg, []),
-            desk=self.desk,
+            pending=self.questions,
             log=log,
             backend=None,
             conversation_id=channel,
@@ -357,7 +357,7 @@ class Daemon:
 
     def pending_inquiries(self) -> list[PendingInfo]:
         """Questions and permission requests waiting for an answer."""
-        return self.desk.pending()
+        return self.questions.pending()
 
     def answer_inquiry(
         self,
@@ -369,7 +369,7 @@ class Daemon:
         turn_id: str | None = None,
     ) -> None:
         """Answer a pending question from any client (first valid answer wins)."""
-        self.desk.answer(
+        self.questions.answer(
             inquiry_id,
             answer,
             remember,

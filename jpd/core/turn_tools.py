@@ -6,14 +6,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from jpd.inquiry.backend import TurnView
-from jpd.inquiry.pending import Desk
+from jpd.inquiry.pending import PendingQuestions
 from jpd.inquiry.recorder import EventLog, InquiryRecorder
 from jpd.inquiry.router import InquiryBackend, Router
 from jpd.llm.base import ChatRequest, Message
 from jpd.process_groups import ToolProcesses
+from jpd.protocol.detached import DetachedMode
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.coordinator import CallScope, Coordinator
-from jpd.tools.permissions import DetachedMode, PermissionGate
+from jpd.tools.permissions import PermissionGate
 
 
 class LateView:
@@ -43,7 +44,7 @@ class NullLog:
 def make_coordinator(
     *,
     tools: Mapping[str, EffectiveTool],
-    desk: Desk,
+    pending: PendingQuestions,
     log: EventLog,
     backend: InquiryBackend | None,
     conversation_id: str,
@@ -56,8 +57,8 @@ def make_coordinator(
 ) -> Coordinator:
     """A coordinator over `tools` with its own turn cache, attempt counters and
     permission memory."""
-    router = Router(desk, InquiryRecorder(log, conversation_id), backend)
-    gate = PermissionGate(desk, conversation_id, turn_id, detached_override=detached)
+    router = Router(pending, InquiryRecorder(log, conversation_id), backend)
+    gate = PermissionGate(pending, conversation_id, turn_id, detached_override=detached)
     scope = CallScope(
         conversation_id=conversation_id,
         turn_id=turn_id,

@@ -1,4 +1,4 @@
-"""The desk: questions and permission requests waiting for a human answer.
+"""Pending questions: questions and permission requests waiting for a human answer.
 
 A pending request is offered (as a server-to-client request) to every attached client
 able to answer it; the first valid answer wins, every client is then told with
@@ -42,7 +42,8 @@ class Dismissed:
     by: str
 
 
-Outcome = Answer | Dismissed
+Reply = Answer | Dismissed
+"""What a client made of a pending request."""
 
 
 @dataclass
@@ -65,7 +66,7 @@ class _Pending:
     request: Request
     tg: TaskGroup
     offers: dict[int, ClientLink] = field(default_factory=dict)
-    outcome: Outcome | None = None
+    outcome: Reply | None = None
     changed: anyio.Event = field(default_factory=anyio.Event)
 
     def poke(self) -> None:
@@ -73,7 +74,7 @@ class _Pending:
         self.changed = anyio.Event()
 
 
-class Desk:
+class PendingQuestions:
     """All pending human questions of the daemon."""
 
     def __init__(
@@ -85,9 +86,7 @@ class Desk:
         self._everyone = everyone
         self._pending: dict[tuple[str, str, str], _Pending] = {}
 
-    async def ask(
-        self, request: Request, *, wait: bool, wait_limit: float | None
-    ) -> Outcome | None:
+    async def ask(self, request: Request, *, wait: bool, wait_limit: float | None) -> Reply | None:
         """Offer `request` to capable attached clients and await the first answer.
 
         With `wait`, keep waiting for clients to attach (up to `wait_limit` seconds).
@@ -201,7 +200,7 @@ class Desk:
             pending.offers.pop(link.link_id, None)
             pending.poke()
 
-    def _resolve(self, pending: _Pending, outcome: Outcome) -> None:
+    def _resolve(self, pending: _Pending, outcome: Reply) -> None:
         if pending.outcome is not None:
             return
         pending.outcome = outcome

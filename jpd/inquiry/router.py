@@ -1,9 +1,9 @@
 """The inquiry router: who answers a tool's question, decided in one place.
 
-Order (RFD 028/049/082/083): the static `answer` from config; the turn cache; then by
+Order (protocol.md section 10.1): the static `answer` from config; the turn cache; then by
 target: `assistant` goes to the LLM inquiry backend (never for exclusive or secret
 questions); `user` goes to attached prompt-capable clients; with none, the detached
-policy (`auto`, `defaults`, `deny`, `defer`). Every question is recorded before any
+policy (`jpd.inquiry.detached`, section 10.2). Every question is recorded before any
 routing decision and closed with exactly one response.
 """
 
@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import anyio
 
 from jpd.config.models import PartialAssistantConfig
-from jpd.config.tools import QuestionConfig
+from jpd.config.tools import DetachedPolicy, QuestionConfig
 from jpd.conversation import events as ev
 from jpd.inquiry import messages
-from jpd.inquiry.pending import Answer, Desk, Request, now
+from jpd.inquiry.detached import Automatic, ClientAnswered, UseDefault, apply_detached
+from jpd.inquiry.pending import Answer, PendingQuestions, Reply, Request, now
 from jpd.inquiry.recorder import InquiryRecorder
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.question import Question, validate_answer
@@ -31,8 +32,6 @@ from jpd.protocol.server_requests import (
 )
 
 log = logging.getLogger(__name__)
-
-DetachedMode = Literal["auto", "defaults", "deny", "defer"]
 
 
 class BackendError(Exception):
@@ -50,9 +49,8 @@ class QuestionContext:
     source: ev.ToolSource | ev.AssistantSource
     question: Question
     config: QuestionConfig | None
-    detached_mode: DetachedMode
-    detached_timeout: float
-    detached_fallback: DetachedMode
+    detached: DetachedPolicy
+    """For kind `tool`, with the request's override applied."""
     inquiry_id: str = ""
 
     @property
@@ -100,12 +98,12 @@ class Router:
 
     def __init__(
         self,
-        desk: Desk,
+        pending: PendingQuestions,
         recorder: InquiryRecorder,
         backend: InquiryBackend | None,
         turn_cache: dict[str, Any] | None = None,
     ) -> None:
-        self._desk = desk
+        self._pending = pending
         self._recorder = recorder
         self._backend = backend
         self._cache: dict[str, Any] = {} if turn_cache is None else turn_cache
@@ -146,37 +144,29 @@ class Router:
             overrides = target if isinstance(target, PartialAssistantConfig) else None
             return await self._ask_backend(ctx, overrides)
 
-        outcome = await self._desk.ask(self._request(ctx), wait=False, wait_limit=None)
-        if outcome is not None:
-            return self._from_human(ctx, outcome)
-        return await self._detached(ctx, ctx.detached_mode)
+        reply = await self._pending.ask(self._request(ctx), wait=False, wait_limit=None)
+        if reply is not None:
+            return self._from_human(ctx, reply)
+        return await self._detached(ctx)
 
-    async def _detached(self, ctx: QuestionContext, mode: DetachedMode) -> Resolved | Failed:
-        human_only = ctx.exclusive or ctx.secret
-        if mode == "defer":
-            outcome = await self._desk.ask(
-                self._request(ctx), wait=True, wait_limit=ctx.detached_timeout
-            )
-            if outcome is not None:
-                return self._from_human(ctx, outcome)
-            fallback = ctx.detached_fallback if ctx.detached_fallback != "defer" else "deny"
-            return await self._detached(ctx, fallback)
-        if mode == "auto":
-            if human_only:
-                return self._fail(
-                    ctx, "no_prompt_backend", messages.no_prompt_backend(ctx.tool_name)
-                )
+    async def _detached(self, ctx: QuestionContext) -> Resolved | Failed:
+        request = self._request(ctx)
+
+        async def wait(limit: float) -> Reply | None:
+            return await self._pending.ask(request, wait=True, wait_limit=limit)
+
+        verdict = await apply_detached(
+            ctx.detached,
+            wait,
+            exclusive=ctx.exclusive,
+            secret=ctx.secret,
+            has_default=ctx.question.default is not None,
+        )
+        if isinstance(verdict, ClientAnswered):
+            return self._from_human(ctx, verdict.reply)
+        if isinstance(verdict, Automatic):
             return await self._ask_backend(ctx, None)
-        if mode == "defaults":
-            if human_only:
-                # A default is not a human's answer; exclusive means only a human may answer.
-                return self._fail(
-                    ctx, "no_prompt_backend", messages.no_prompt_backend(ctx.tool_name)
-                )
-            if ctx.question.default is None:
-                return self._fail(
-                    ctx, "no_prompt_backend", messages.no_default(ctx.tool_name, ctx.question.id)
-                )
+        if isinstance(verdict, UseDefault):
             try:
                 value = validate_answer(ctx.question, ctx.question.default)
             except ValueError:
@@ -184,11 +174,12 @@ class Router:
                     ctx, "no_prompt_backend", messages.no_default(ctx.tool_name, ctx.question.id)
                 )
             return self._answered(ctx, value, remember=False)
-        message = (
-            messages.no_prompt_backend(ctx.tool_name)
-            if human_only
-            else messages.denied_by_policy(ctx.tool_name)
-        )
+        if verdict.why == "human_only":
+            message = messages.no_prompt_backend(ctx.tool_name)
+        elif verdict.why == "no_default":
+            message = messages.no_default(ctx.tool_name, ctx.question.id)
+        else:
+            message = messages.denied_by_policy(ctx.tool_name)
         return self._fail(ctx, "no_prompt_backend", message)
 
     async def _ask_backend(
@@ -208,9 +199,9 @@ class Router:
             )
         return self._answered(ctx, value, remember=False)
 
-    def _from_human(self, ctx: QuestionContext, outcome: object) -> Resolved | Failed:
-        if isinstance(outcome, Answer):
-            return self._answered(ctx, outcome.value, remember=outcome.remember)
+    def _from_human(self, ctx: QuestionContext, reply: Reply) -> Resolved | Failed:
+        if isinstance(reply, Answer):
+            return self._answered(ctx, reply.value, remember=reply.remember)
         return self._fail(ctx, "user", messages.cancelled_by_user(ctx.tool_name))
 
     def _answered(self, ctx: QuestionContext, value: Any, *, remember: bool) -> Resolved:

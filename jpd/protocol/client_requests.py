@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from jpd.protocol.base import WireModel, WireParams
+from jpd.protocol.detached import DetachedMode
 from jpd.protocol.question import AnswerTypeName
 from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
@@ -100,7 +101,7 @@ class TurnStartParams(WireParams):
     model: str | None = None
     config: dict[str, Any] | None = None
     """Nested config overrides for this turn, validated like a config file."""
-    detached: Literal["auto", "defaults", "deny", "defer"] | None = None
+    detached: DetachedMode | None = None
     """The detached policy for this turn's questions and permissions (overrides config)."""
     tools: list[ToolToggle] = Field(default_factory=list)
     """Per-turn tool toggles, applied left to right (`-t`/`-T` of `jp query`)."""
@@ -185,7 +186,7 @@ class ToolCallParams(WireParams):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     conversation_id: str | None = None
-    detached: Literal["auto", "defaults", "deny", "defer"] | None = None
+    detached: DetachedMode | None = None
     environment: ClientEnvironment | None = Field(default=None, repr=False)
     """The client's working directory and environment for this call only."""
 

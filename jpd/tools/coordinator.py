@@ -21,13 +21,14 @@ from jpd.inquiry.backend import ANSWER_INQUIRY, ANSWER_INQUIRY_TOOL
 from jpd.inquiry.router import QuestionContext, Resolved, Router
 from jpd.llm.base import ToolCallPart, ToolDefinition
 from jpd.process_groups import ToolProcesses
+from jpd.protocol.detached import DetachedMode
 from jpd.tools.base import ToolResultData
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.environment import tool_environment
 from jpd.tools.local_runner import run_local_tool
 from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
-from jpd.tools.permissions import DetachedMode, PermissionGate
+from jpd.tools.permissions import PermissionGate
 from jpd.tools.schema import validate_arguments
 
 log = logging.getLogger(__name__)
@@ -151,10 +152,7 @@ class Coordinator:
                     source=self._source(tool),
                     question=question,
                     config=tool.config.questions.get(question.id),
-                    detached_mode=self._scope.detached_override
-                    or tool.config.detached_mode("tool"),
-                    detached_timeout=tool.config.detached_timeout,
-                    detached_fallback=tool.config.detached_fallback,
+                    detached=tool.config.detached_policy("tool", self._scope.detached_override),
                 )
             )
             if not isinstance(resolution, Resolved):

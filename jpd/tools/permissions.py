@@ -1,8 +1,9 @@
 """Permission to run a tool and to deliver its result (`run`/`result` = "ask").
 
 Asked of attached clients that declared `capabilities.permission`; with none, the
-detached policy for the kind (`run` or `deliver`) decides: `auto` allows, `deny` and
-`defaults` refuse, `defer` waits for a capable client until `detached_timeout` and
+detached policy for the kind (`run` or `deliver`) decides (`jpd.inquiry.detached`,
+protocol.md section 10.5): `auto` allows, `deny` and `defaults` refuse (a permission
+request has no default), `defer` waits for a capable client until `detached_timeout` and
 then applies `detached_fallback`. An answer may be remembered for the rest of the turn.
 """
 
@@ -12,19 +13,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from jpd.config.tools import ToolConfig
-from jpd.inquiry.pending import Answer, Desk, Request, now
+from jpd.inquiry.detached import Automatic, ClientAnswered, apply_detached
+from jpd.inquiry.pending import Answer, PendingQuestions, Reply, Request, now
 from jpd.protocol.client_port import ClientLink
+from jpd.protocol.detached import DetachedMode
 from jpd.protocol.server_requests import PendingInfo, PermissionParams, PermissionResult
 
 Kind = Literal["run", "deliver"]
-DetachedMode = Literal["auto", "defaults", "deny", "defer"]
 
 
 @dataclass
 class PermissionGate:
     """Permission decisions for one turn."""
 
-    desk: Desk
+    pending: PendingQuestions
     conversation_id: str
     turn_id: str
     detached_override: DetachedMode | None = None
@@ -44,19 +46,20 @@ class PermissionGate:
         if key in self.remembered:
             return self.remembered[key]
         request = self._request(kind, tool_name, call_id, arguments, content)
-        outcome = await self.desk.ask(request, wait=False, wait_limit=None)
-        if outcome is None:
-            mode = self.detached_override or tool.detached_mode(kind)
-            if mode == "defer":
-                outcome = await self.desk.ask(request, wait=True, wait_limit=tool.detached_timeout)
-                if outcome is None:
-                    mode = tool.detached_fallback
-            if outcome is None:
-                return mode == "auto"
-        if not isinstance(outcome, Answer):
+        reply = await self.pending.ask(request, wait=False, wait_limit=None)
+        if reply is None:
+
+            async def wait(limit: float) -> Reply | None:
+                return await self.pending.ask(request, wait=True, wait_limit=limit)
+
+            verdict = await apply_detached(tool.detached_policy(kind, self.detached_override), wait)
+            if not isinstance(verdict, ClientAnswered):
+                return isinstance(verdict, Automatic)
+            reply = verdict.reply
+        if not isinstance(reply, Answer):
             return False
-        allow = bool(outcome.value)
-        if outcome.remember:
+        allow = bool(reply.value)
+        if reply.remember:
             self.remembered[key] = allow
         return allow
 

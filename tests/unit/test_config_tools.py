@@ -12,15 +12,17 @@ from jpd.config import (
     CommandConfig,
     Config,
     ConfigError,
-    DetachedKind,
     DetachedKinds,
     PartialAssistantConfig,
     ToolConfig,
     load_config,
     merge_tool_config,
     parse_assignment,
+    resolve_detached_mode,
 )
 from jpd.config.loader import validate_layer
+from jpd.config.tools import DetachedPolicy
+from jpd.protocol.detached import DetachedKind, DetachedMode
 
 
 def tools(tools: dict[str, Any]) -> Config:
@@ -29,6 +31,23 @@ def tools(tools: dict[str, Any]) -> Config:
 
 def tool(**fields: Any) -> ToolConfig:
     return ToolConfig.model_validate(fields)
+
+
+def cascade(
+    config: Config, name: str, kind: DetachedKind, builtin: ToolConfig | None = None
+) -> DetachedMode:
+    """The cascade of protocol.md section 10.2 over the separate layers (no merging)."""
+    layers = (config.conversation.tools.get(name), config.conversation.tools.get("*"), builtin)
+    return resolve_detached_mode(kind, *(t.detached if t else None for t in layers))
+
+
+def mode_for(
+    config: Config, name: str, kind: DetachedKind, builtin: ToolConfig | None = None
+) -> DetachedMode:
+    """The mode the daemon uses (from the merged tool config), checked against the cascade."""
+    merged = config.tool_config(name, builtin).detached_policy(kind).mode
+    assert merged == cascade(config, name, kind, builtin)
+    return merged
 
 
 # --- defaults ------------------------------------------------------------------------
@@ -322,19 +341,19 @@ def test_tool_settings_merge_across_layers(tmp_path: Path) -> None:
     assert config.tool_names() == ["t"]
 
 
-# --- detached cascade (RFD 049) ------------------------------------------------------------
+# --- detached cascade (protocol.md 10.2) -------------------------------------------------
 
 
 def test_cascade_step1_tool_kind_wins() -> None:
     config = tools({"*": {"detached": {"run": "deny"}}, "t": {"detached": {"run": "auto"}}})
 
-    assert config.detached_mode("t", "run") == "auto"
+    assert mode_for(config, "t", "run") == "auto"
 
 
 def test_cascade_step2_tool_scalar_beats_star_kind() -> None:
     config = tools({"*": {"detached": {"run": "deny"}}, "t": {"detached": "defaults"}})
 
-    assert config.detached_mode("t", "run") == "defaults"
+    assert mode_for(config, "t", "run") == "defaults"
 
 
 def test_cascade_step3_star_kind_when_tool_table_lacks_kind() -> None:
@@ -342,31 +361,31 @@ def test_cascade_step3_star_kind_when_tool_table_lacks_kind() -> None:
         {"*": {"detached": {"tool": "auto", "run": "deny"}}, "t": {"detached": {"run": "defaults"}}}
     )
 
-    assert config.detached_mode("t", "tool") == "auto"
-    assert config.detached_mode("t", "run") == "defaults"
+    assert mode_for(config, "t", "tool") == "auto"
+    assert mode_for(config, "t", "run") == "defaults"
 
 
 def test_cascade_step4_star_scalar() -> None:
     config = tools({"*": {"detached": "auto"}, "t": {"detached": {"run": "deny"}}})
 
-    assert config.detached_mode("t", "deliver") == "auto"
-    assert config.detached_mode("unconfigured", "run") == "auto"
+    assert mode_for(config, "t", "deliver") == "auto"
+    assert mode_for(config, "unconfigured", "run") == "auto"
 
 
 def test_cascade_step5_builtin_default_is_defer() -> None:
     config = tools({"t": {"run": "ask"}})
 
     for kind in get_args(DetachedKind):
-        assert config.detached_mode("t", kind) == "defer"
-        assert Config().detached_mode("t", kind) == "defer"
+        assert mode_for(config, "t", kind) == "defer"
+        assert mode_for(Config(), "t", kind) == "defer"
 
 
 def test_cascade_tool_builtin_default_below_star() -> None:
     builtin = tool(detached={"tool": "deny"})
 
-    assert Config().detached_mode("ask_user", "tool", builtin) == "deny"
-    assert Config().detached_mode("ask_user", "run", builtin) == "defer"
-    assert tools({"*": {"detached": "auto"}}).detached_mode("ask_user", "tool", builtin) == "auto"
+    assert mode_for(Config(), "ask_user", "tool", builtin) == "deny"
+    assert mode_for(Config(), "ask_user", "run", builtin) == "defer"
+    assert mode_for(tools({"*": {"detached": "auto"}}), "ask_user", "tool", builtin) == "auto"
 
 
 def test_detached_table_over_scalar_across_layers(tmp_path: Path) -> None:
@@ -378,8 +397,8 @@ def test_detached_table_over_scalar_across_layers(tmp_path: Path) -> None:
         overrides=[("-c", parse_assignment("conversation.tools.t.detached.run=deny"))],
     )
 
-    assert config.detached_mode("t", "run") == "deny"
-    assert config.detached_mode("t", "deliver") == "auto"
+    assert mode_for(config, "t", "run") == "deny"
+    assert mode_for(config, "t", "deliver") == "auto"
 
 
 _SETTINGS: list[Any] = [None, "auto", {"run": "deny"}, {"tool": "defaults", "deliver": "deny"}]
@@ -395,7 +414,19 @@ def test_merged_tool_config_agrees_with_cascade(star: Any, own: Any) -> None:
     config = tools(entries)
 
     for kind in get_args(DetachedKind):
-        assert config.tool_config("t").detached_mode(kind) == config.detached_mode("t", kind)
+        assert config.tool_config("t").detached_policy(kind).mode == cascade(config, "t", kind)
+
+
+def test_request_override_beats_every_layer_and_policy_carries_timeout_and_fallback() -> None:
+    config = tools(
+        {"*": {"detached_timeout": 5, "detached_fallback": "auto"}, "t": {"detached": "deny"}}
+    )
+
+    for kind in get_args(DetachedKind):
+        assert config.tool_config("t").detached_policy(kind, "defer") == DetachedPolicy(
+            mode="defer", timeout=5.0, fallback="auto"
+        )
+    assert ToolConfig().detached_policy("run") == DetachedPolicy("defer", 600.0, "deny")
 
 
 def test_detached_timeout_and_fallback_inherit_from_star() -> None:

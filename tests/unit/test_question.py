@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from jpd.config.tools import DetachedPolicy
 from jpd.conversation import events as ev
 from jpd.inquiry.backend import parse_answer, question_prompt, specialised_tools
 from jpd.inquiry.router import QuestionContext
@@ -165,9 +166,7 @@ def context(answer_type: dict[str, Any]) -> QuestionContext:
         source=ev.ToolSource(name="x"),
         question=question(answer_type),
         config=None,
-        detached_mode="auto",
-        detached_timeout=1.0,
-        detached_fallback="deny",
+        detached=DetachedPolicy("auto", 1.0, "deny"),
         inquiry_id="call_1.q.1",
     )
 
