@@ -18,7 +18,7 @@ from jpd.config.models import PartialAssistantConfig
 from jpd.conversation import events as ev
 from jpd.inquiry.pending import PendingQuestions
 from jpd.inquiry.router import BackendError, QuestionContext
-from jpd.protocol.client_port import ClientCapabilities, ClientLink
+from jpd.protocol.client_port import ClientCapabilities, ClientLink, Notification
 from jpd.protocol.question import ANSWER_TYPE_NAMES
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
@@ -59,6 +59,9 @@ class FakeLink:
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.notifications.append((method, params))
+
+    def send(self, notification: Notification) -> None:
+        self.notifications.append((notification.method, notification.params))
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         self.requests.append((method, params))
