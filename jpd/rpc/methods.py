@@ -188,9 +188,7 @@ async def inquiry_list(daemon: Daemon, session: Session, p: wire.NoParams) -> Wi
 
 async def inquiry_answer(daemon: Daemon, session: Session, p: InquiryAnswerParams) -> WireModel:
     """Answer a pending question (e.g. a deferred one, or from a second client)."""
-    daemon.answer_inquiry(
-        session, p.inquiry_id, p.answer, p.remember, p.conversation_id, p.turn_id
-    )
+    daemon.answer_inquiry(session, p.inquiry_id, p.answer, p.remember, p.conversation_id, p.turn_id)
     return InquiryAnswerResult(accepted=True)
 
 
