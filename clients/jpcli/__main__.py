@@ -1,34 +1,46 @@
 """`jp`: the thin command-line client of the `jpd` daemon.
 
 Usage:
-    jp [--stdio] query [--new] [-m MODEL] [-c KEY=VALUE]... [-t [NAME]]... [-T [NAME]]...
-                       [--detach] [--non-interactive] [-F text|json] MESSAGE...
+    jp [--stdio] query [--new | --conversation ID] [-m MODEL] [-s TEXT] [-c KEY=VALUE]...
+                       [-t [NAME]]... [-T [NAME]]... [--detach] [--non-interactive]
+                       [-F text|json] MESSAGE...
     jp attach [CONVERSATION] [--from-seq N] [--non-interactive] [-F text|json]
-    jp turn ls [-F text|json]
-    jp inquiry ls [-F text|json] | answer [--remember] ID VALUE
-    jp conversation ls | show ID | rm ID
+    jp turn ls [-F text|json] | cancel [CONVERSATION]
+    jp inquiry ls [-F text|json] | answer [--remember] ID [VALUE]
+    jp conversation ls | show ID | use ID | rm ID
     jp daemon status [-F text|json] | stop
 
 `jp` talks to the shared daemon on its Unix socket (`$JP_SOCKET`, else
-`<user runtime dir>/jp/jpd.sock`), starting `jpd --listen` in the background when no
-daemon answers. Turns run in the daemon: closing `jp` does not stop them.
+`<user runtime dir>/jp/jpd.sock`, or `jpd-<hash>.sock` for a `$JP_DATA_DIR` of its own),
+starting `jpd --listen` in the background when no daemon answers. Turns run in the
+daemon: closing `jp` does not stop them. Each turn runs with this shell's working
+directory and environment (`JP_CONFIG`, API keys, the tools' environment), sent with
+the request and used for that turn only.
 
-`jp query` continues the most recent conversation unless `--new` (or there is none)
-and streams the answer to stdout (rendered as markdown on a colour terminal, plain
-text otherwise or with `NO_COLOR`); tool calls, notes and reasoning (when stderr is a
-terminal) go to stderr. Without MESSAGE arguments the message is read from stdin when
-stdin is not a terminal. `--detach` starts the turn, prints `CONVERSATION TURN` and
-returns at once. `--non-interactive` never prompts: the turn's questions follow the
-`deny` detached policy, and Ctrl-C cancels. `-F json` prints each `turn/event` as one
-JSON object per line on stdout.
+`jp query` continues this workspace's conversation (the nearest directory up with
+`.jp`, `.git` or `.hg`, else the current one; `jp conversation use ID` sets it), or
+`--conversation ID` (any unique prefix); `--new`, or a workspace without one, starts a
+new conversation. A failed first turn does not become the workspace's conversation
+(`jp` says so). The answer streams to stdout (markdown on a colour terminal, plain text
+otherwise or with `NO_COLOR`); tool calls and their ends (duration, first line; errors
+in full), notes, reasoning and token usage (when stderr is a terminal) go to stderr.
+Without MESSAGE arguments the message is read from stdin when it is not a terminal;
+with them, piped stdin is sent after the message, marked `<stdin>...</stdin>` (at most
+1 MiB, or `$JP_STDIN_LIMIT` bytes: more is an error). `--detach` starts the turn,
+prints `CONVERSATION TURN` and returns at once. `--non-interactive` never prompts: the
+turn's questions follow the `deny` detached policy, and Ctrl-C cancels. `-F json`
+prints each `turn/event` as one JSON object per line on stdout.
 
 Ctrl-C while a turn streams: on a terminal (stdin and stderr), a one-key choice:
-[c]ancel the turn, [d]etach and leave it running, or [r]esume; without one, the turn
-is cancelled (`turn/cancel`) and `jp` waits for its end. Another Ctrl-C quits at once.
+[c]ancel the turn, [d]etach and leave it running, or [r]esume (the answer goes on where
+it was); without one, the turn is cancelled (`turn/cancel`) and `jp` waits for its end.
+Ctrl-C at the choice quits: the turn is cancelled and `jp` waits up to 5 s for its end
+to be recorded; another Ctrl-C leaves at once. `jp turn cancel` cancels from elsewhere.
 
-`jp attach` re-attaches to a conversation (default: the one with a running turn, else
-the most recent), shows the running turn from its start (or with `--from-seq N`,
-every event after N), then streams it live until it completes.
+`jp attach` re-attaches to a running turn (default: the newest), shows it from its
+start, then streams it live until it completes; with nothing running it says so and
+exits 4. With `--from-seq N` it first replays every event after N (default
+conversation: this workspace's).
 
 Questions and permissions: with a terminal (`/dev/tty`, also when stdin is a pipe),
 `jp query` and `jp attach` ask them there: `y`/`n` (uppercase `Y`/`N` also remember
@@ -56,10 +68,14 @@ Exit codes:
          invalid answer), or the daemon could not be started or reached
     2    usage error (bad arguments)
     3    `jp daemon status`: no daemon is running
+    4    `jp attach`, `jp turn cancel`: no turn is running there
     130  cancelled (Ctrl-C, or the turn was cancelled elsewhere)
 
 Environment:
     JP_SOCKET    the daemon's socket (default: <user runtime dir>/jp/jpd.sock)
+    JP_STATE_DIR where `jp` remembers each workspace's conversation
+                 (default: ~/.local/state/jp)
+    JP_STDIN_LIMIT  bytes of piped input `jp query` sends at most (default 1 MiB)
     JP_LOG_DIR   where the daemon logs (`jpd.log`); default: the user log dir
                  (~/.local/state/jp/log on Linux)
     JPD_COMMAND  run this command as a private daemon on stdio for this one `jp`
@@ -100,6 +116,10 @@ def _format_option(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="output format (json: machine-readable, one object per line)",
     )
+
+
+def _examples(*lines: str) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
 def _non_negative(value: str) -> int:
@@ -146,7 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     query = commands.add_parser("query", aliases=["q"], help="ask the assistant (one turn)")
     query.add_argument("--new", action="store_true", help="start a new conversation")
-    query.add_argument("-m", "--model", help="model as <provider>/<model>")
+    query.add_argument(
+        "--conversation",
+        metavar="ID",
+        help="continue conversation ID (any unique prefix of its id)",
+    )
+    query.add_argument("-m", "--model", help="model as <provider>/<model>, or an alias")
+    query.add_argument("-s", "--system", metavar="TEXT", help="the system prompt for this turn")
     query.add_argument(
         "-c",
         "--config",
@@ -203,6 +229,18 @@ def build_parser() -> argparse.ArgumentParser:
     turn_actions = turn.add_subparsers(dest="action", metavar="ACTION")
     turn_ls = turn_actions.add_parser("ls", aliases=["list"], help="running turns and questions")
     _format_option(turn_ls)
+    turn_cancel = turn_actions.add_parser(
+        "cancel",
+        help="cancel a running turn and wait until it stopped",
+        epilog=_examples("jp turn cancel", "jp turn cancel c-2026"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    turn_cancel.add_argument(
+        "conversation",
+        nargs="?",
+        metavar="CONVERSATION",
+        help="id or unique prefix (default: this workspace's conversation, or the only turn)",
+    )
 
     inquiry = commands.add_parser("inquiry", help="questions waiting for an answer")
     inquiry_actions = inquiry.add_subparsers(dest="action", metavar="ACTION")
@@ -214,18 +252,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     answer.add_argument("id", metavar="ID", help="the inquiry id (see `jp inquiry ls`)")
     answer.add_argument(
-        "value", metavar="VALUE", help="the answer: JSON when it parses, else a string"
+        "value",
+        nargs="?",
+        metavar="VALUE",
+        help="the answer: JSON when it parses, else a string; omitted: asked on the "
+        "terminal (hidden for a secret) or read from stdin. Secrets are never taken here",
     )
 
     conversation = commands.add_parser(
         "conversation", aliases=["c"], help="list, show or remove conversations"
     )
     actions = conversation.add_subparsers(dest="action", metavar="ACTION")
-    actions.add_parser("ls", aliases=["list"], help="list conversations, newest first")
-    show = actions.add_parser("show", help="print a conversation's events")
-    show.add_argument("id", metavar="ID")
+    conversation_ls = actions.add_parser(
+        "ls", aliases=["list"], help="list conversations, newest first (* = this workspace's)"
+    )
+    _format_option(conversation_ls)
+    show = actions.add_parser("show", help="print a conversation's events and token usage")
+    show.add_argument("id", metavar="ID", help="id or unique prefix")
+    _format_option(show)
+    use = actions.add_parser(
+        "use",
+        help="make ID the conversation `jp query` continues in this workspace",
+        epilog=_examples("jp conversation use c-20261122T01"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    use.add_argument("id", metavar="ID", help="id or unique prefix")
     remove = actions.add_parser("rm", aliases=["delete"], help="delete a conversation")
-    remove.add_argument("id", metavar="ID")
+    remove.add_argument("id", metavar="ID", help="id or unique prefix")
 
     daemon = commands.add_parser("daemon", help="the shared daemon: status, stop")
     daemon_actions = daemon.add_subparsers(dest="action", metavar="ACTION")
@@ -247,8 +300,12 @@ def _query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     from jpcli.overrides import parse_config_overrides
 
     message = " ".join(args.message)
-    if not args.message and not _isatty(sys.stdin):
-        message = sys.stdin.read()
+    if not _isatty(sys.stdin):
+        piped = _read_stdin(parser)
+        if not args.message:
+            message = piped
+        elif piped.strip():
+            message = with_piped_input(message, piped)
     if not message.strip():
         parser.error("query: a MESSAGE is required")
     if args.detach and _private(args):
@@ -257,15 +314,50 @@ def _query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         config = parse_config_overrides(args.config)
     except ValueError as exc:
         parser.error(f"-c: {exc}")
+    if args.system is not None:
+        assistant = config.get("assistant")
+        config["assistant"] = {**(assistant if isinstance(assistant, dict) else {})}
+        config["assistant"]["system_prompt"] = args.system
+    if args.new and args.conversation:
+        parser.error("query: --new and --conversation exclude each other")
     return {
         "message": message,
         "new": args.new,
+        "conversation": args.conversation,
         "model": args.model,
         "config": config,
         "tools": args.tools,
         "detach": args.detach,
         "non_interactive": args.non_interactive,
     }
+
+
+STDIN_LIMIT = 1024 * 1024
+"""Bytes of piped input `jp query` sends at most (`$JP_STDIN_LIMIT` overrides)."""
+
+
+def _read_stdin(parser: argparse.ArgumentParser) -> str:
+    limit = STDIN_LIMIT
+    with contextlib.suppress(ValueError):
+        limit = int(os.environ.get("JP_STDIN_LIMIT", "") or STDIN_LIMIT)
+    try:
+        binary = getattr(sys.stdin, "buffer", None)
+        data = binary.read(limit + 1) if binary is not None else sys.stdin.read(limit + 1).encode()
+    except (AttributeError, OSError, ValueError):  # no stdin, or a closed one
+        return ""
+    if len(data) > limit:
+        parser.error(
+            f"query: piped input is larger than {limit} bytes; send less "
+            "(e.g. `head -c`), or raise JP_STDIN_LIMIT"
+        )
+    return data.decode("utf-8", errors="replace")
+
+
+def with_piped_input(message: str, piped: str) -> str:
+    """The message followed by the piped text, marked so the model (and whoever reads the
+    conversation) can tell them apart."""
+    body = piped if piped.endswith("\n") else piped + "\n"
+    return f"{message}\n\n<stdin>\n{body}</stdin>"
 
 
 def _private(args: argparse.Namespace) -> bool:
@@ -320,6 +412,9 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
     output = _output(args)
     out, err = output.out, output.err
     command, action = args.command, getattr(args, "action", None)
+    from jpcli.current import CurrentConversations
+
+    current = CurrentConversations(os.environ)
     if command in ("query", "q"):
         from jpcli.daemon import client_environment
 
@@ -329,6 +424,7 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
             output=output,
             prompter=prompter,
             environment=client_environment(),
+            current=current,
         )
     if command == "attach":
         return commands.attach(
@@ -338,6 +434,11 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
             non_interactive=args.non_interactive,
             output=output,
             prompter=prompter,
+            current=current,
+        )
+    if command == "turn" and action == "cancel":
+        return admin.turn_cancel(
+            connection, args.conversation, out=out, err=err, current=current.get()
         )
     if command == "turn":
         return admin.turn_list(connection, out=out, err=err, as_json=output.json)
@@ -346,7 +447,14 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
 
         if action == "answer":
             return inquiries.inquiry_answer(
-                connection, args.id, args.value, remember=args.remember, out=out, err=err
+                connection,
+                args.id,
+                args.value,
+                remember=args.remember,
+                out=out,
+                err=err,
+                stdin=sys.stdin,
+                stdin_tty=_isatty(sys.stdin),
             )
         return inquiries.inquiry_list(connection, out=out, err=err, as_json=output.json)
     if command == "daemon" and action == "status":
@@ -357,10 +465,14 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
         daemon.close()
         return code
     if action in ("ls", "list"):
-        return commands.conversation_list(connection, out=out)
+        return commands.conversation_list(connection, out=out, as_json=output.json, current=current)
     if action == "show":
-        return commands.conversation_show(connection, args.id, out=out, err=err)
-    return commands.conversation_remove(connection, args.id, err=err)
+        return commands.conversation_show(
+            connection, args.id, out=out, err=err, as_json=output.json
+        )
+    if action == "use":
+        return commands.conversation_use(connection, args.id, out=out, err=err, current=current)
+    return commands.conversation_remove(connection, args.id, err=err, current=current)
 
 
 def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:

@@ -127,3 +127,68 @@ def daemon_stop(
     )
     out.write(f"jpd stopped{note}\n")
     return EXIT_OK
+
+
+EXIT_NOTHING_RUNNING = 4
+CANCEL_WAIT = 10.0  # seconds `jp turn cancel` waits for the turn to record its end
+
+
+def turn_cancel(
+    connection: Connection,
+    conversation: str | None,
+    *,
+    out: TextIO,
+    err: TextIO,
+    current: str | None = None,
+) -> int:
+    """`jp turn cancel [CONVERSATION]`: cancel the running turn of a conversation (an id
+    or unique prefix; default: this workspace's `current` one, else the only running
+    turn) and wait until its end is recorded. Exit 4 when nothing runs there."""
+    result = connection.request("turn/list", {})
+    turns = [t for t in (result.get("turns") or []) if isinstance(t, dict)]
+    if conversation is not None:
+        chosen = [t for t in turns if str(t.get("conversationId", "")).startswith(conversation)]
+    else:
+        chosen = [t for t in turns if t.get("conversationId") == current] or (
+            turns if len(turns) == 1 else []
+        )
+        if not chosen and len(turns) > 1:
+            err.write(f"jp: {len(turns)} turns are running; name the conversation:\n")
+            for turn in turns:
+                err.write(f"  {_turn_row(turn)}\n")
+            return EXIT_ERROR
+    if not chosen:
+        where = f" in {conversation}" if conversation else ""
+        err.write(f"jp: no turn is running{where}\n")
+        return EXIT_NOTHING_RUNNING
+    if len(chosen) > 1:
+        err.write(
+            f"jp: {conversation!r} matches {len(chosen)} running turns; give more of the id\n"
+        )
+        return EXIT_ERROR
+    turn_id = str(chosen[0].get("turnId"))
+    cancelled = connection.request("turn/cancel", {"turnId": turn_id})
+    if not (isinstance(cancelled, dict) and cancelled.get("cancelled")):
+        err.write(f"jp: turn {turn_id} had already ended\n")
+        return EXIT_OK
+    stop = _wait_turn(connection, turn_id)
+    out.write(
+        f"cancelled {turn_id} in {chosen[0].get('conversationId')}"
+        + ("" if stop else " (still stopping)")
+        + "\n"
+    )
+    return EXIT_OK
+
+
+def _wait_turn(connection: Connection, turn_id: str) -> str | None:
+    """`turn/wait` within `CANCEL_WAIT`; the stop reason, None when it took longer."""
+    from jpcli.rpc import RpcError
+
+    try:
+        result = connection.request("turn/wait", {"turnId": turn_id}, timeout=CANCEL_WAIT)
+    except RpcError:
+        return "ended"  # already gone: its end is recorded
+    except TimeoutError:
+        return None
+    reason = result.get("stopReason") if isinstance(result, dict) else None
+    return str(reason or "ended")

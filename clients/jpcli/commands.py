@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,15 +18,22 @@ from jpcli.follow import (
     JsonLines,
     Renderer,
 )
-from jpcli.render import TurnRenderer, format_conversation_row, format_persisted_event
+from jpcli.render import (
+    TurnRenderer,
+    format_conversation_row,
+    format_persisted_event,
+    total_usage,
+)
 from jpcli.rpc import Connection, ConnectionClosed, Notification, RpcError
 from jpcli.terminal import Spinner
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from jpcli.current import CurrentConversations
     from jpcli.prompter import TerminalPrompter
 
 EXIT_USAGE = 2
+EXIT_NOTHING_RUNNING = 4
 NOT_FOUND = -32001
 
 
@@ -95,15 +103,42 @@ def _run_follower(
         raise
 
 
-def _latest_conversation(connection: Connection) -> str | None:
+def conversation_ids(connection: Connection) -> list[str]:
+    """Every conversation id, most recently updated first."""
     result = connection.request("conversation/list", {})
     conversations = result.get("conversations") if isinstance(result, dict) else None
-    if conversations:
-        first = conversations[0]
-        conversation_id = first.get("conversationId") if isinstance(first, dict) else None
-        if isinstance(conversation_id, str):
-            return conversation_id
-    return None
+    return [
+        c["conversationId"]
+        for c in conversations or []
+        if isinstance(c, dict) and isinstance(c.get("conversationId"), str)
+    ]
+
+
+class ConversationChoiceError(Exception):
+    """`--conversation` or `jp conversation use` named no conversation, or several."""
+
+
+def pick_conversation(connection: Connection, prefix: str) -> str:
+    """The conversation whose id is or starts with `prefix`."""
+    from jpcli.current import Ambiguous, resolve_prefix
+
+    try:
+        found = resolve_prefix(prefix, conversation_ids(connection))
+    except Ambiguous as exc:
+        raise ConversationChoiceError(f"{exc}; give more of the id") from None
+    if found is None:
+        raise ConversationChoiceError(f"conversation not found: {prefix}")
+    return found
+
+
+def _current_conversation(
+    connection: Connection, current: CurrentConversations | None
+) -> str | None:
+    """This workspace's conversation when it still exists."""
+    remembered = current.get() if current is not None else None
+    if remembered is None:
+        return None
+    return remembered if remembered in conversation_ids(connection) else None
 
 
 def query(
@@ -119,10 +154,14 @@ def query(
     output: Output,
     prompter: TerminalPrompter | None = None,
     environment: Mapping[str, Any] | None = None,
+    conversation: str | None = None,
+    current: CurrentConversations | None = None,
 ) -> int:
     """Run one turn and stream it (or, with `detach`, start it and print its ids).
 
-    Continues the most recent conversation unless `new`. `tools` are the per-turn
+    Continues `conversation` (an id or unique prefix), else unless `new` this
+    workspace's current conversation (`current`), which becomes the one this turn used;
+    a failed turn in a new conversation does not (and says so). `tools` are the per-turn
     toggles (`{enable, name?}`, in order). With a `prompter` (installed on the
     connection), the turn's questions and permission requests are asked on the
     terminal. Exit codes: 0 for `end_turn`/`max_tokens` (or detached), 1 for `error`
@@ -130,7 +169,14 @@ def query(
     from other calls and `ConnectionClosed` propagate.
     """
     with Interrupts() as interrupts:
-        conversation_id = None if new else _latest_conversation(connection)
+        try:
+            if conversation is not None:
+                conversation_id: str | None = pick_conversation(connection, conversation)
+            else:
+                conversation_id = None if new else _current_conversation(connection, current)
+        except ConversationChoiceError as exc:
+            output.err.write(f"jp: {exc}\n")
+            return EXIT_ERROR
         params: dict[str, Any] = {"message": message}
         if conversation_id is not None:
             params["conversationId"] = conversation_id
@@ -157,11 +203,41 @@ def query(
             output.err.write(f"jp: error: unexpected turn/start result: {started!r}\n")
             return EXIT_ERROR
         if detach:
+            if current is not None:
+                current.set(started_conversation)
             return _print_started(started_conversation, turn_id, output)
         follow = Follow(
             started_conversation, turn_id, can_prompt=output.can_prompt and not non_interactive
         )
-        return _run_follower(_follower(connection, follow, output, interrupts), None, prompter)
+        try:
+            code = _run_follower(_follower(connection, follow, output, interrupts), None, prompter)
+        except KeyboardInterrupt:
+            if current is not None:
+                current.set(started_conversation)
+            raise
+        _remember(current, started_conversation, conversation_id, code, output)
+        return code
+
+
+def _remember(
+    current: CurrentConversations | None,
+    started: str,
+    continued: str | None,
+    code: int,
+    output: Output,
+) -> None:
+    """Make `started` this workspace's conversation, unless its first turn failed."""
+    if current is None:
+        return
+    if code == EXIT_ERROR and continued is None:
+        previous = current.get()
+        then = f"continues {previous}" if previous else "starts a new conversation"
+        output.err.write(
+            f"jp: the turn failed; the next `jp query` {then} "
+            f"(continue this one with --conversation {started})\n"
+        )
+        return
+    current.set(started)
 
 
 def _print_started(conversation_id: str, turn_id: str, output: Output) -> int:
@@ -186,20 +262,28 @@ def attach(
     non_interactive: bool = False,
     output: Output,
     prompter: TerminalPrompter | None = None,
+    current: CurrentConversations | None = None,
 ) -> int:
     """Re-attach to a conversation: replay, then stream live until its turn completes.
 
-    Default conversation: the one with the most recently started running turn, else
-    the most recent one. Without `from_seq`, shows the running turn from its start
-    (or, when none runs, the last turn the daemon still holds). With `from_seq`, shows
-    every event after it, then the running turn live. Exit codes as for `query`.
+    Default conversation: the one with the most recently started running turn. Without
+    `from_seq`, shows the running turn from its start; with nothing running, says so
+    and returns `EXIT_NOTHING_RUNNING`. With `from_seq` (default conversation: this
+    workspace's current one), shows every event after it, then the running turn live.
+    Exit codes as for `query`.
     """
     with Interrupts() as interrupts:
+        try:
+            if conversation_id is not None:
+                conversation_id = pick_conversation(connection, conversation_id)
+            else:
+                conversation_id = _attach_target(connection, output.err, from_seq, current)
+        except ConversationChoiceError as exc:
+            output.err.write(f"jp: {exc}\n")
+            return EXIT_ERROR
         if conversation_id is None:
-            conversation_id = _attach_target(connection, output.err)
-            if conversation_id is None:
-                output.err.write("jp: no conversation to attach to\n")
-                return EXIT_ERROR
+            output.err.write("jp: no turn is running (jp turn ls); nothing to attach to\n")
+            return EXIT_NOTHING_RUNNING
         params = {"conversationId": conversation_id, "fromSeq": from_seq or 0}
         try:
             result = connection.request("turn/attach", params)
@@ -219,13 +303,13 @@ def attach(
         ]
         turn_id = running[0] if running and isinstance(running[0], str) else None
         if turn_id is None and from_seq is None:
-            turn_id = _last_turn(backlog, conversation_id)
-            if turn_id is None:
-                output.err.write(
-                    f"jp: no turn is running in {conversation_id}; "
-                    f"see: jp conversation show {conversation_id}\n"
-                )
-                return EXIT_OK
+            with contextlib.suppress(RpcError, ConnectionClosed):
+                connection.request("turn/detach", {"conversationId": conversation_id})
+            output.err.write(
+                f"jp: no turn is running in {conversation_id}; "
+                f"see: jp conversation show {conversation_id}\n"
+            )
+            return EXIT_NOTHING_RUNNING
         follow = Follow(
             conversation_id,
             turn_id,
@@ -236,7 +320,12 @@ def attach(
         return _run_follower(_follower(connection, follow, output, interrupts), backlog, prompter)
 
 
-def _attach_target(connection: Connection, err: TextIO) -> str | None:
+def _attach_target(
+    connection: Connection,
+    err: TextIO,
+    from_seq: int | None,
+    current: CurrentConversations | None,
+) -> str | None:
     result = connection.request("turn/list", {})
     turns = [t for t in (result.get("turns") or []) if isinstance(t, dict)]
     if turns:
@@ -245,20 +334,8 @@ def _attach_target(connection: Connection, err: TextIO) -> str | None:
             err.write(f"jp: {len(turns)} turns are running; attaching to the newest (jp turn ls)\n")
         if isinstance(newest, str):
             return newest
-    return _latest_conversation(connection)
-
-
-def _last_turn(backlog: list[Notification], conversation_id: str) -> str | None:
-    for note in reversed(backlog):
-        params = note.params
-        if (
-            note.method == "turn/event"
-            and isinstance(params, dict)
-            and params.get("conversationId") == conversation_id
-            and isinstance(params.get("turnId"), str)
-        ):
-            turn_id: str = params["turnId"]
-            return turn_id
+    if from_seq is not None:  # a replay was asked for: this workspace's conversation
+        return _current_conversation(connection, current)
     return None
 
 
@@ -270,32 +347,87 @@ def _not_found(exc: RpcError, conversation_id: str, err: TextIO) -> int:
     return EXIT_ERROR
 
 
-def conversation_list(connection: Connection, *, out: TextIO) -> int:
-    """`jp conversation ls`: one line per conversation, newest first."""
+def conversation_list(
+    connection: Connection,
+    *,
+    out: TextIO,
+    as_json: bool = False,
+    current: CurrentConversations | None = None,
+) -> int:
+    """`jp conversation ls`: a header, then one line per conversation, newest first;
+    `*` marks this workspace's current conversation."""
     result = connection.request("conversation/list", {})
-    for conversation in result.get("conversations") or []:
-        out.write(format_conversation_row(conversation) + "\n")
+    conversations = [c for c in result.get("conversations") or [] if isinstance(c, dict)]
+    if as_json:
+        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    mine = current.get() if current is not None else None
+    if conversations:
+        out.write(format_conversation_row(None) + "\n")
+    for conversation in conversations:
+        mark = "*" if conversation.get("conversationId") == mine else " "
+        out.write(mark + format_conversation_row(conversation)[1:] + "\n")
     return EXIT_OK
+
+
+def _resolve(connection: Connection, prefix: str, err: TextIO) -> str | None:
+    try:
+        return pick_conversation(connection, prefix)
+    except ConversationChoiceError as exc:
+        err.write(f"jp: {exc}\n")
+        return None
 
 
 def conversation_show(
-    connection: Connection, conversation_id: str, *, out: TextIO, err: TextIO
+    connection: Connection, conversation_id: str, *, out: TextIO, err: TextIO, as_json: bool = False
 ) -> int:
-    """`jp conversation show ID`: every persisted event, readably."""
+    """`jp conversation show ID`: every persisted event, readably, then the token usage."""
+    resolved = _resolve(connection, conversation_id, err)
+    if resolved is None:
+        return EXIT_ERROR
     try:
-        result = connection.request("conversation/get", {"conversationId": conversation_id})
+        result = connection.request("conversation/get", {"conversationId": resolved})
     except RpcError as exc:
-        return _not_found(exc, conversation_id, err)
-    for event in result.get("events") or []:
-        if isinstance(event, dict):
-            out.write(format_persisted_event(event) + "\n")
+        return _not_found(exc, resolved, err)
+    events = [e for e in result.get("events") or [] if isinstance(e, dict)]
+    if as_json:
+        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    for event in events:
+        out.write(format_persisted_event(event) + "\n")
+    total = total_usage(events)
+    if total:
+        out.write(total + "\n")
     return EXIT_OK
 
 
-def conversation_remove(connection: Connection, conversation_id: str, *, err: TextIO) -> int:
+def conversation_use(
+    connection: Connection, prefix: str, *, out: TextIO, err: TextIO, current: CurrentConversations
+) -> int:
+    """`jp conversation use ID`: the conversation `jp query` continues in this workspace."""
+    resolved = _resolve(connection, prefix, err)
+    if resolved is None:
+        return EXIT_ERROR
+    current.set(resolved)
+    out.write(f"{resolved} is now the conversation of {current.workspace}\n")
+    return EXIT_OK
+
+
+def conversation_remove(
+    connection: Connection,
+    conversation_id: str,
+    *,
+    err: TextIO,
+    current: CurrentConversations | None = None,
+) -> int:
     """`jp conversation rm ID`: delete a conversation."""
+    resolved = _resolve(connection, conversation_id, err)
+    if resolved is None:
+        return EXIT_ERROR
     try:
-        connection.request("conversation/delete", {"conversationId": conversation_id})
+        connection.request("conversation/delete", {"conversationId": resolved})
     except RpcError as exc:
-        return _not_found(exc, conversation_id, err)
+        return _not_found(exc, resolved, err)
+    if current is not None and current.get() == resolved:
+        current.set(None)
     return EXIT_OK

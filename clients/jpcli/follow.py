@@ -10,6 +10,7 @@ import contextlib
 import json
 import signal
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import FrameType
@@ -23,6 +24,7 @@ EXIT_ERROR = 1
 EXIT_CANCELLED = 130
 
 _POLL = 0.1  # seconds between checks for Ctrl-C (and spinner frames) while waiting
+QUIT_WAIT = 5.0  # seconds a quitting `jp` waits for its cancelled turn to be recorded
 
 
 class Renderer(Protocol):
@@ -31,6 +33,8 @@ class Renderer(Protocol):
     def handle(self, event: dict[str, Any]) -> None: ...
     def note(self, line: str) -> None: ...
     def finish(self) -> None: ...
+    def suspend(self) -> None: ...
+    def summary(self) -> None: ...
 
 
 class JsonLines:
@@ -120,7 +124,20 @@ class Follower:
         self._cancel_sent = False
 
     def run(self, backlog: Iterable[Notification] = ()) -> int:
-        """Show `backlog`, then live events, until the turn completes; the exit code."""
+        """Show `backlog`, then live events, until the turn completes; the exit code.
+
+        Quitting (Ctrl-C at the cancel/detach/resume choice) cancels the turn and waits up
+        to `QUIT_WAIT` seconds for its end to be recorded; another Ctrl-C leaves at once
+        (the cancel is sent either way).
+        """
+        try:
+            return self._run(backlog)
+        except KeyboardInterrupt:
+            if self.follow.turn_id is None or not self.follow.live:
+                raise
+            return self._quit()
+
+    def _run(self, backlog: Iterable[Notification]) -> int:
         for queued in backlog:
             code = self._take(queued)
             if code is not None:
@@ -185,8 +202,38 @@ class Follower:
             self._waiting = "running tools"
         if kind == "turn_completed" and mine:
             self._finish()
+            if self.renderer is not None and self.json_lines is None:
+                self.renderer.summary()
             return self._completed(event)
         return None
+
+    def _quit(self) -> int:
+        self.spinner.clear()
+        with contextlib.suppress(OSError, ValueError):
+            self._finish()
+        if self._cancel_sent:  # the daemon is cancelling it already; the user insists
+            return EXIT_CANCELLED
+        self._note(
+            f"jp: cancelling the turn; waiting up to {QUIT_WAIT:g}s for it to stop "
+            "(Ctrl-C again to leave now)"
+        )
+        if not self._cancel_sent:
+            self._cancel_sent = True
+            with contextlib.suppress(RpcError):
+                self.connection.request("turn/cancel", {"turnId": self.follow.turn_id})
+        deadline = time.monotonic() + QUIT_WAIT
+        while (left := deadline - time.monotonic()) > 0:
+            note = self.connection.receive(timeout=min(left, _POLL))
+            if note is None:
+                continue
+            code = self._take(note)
+            if code is not None:
+                return code
+        self._note(
+            "jp: the turn did not stop in time; it may still be running: jp turn ls, "
+            f"jp turn cancel {self.follow.conversation_id}"
+        )
+        return EXIT_CANCELLED
 
     def _interrupted(self) -> int | None:
         """The first Ctrl-C: cancel, detach or resume (asked on a terminal)."""
@@ -194,7 +241,9 @@ class Follower:
         choice = "cancel"
         if self.follow.can_prompt:
             if self.renderer is not None:
-                self.renderer.finish()
+                # Stop live output without printing the partial answer: resuming redraws
+                # it where it was, cancelling prints it once.
+                self.renderer.suspend()
             choice = choose(
                 "jp: [c]ancel the turn, [d]etach and leave it running, or [r]esume? ",
                 {"c": "cancel", "d": "detach", "r": "resume"},

@@ -65,21 +65,73 @@ def inquiry_list(connection: Connection, *, out: TextIO, err: TextIO, as_json: b
     return EXIT_OK
 
 
+EXIT_USAGE = 2
+
+
+def _answer_type(connection: Connection, inquiry_id: str) -> str | None:
+    """The pending inquiry's answer type (`permission` for a permission), if it is listed."""
+    result = connection.request("inquiry/list", {})
+    for inquiry in (result.get("inquiries") if isinstance(result, dict) else None) or []:
+        if isinstance(inquiry, dict) and inquiry.get("inquiryId") == inquiry_id:
+            if inquiry.get("kind") == "permission":
+                return "permission"
+            question = _table(_table(inquiry, "prompt"), "question")
+            kind = _table(question, "answerType").get("type")
+            return kind if isinstance(kind, str) else None
+    return None
+
+
+def _read_answer(secret: bool, stdin: TextIO, tty: bool, err: TextIO) -> str:
+    """The answer from a prompt on the terminal (hidden for a secret), else stdin's first
+    line (without its newline)."""
+    if tty:
+        if secret:
+            import getpass
+
+            return getpass.getpass("secret (hidden): ", stream=err)
+        err.write("answer: ")
+        err.flush()
+    line = stdin.readline()
+    return line[:-1] if line.endswith("\n") else line
+
+
 def inquiry_answer(
     connection: Connection,
     inquiry_id: str,
-    raw: str,
+    raw: str | None,
     *,
     remember: bool = False,
     out: TextIO,
     err: TextIO,
+    stdin: TextIO | None = None,
+    stdin_tty: bool = False,
 ) -> int:
-    """`jp inquiry answer ID VALUE`: VALUE is JSON when it parses (`true`, `"x"`, `3`),
-    else the string itself; a permission takes `true` (allow) or `false` (deny).
+    """`jp inquiry answer ID [VALUE]`: VALUE is JSON when it parses (`true`, `"x"`, `3`),
+    else the string itself; a permission takes `true` (allow) or `false` (deny). Without
+    VALUE, the answer is asked on the terminal or read from stdin. A secret is never
+    taken from the command line (shell history, `ps`): hidden prompt or stdin only, sent
+    as typed.
 
     Exit 1 with the daemon's reason when it refuses (unknown id, invalid answer).
     """
-    params = {"inquiryId": inquiry_id, "answer": parse_value(raw), "remember": remember}
+    kind = _answer_type(connection, inquiry_id)
+    secret = kind == "secret"
+    if secret and raw is not None:
+        err.write(
+            f"jp: {inquiry_id} asks for a secret, which is never taken from the command line "
+            "(it would stay in shell history and be visible in ps); run without VALUE to "
+            "type it hidden, or pipe it on stdin\n"
+        )
+        return EXIT_USAGE
+    if raw is None:
+        if stdin is None:
+            err.write("jp: no VALUE given and no input to read it from\n")
+            return EXIT_USAGE
+        text = _read_answer(secret, stdin, stdin_tty, err)
+        answer: Any = text if secret or kind in ("text",) else parse_value(text)
+    else:
+        answer = parse_value(raw)
+    params = {"inquiryId": inquiry_id, "answer": answer, "remember": remember}
     try:
         connection.request("inquiry/answer", params)
     except RpcError as exc:

@@ -115,7 +115,7 @@ class MarkdownRenderer:
         blocks, self._pending = split_blocks(self._pending + text)
         for block in blocks:
             self._print(block)
-        self._show_pending()
+        self._show_pending(force=self._live is None)
 
     def note(self, line: str) -> None:
         """One whole line on stderr."""
@@ -125,6 +125,19 @@ class MarkdownRenderer:
     def finish(self) -> None:
         """Render whatever is left and close open lines."""
         self._flush()
+        self._plain.finish()
+
+    def summary(self) -> None:
+        """After the turn: its token usage (as the plain renderer shows it)."""
+        self._flush()
+        self._plain.summary()
+
+    def suspend(self) -> None:
+        """Erase the live block but keep the unfinished text (for a prompt in between):
+        the next text redraws it whole, rendered."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
         self._plain.finish()
 
     # --- internals ---------------------------------------------------------------

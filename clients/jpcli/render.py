@@ -7,6 +7,7 @@ so `jp query ... > answer.txt` captures only the answer.
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime
 from typing import Any, TextIO
 
@@ -71,6 +72,9 @@ class TurnRenderer:
         self._err_open = False  # ... after reasoning text
         self._out_last = ""  # last character written to stdout, for the final newline
         self._tool_names: dict[str, str] = {}
+        self._tool_started: dict[str, float] = {}
+        self.usage: dict[str, int] = {}
+        """Token counts of this turn so far (`inputTokens`, `outputTokens`, ...)."""
 
     def handle(self, event: dict[str, Any]) -> None:
         """Render one event (`turn_completed` is the caller's business; it is ignored here)."""
@@ -84,10 +88,14 @@ class TurnRenderer:
         elif kind == "tool_call":
             name = str(event.get("name", "?"))
             self._tool_names[str(event.get("id"))] = name
+            self._tool_started[str(event.get("id"))] = time.monotonic()
             self.note(format_tool_call(name, event.get("arguments")))
-        elif kind == "tool_result" and event.get("isError"):
-            name = self._tool_names.get(str(event.get("id")), "tool")
-            self.note(f"✗ {name}: {one_line(str(event.get('content', '')), 120)}")
+        elif kind == "tool_result":
+            self.note(self._tool_end(event))
+        elif kind == "usage" and isinstance(event.get("usage"), dict):
+            for key, value in event["usage"].items():
+                if isinstance(value, int):
+                    self.usage[key] = self.usage.get(key, 0) + value
         elif kind == "retry":
             reason = one_line(str(event.get("reason", "")), 120)
             self.note(f"jp: retrying in {event.get('delay', '?')}s ({reason})")
@@ -122,6 +130,31 @@ class TurnRenderer:
         self.err.write(f"{prefix}{line}\n")
         self.err.flush()
 
+    def _tool_end(self, event: dict[str, Any]) -> str:
+        """`✓ name 0.4s: first line…` for a success, `✗ name 0.4s:` and the whole
+        output for an error."""
+        call_id = str(event.get("id"))
+        name = self._tool_names.get(call_id, "tool")
+        started = self._tool_started.pop(call_id, None)
+        took = f" {time.monotonic() - started:.1f}s" if started is not None else ""
+        content = str(event.get("content", ""))
+        if event.get("isError"):
+            lines = content.strip().splitlines() or [""]
+            if len(lines) == 1:
+                return f"✗ {name}{took}: {lines[0]}"
+            return f"✗ {name}{took}:\n" + "\n".join("  " + line for line in lines)
+        return f"✓ {name}{took}: {one_line(content, 100)}".rstrip(": ")
+
+    def summary(self) -> None:
+        """After the turn, on a terminal: its token usage."""
+        line = format_usage(self.usage)
+        if line and self.err_tty:
+            self.note(f"{DIM}{line}{RESET}" if self.color else line)
+
+    def suspend(self) -> None:
+        """Before a prompt in the middle of the turn: end the open lines."""
+        self.finish()
+
     def finish(self) -> None:
         """End the answer with a newline (if any text came) and close an open reasoning line."""
         if self._out_last and self._out_last != "\n":
@@ -135,14 +168,46 @@ class TurnRenderer:
             self._err_open = False
 
 
-def format_conversation_row(conversation: dict[str, Any]) -> str:
-    """`id  updated  events  title` for `jp conversation ls`."""
+def format_usage(usage: dict[str, int]) -> str:
+    """`tokens: 1,200 in (1,000 cached), 80 out` from camelCase usage figures."""
+    if not usage:
+        return ""
+    parts = [f"{usage.get('inputTokens', 0):,} in"]
+    cached = usage.get("cacheReadTokens")
+    if cached:
+        parts[0] += f" ({cached:,} cached)"
+    parts.append(f"{usage.get('outputTokens', 0):,} out")
+    return "tokens: " + ", ".join(parts)
+
+
+def total_usage(events: list[dict[str, Any]]) -> str:
+    """The token usage of persisted events (every model call's `chat_response` usage)."""
+    names = {
+        "input_tokens": "inputTokens",
+        "output_tokens": "outputTokens",
+        "cache_read_tokens": "cacheReadTokens",
+    }
+    total: dict[str, int] = {}
+    for event in events:
+        usage = event.get("usage") if event.get("type") == "chat_response" else None
+        if isinstance(usage, dict):
+            for key, name in names.items():
+                if isinstance(usage.get(key), int):
+                    total[name] = total.get(name, 0) + usage[key]
+    return format_usage(total)
+
+
+def format_conversation_row(conversation: dict[str, Any] | None) -> str:
+    """` id  updated  events  title` for `jp conversation ls` (None: the header); the
+    first column is left for a marker."""
+    if conversation is None:
+        return "  ".join([" " + "ID".ljust(26), "UPDATED".ljust(16), "EVENTS", "TITLE"])
     count = conversation.get("eventCount")
     return "  ".join(
         [
-            str(conversation.get("conversationId", "?")),
+            " " + str(conversation.get("conversationId", "?")),
             format_time(conversation.get("updatedAt")),
-            f"{'?' if count is None else count!s:>4}",
+            f"{'?' if count is None else count!s:>6}",
             one_line(str(conversation.get("title") or "")),
         ]
     )

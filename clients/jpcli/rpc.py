@@ -197,10 +197,12 @@ class Connection:
         """
         self._watchers[method] = watcher
 
-    def request(self, method: str, params: Any = None) -> Any:
+    def request(self, method: str, params: Any = None, timeout: float | None = None) -> Any:
         """Send a request and block until its response; return the result.
 
-        Raises `RpcError` for an error response, `ConnectionClosed` if the peer goes away.
+        Raises `RpcError` for an error response, `ConnectionClosed` if the peer goes away,
+        `TimeoutError` when `timeout` seconds pass first (the request is then cancelled
+        with `$/cancelRequest`).
         """
         pending = _Pending()
         with self._state_lock:
@@ -214,7 +216,9 @@ class Connection:
             message["params"] = params
         try:
             self._send(message)
-            pending.done.wait()
+            if not pending.done.wait(timeout):
+                self.notify("$/cancelRequest", {"id": request_id})
+                raise TimeoutError(f"{method}: no answer within {timeout:g}s")
         finally:
             with self._state_lock:
                 self._pending.pop(request_id, None)

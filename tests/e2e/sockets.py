@@ -47,6 +47,7 @@ def socket_env(
         JP_DATA_DIR=str(home / "data"),
         JP_LOG_DIR=str(home / "logs"),
         JP_SOCKET=str(socket or home / "run" / "jpd.sock"),
+        JP_STATE_DIR=str(home / "state"),
         JPD_LOG_LEVEL="INFO",
     )
     return env

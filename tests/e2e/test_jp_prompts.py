@@ -267,7 +267,8 @@ async def test_inquiry_ls_and_answer_a_deferred_question(tmp_path: Path, daemons
     answered = run_jp(env, "inquiry", "answer", "call_1.q.1", "true")
     assert (answered.returncode, answered.stdout) == (0, "answered call_1.q.1\n")
 
-    attached = run_jp(env, "attach", conversation_id)
+    # The turn may have ended already: replay it all (`--from-seq 0`), live or not.
+    attached = run_jp(env, "attach", conversation_id, "--from-seq", "0")
     assert (attached.returncode, attached.stdout) == (0, "done\n")
     assert [r["content"].strip() for r in tool_results(env)] == ["got=true"]
     empty = run_jp(env, "inquiry", "ls")
@@ -284,7 +285,7 @@ async def test_inquiry_answer_a_deferred_permission(tmp_path: Path, daemons: Dae
     listed = run_jp(env, "inquiry", "ls").stdout
     assert "c1.permission.run  echo  permission to run echo (answer true or false)" in listed
     assert run_jp(env, "inquiry", "answer", "c1.permission.run", "true").returncode == 0
-    assert run_jp(env, "attach").stdout == "done\n"
+    assert run_jp(env, "attach", "--from-seq", "0").stdout == "done\n"
     [result] = tool_results(env)
     assert result["content"].startswith("echo:one") and not result["is_error"]
 

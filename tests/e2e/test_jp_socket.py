@@ -114,9 +114,10 @@ async def test_attach_from_seq_replays_exactly_the_events_after_it(
     assert replay.returncode == 0, replay.stderr
     assert json_lines(replay.stdout) == [e for e in everything if e["seq"] > 3]
 
-    # Without --from-seq and nothing running: the last turn the daemon holds.
+    # Without --from-seq and nothing running: says so (exit 4), replays nothing.
     last = await run_jp_async(env, "attach", conversation_id)
-    assert (last.returncode, last.stdout) == (0, "second\n")
+    assert (last.returncode, last.stdout) == (4, "")
+    assert last.stderr.startswith(f"jp: no turn is running in {conversation_id}")
 
 
 async def test_attach_errors(tmp_path: Path, daemons: Daemons) -> None:
@@ -125,7 +126,10 @@ async def test_attach_errors(tmp_path: Path, daemons: Daemons) -> None:
     missing = await run_jp_async(env, "attach", "c-nope")
     assert (missing.returncode, missing.stderr) == (1, "jp: conversation not found: c-nope\n")
     nothing = await run_jp_async(env, "attach")
-    assert (nothing.returncode, nothing.stderr) == (1, "jp: no conversation to attach to\n")
+    assert (nothing.returncode, nothing.stderr) == (
+        4,
+        "jp: no turn is running (jp turn ls); nothing to attach to\n",
+    )
     bad = await run_jp_async(env, "attach", "--from-seq", "-1")
     assert bad.returncode == 2 and "expected an integer >= 0" in bad.stderr
 
@@ -211,6 +215,6 @@ async def test_ctrl_c_then_cancel_records_the_cancellation(
     assert finish(child) == 130
     conversations = json.loads(run_jp(terminal_env, "turn", "ls", "-F", "json").stdout)
     assert conversations["turns"] == []
-    listed = run_jp(terminal_env, "conversation", "ls").stdout.split()
-    events = persisted(terminal_env, listed[0])
+    listed = json.loads(run_jp(terminal_env, "conversation", "ls", "-F", "json").stdout)
+    events = persisted(terminal_env, listed["conversations"][0]["conversationId"])
     assert events[-1]["type"] == "turn_end" and events[-1]["stop_reason"] == "cancelled"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -375,6 +376,8 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 
 def test_query_streams_text_and_shuts_down(fake: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["conversation", "use", "c-n"], capsys)[0] == 0  # a unique prefix
+    fake.unlink()
     code, out, err = run(["query", "hello", "there"], capsys)
     assert (code, out, err) == (0, "Hello, wörld ✓ — 日本\n", "")
     messages = received(fake)
@@ -382,7 +385,7 @@ def test_query_streams_text_and_shuts_down(fake: Path, capsys: pytest.CaptureFix
     assert initialize["clientInfo"]["name"] == "jp"
     assert initialize["workspaceRoot"] == os.getcwd()
     assert [m.get("method") for m in messages[-2:]] == ["shutdown", "exit"]
-    # continues the most recent conversation, message words joined
+    # continues this workspace's conversation, message words joined
     assert sent_params(fake, "turn/start") == [
         {"message": "hello there", "conversationId": "c-new"}
     ]
@@ -458,7 +461,12 @@ def test_stop_reasons_map_to_exit_codes(
     code, out, err = run(["query", f"stop:{reason}"], capsys)
     assert (code, out) == (exit_code, "partial\n")
     if reason == "error":
-        assert err == "jp: error: provider exploded second line\n"
+        # A failed turn in a new conversation is not silently continued next time.
+        assert err == (
+            "jp: error: provider exploded second line\n"
+            "jp: the turn failed; the next `jp query` starts a new conversation "
+            "(continue this one with --conversation c-fresh)\n"
+        )
     if reason in ("end_turn", "cancelled"):
         assert err == ""
 
@@ -468,7 +476,9 @@ def test_tool_calls_go_to_stderr_and_reasoning_is_omitted_off_tty(
 ) -> None:
     code, out, err = run(["query", "tools"], capsys)
     assert (code, out) == (0, "done\n")
-    assert err.splitlines() == ['⚙ read_file(path="a.txt")', "✗ read_file: no such file"]
+    call, result = err.splitlines()
+    assert call == '⚙ read_file(path="a.txt")'
+    assert re.fullmatch(r"✗ read_file \d+\.\ds: no such file", result), result
     assert "thinking" not in err
 
 
@@ -512,11 +522,15 @@ def test_daemon_that_cannot_start(
 
 
 def test_conversation_ls(fake: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["conversation", "use", "c-o"], capsys)[0] == 0
     code, out, _ = run(["conversation", "ls"], capsys)
-    lines = out.splitlines()
+    header, *lines = out.splitlines()
     assert code == 0 and len(lines) == 2
-    assert lines[0].startswith("c-new  ") and lines[0].endswith("   7  Latest chat with two lines")
-    assert lines[1].startswith("c-old  ") and lines[1].endswith("Older")
+    assert header.split() == ["ID", "UPDATED", "EVENTS", "TITLE"]
+    assert lines[0].startswith(" c-new  ") and lines[0].endswith(
+        "     7  Latest chat with two lines"
+    )
+    assert lines[1].startswith("*c-old  ") and lines[1].endswith("Older")  # this workspace's
 
 
 def test_conversation_show(fake: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -611,3 +625,23 @@ def test_format_tool_call_is_one_short_line() -> None:
     line = format_tool_call("write", {"path": "x", "content": "a\nb" * 100})
     assert line.startswith('⚙ write(path="x", content="a\\nb') and line.endswith("…)")
     assert len(line) < 100 and "\n" not in line
+
+
+def test_query_sends_piped_input_after_the_message(
+    fake: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("-old\n+new\n"))
+    code, out, _ = run(["query", "--new", "echo", "review"], capsys)
+    assert code == 0
+    assert json.loads(out)["message"] == "echo review\n\n<stdin>\n-old\n+new\n</stdin>"
+
+
+def test_query_refuses_piped_input_over_the_limit(
+    fake: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JP_STDIN_LIMIT", "10")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("x" * 11))
+    code, out, err = run(["query", "--new", "review"], capsys)
+    assert code == 2 and out == ""
+    assert "piped input is larger than 10 bytes" in err
+    assert not sent_params(fake, "turn/start") if fake.exists() else True

@@ -592,11 +592,14 @@ def test_query_declares_prompts_with_a_terminal(
 class Recording:
     """A connection stand-in that records requests and answers from a table."""
 
-    def __init__(self, error: RpcError | None = None) -> None:
+    def __init__(self, error: RpcError | None = None, listed: list[Any] | None = None) -> None:
         self.sent: list[tuple[str, Any]] = []
         self.error = error
+        self.listed = listed or []
 
     def request(self, method: str, params: Any = None) -> Any:
+        if method == "inquiry/list":  # what `jp inquiry answer` looks up first
+            return {"inquiries": self.listed}
         self.sent.append((method, params))
         if self.error is not None:
             raise self.error
@@ -623,6 +626,34 @@ def test_inquiry_answer_error_is_one_line() -> None:
     assert inquiry_answer(cast(Connection, fake), "x", "true", out=out, err=err) == 1
     assert err.getvalue() == "jp: no pending inquiry x (already answered, or never asked)\n"
     assert out.getvalue() == ""
+
+
+SECRET_INQUIRY = {
+    "inquiryId": "c1.token.1",
+    "kind": "inquiry",
+    "toolName": "deploy",
+    "prompt": {"question": {"id": "token", "text": "Token?", "answerType": {"type": "secret"}}},
+}
+
+
+def test_inquiry_answer_refuses_a_secret_on_the_command_line() -> None:
+    fake = Recording(listed=[SECRET_INQUIRY])
+    out, err = io.StringIO(), io.StringIO()
+    code = inquiry_answer(cast(Connection, fake), "c1.token.1", "hunter2", out=out, err=err)
+    assert code == 2 and fake.sent == []
+    assert "never taken from the command line" in err.getvalue()
+    assert "hunter2" not in err.getvalue()
+
+
+def test_inquiry_answer_reads_a_secret_from_stdin_as_typed() -> None:
+    fake = Recording(listed=[SECRET_INQUIRY])
+    out, err = io.StringIO(), io.StringIO()
+    stdin = io.StringIO("true\n")  # a secret is sent as typed, never parsed as JSON
+    code = inquiry_answer(cast(Connection, fake), "c1.token.1", None, out=out, err=err, stdin=stdin)
+    assert code == 0
+    assert fake.sent == [
+        ("inquiry/answer", {"inquiryId": "c1.token.1", "answer": "true", "remember": False})
+    ]
 
 
 def test_inquiry_rows() -> None:
