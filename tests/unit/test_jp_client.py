@@ -645,3 +645,11 @@ def test_query_refuses_piped_input_over_the_limit(
     assert code == 2 and out == ""
     assert "piped input is larger than 10 bytes" in err
     assert not sent_params(fake, "turn/start") if fake.exists() else True
+
+
+def test_query_system_prompt_is_a_config_override(
+    fake: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(["query", "--new", "-s", "Be terse.", "-c", "assistant.x=1", "echo"], capsys)
+    assert code == 0
+    assert json.loads(out)["config"] == {"assistant": {"x": 1, "system_prompt": "Be terse."}}
