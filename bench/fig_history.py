@@ -53,6 +53,8 @@ def build(data: Path, copies: int) -> None:
     for name in [f"big{k}" for k in range(1, copies)] + ["busy"]:
         dst = store.conversation_dir(f"20260101-000000-{name}")
         shutil.copytree(src, dst)
+        (dst / "metadata.json").unlink()
+        store.metadata(f"20260101-000000-{name}")  # its own, rebuilt here
     store.close()
 
 

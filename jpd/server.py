@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from jpd.settings import Settings
 log = logging.getLogger(__name__)
 
 DEFAULT_IDLE_TIMEOUT = 600.0
+SWITCH_INTERVAL = 0.0005  # seconds
 
 
 class Server:
@@ -27,6 +29,10 @@ class Server:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        # Worker threads (loading a long log, say) hand the GIL back to the event loop
+        # within half a millisecond rather than five, so other clients' requests stay
+        # quick while they run (protocol.md section 4, "Start-up").
+        sys.setswitchinterval(SWITCH_INTERVAL)
 
     async def _private_data_dir(self) -> None:
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,11 +48,14 @@ if TYPE_CHECKING:
     from jpd.conversation import events as ev
     from jpd.core.turn import Turn
     from jpd.llm.base import ToolChoice, ToolDefinition
+    from jpd.llm.history import MessageHistory
     from jpd.process_groups import ToolProcesses
     from jpd.tools.builtin import BuiltinRegistry
     from jpd.tools.catalog import EffectiveTool
 
 log = logging.getLogger(__name__)
+
+HISTORY_CACHE = 64  # conversations whose message history stays built between turns
 
 
 class Daemon:
@@ -64,6 +68,8 @@ class Daemon:
         self.providers = ProviderRegistry(settings.env)
         self.hub = EventHub(replay_limit=self._replay_limit)
         self._turns: dict[str, Turn] = {}
+        # Message histories of recently used conversations, extended by their turns.
+        self._histories: OrderedDict[str, MessageHistory] = OrderedDict()
         self._links: dict[int, ClientLink] = {}
         self._builtins: BuiltinRegistry | None = None
         self._tool_processes: ToolProcesses | None = None
@@ -138,6 +144,7 @@ class Daemon:
         from jpd.core.turn_tools import LateView, make_coordinator
         from jpd.inquiry.backend import LlmInquiryBackend
         from jpd.llm.errors import ProviderUnavailable
+        from jpd.llm.history import MessageHistory
 
         renv = self.request_env(link, environment)
         overrides: list[tuple[str, Mapping[str, Any]]] = []
@@ -155,10 +162,10 @@ class Daemon:
         is_new = conversation_id is None
         if conversation_id is None:
             conversation_id = new_conversation_id()
-            history: list[ev.Event] = []
+            history = MessageHistory()
         else:
             self._check_idle(conversation_id)
-            history = await self._load(conversation_id)
+            history = await self._history(conversation_id)
 
         turn_id = "t-" + secrets.token_hex(6)
         tools = self._catalog(cfg, toggles or [])
@@ -197,6 +204,7 @@ class Daemon:
         if is_new:
             await anyio.to_thread.run_sync(self.store.create, conversation_id)
         self._check_idle(conversation_id)  # again: another turn may have started meanwhile
+        self._remember_history(conversation_id, history)
         turn = Turn(spec, self.store, self.hub, datetime.now(UTC))
         view.turn = turn
         self._turns[turn_id] = turn
@@ -340,6 +348,7 @@ class Daemon:
         )
         call = ToolCallPart(id=call_id, name=name, arguments=arguments)
         log.append(channel, ev.ToolCallRequest(id=call_id, name=name, arguments=arguments))
+        self._histories.pop(channel, None)  # the log grew outside a turn: reload next time
         was_subscribed = any(s.link_id == link.link_id for s in self.hub.subscribers(channel))
         self.hub.subscribe(channel, link)  # so that this client is asked the tool's questions
         try:
@@ -406,11 +415,21 @@ class Daemon:
             for m in metas
         ]
 
-    async def get_conversation(self, conversation_id: str) -> list[dict[str, Any]]:
-        """The persisted (sanitized) events, as stored on disk."""
-        from jpd.conversation import events as ev
+    async def get_conversation(self, conversation_id: str) -> bytes:
+        """The persisted (sanitized) events as one encoded JSON array, in their stored
+        form; read, checked and encoded in a worker thread, never on the event loop."""
+        from jpd.conversation.events import dump_event
 
-        return [ev.event_to_json(e) for e in await self._load(conversation_id)]
+        self._check_id(conversation_id)
+
+        def encode() -> bytes:
+            events = self.store.load(conversation_id)
+            return b"[" + ",".join(dump_event(e) for e in events).encode() + b"]"
+
+        try:
+            return await anyio.to_thread.run_sync(encode)
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from exc
 
     async def delete_conversation(self, conversation_id: str) -> None:
         """Delete a conversation that has no running turn."""
@@ -422,6 +441,32 @@ class Daemon:
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
         self.hub.forget(conversation_id)
+        self._histories.pop(conversation_id, None)
+
+    async def _history(self, conversation_id: str) -> MessageHistory:
+        """The conversation's messages: kept from its last turn, else loaded and built
+        once in a worker thread (never on the event loop)."""
+        history = self._histories.get(conversation_id)
+        if history is not None:
+            self._histories.move_to_end(conversation_id)
+            return history
+        from jpd.llm.history import MessageHistory
+
+        self._check_id(conversation_id)
+
+        def build() -> MessageHistory:
+            return MessageHistory(self.store.load(conversation_id))
+
+        try:
+            return await anyio.to_thread.run_sync(build)
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from exc
+
+    def _remember_history(self, conversation_id: str, history: MessageHistory) -> None:
+        self._histories[conversation_id] = history
+        self._histories.move_to_end(conversation_id)
+        while len(self._histories) > HISTORY_CACHE:
+            self._histories.popitem(last=False)
 
     async def _load(self, conversation_id: str) -> list[ev.Event]:
         self._check_id(conversation_id)

@@ -20,7 +20,7 @@ from jpd.core.deltas import DeltaBatcher
 from jpd.core.hub import EventHub
 from jpd.llm import base as llm
 from jpd.llm.errors import ProviderError
-from jpd.llm.history import to_messages
+from jpd.llm.history import MessageHistory
 from jpd.protocol.turn_events import (
     RetryScheduled,
     StopReason,
@@ -56,7 +56,8 @@ class TurnSpec:
     model_id: str
     provider: llm.Provider
     tools: ToolRunner
-    history: list[ev.Event]
+    history: MessageHistory
+    """The conversation so far; the turn extends it with each event it records."""
     system: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None
@@ -89,7 +90,7 @@ class Turn:
         self.started_at = started_at
         self._log = log_
         self._hub = hub
-        self._history = list(spec.history)
+        self._history = spec.history
         self._partial = _Partial()
         self._open_calls: list[llm.ToolCallPart] = []
         self._scope = anyio.CancelScope()
@@ -107,7 +108,7 @@ class Turn:
 
     def messages(self) -> list[llm.Message]:
         """The conversation so far as model messages (for side requests)."""
-        return to_messages(self._history)
+        return self._history.messages()
 
     def cancel(self) -> None:
         """Ask the turn to stop; it ends with stop reason `cancelled`."""
@@ -131,8 +132,8 @@ class Turn:
                 await self._finish(stop, error)
 
     def _record(self, event: ev.Event) -> None:
-        self._history.append(event)
         self._log.append(self.conversation_id, event)
+        self._history.add(event)  # only what reached the log
 
     def _publish(self, event: TurnEvent) -> None:
         self._hub.publish(self.conversation_id, self.turn_id, event)
@@ -173,7 +174,7 @@ class Turn:
         request = llm.ChatRequest(
             model=spec.model_id.split("/", 1)[1],
             system=spec.system,
-            messages=tuple(to_messages(self._history)),
+            messages=tuple(self._history.messages()),
             tools=spec.tools.definitions(),
             tool_choice=tool_choice,
             max_tokens=spec.max_tokens,

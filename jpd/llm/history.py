@@ -3,54 +3,80 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from jpd.conversation import events as ev
 from jpd.llm.base import AssistantMessage, Message, ToolCallPart, ToolResultMessage, UserMessage
 
 
-def to_messages(events: Iterable[ev.Event]) -> list[Message]:
-    """Group events into alternating user / assistant / tool-result messages.
+class MessageHistory:
+    """A conversation's model messages, built once and extended event by event.
 
     Consecutive assistant outputs (reasoning, text, tool call requests) form one
     assistant message; inquiry and turn bookkeeping events are not sent to models.
+    Adding an event costs the same however long the conversation is. Messages are
+    constructed, not validated again: their events were validated where they entered.
     """
-    messages: list[Message] = []
-    pending: dict[str, object] | None = None
 
-    def flush() -> None:
-        nonlocal pending
-        if pending is not None:
-            messages.append(AssistantMessage.model_validate(pending))
-            pending = None
+    def __init__(self, events: Iterable[ev.Event] = ()) -> None:
+        self._done: list[Message] = []
+        self._pending: dict[str, Any] | None = None
+        for event in events:
+            self.add(event)
 
-    def assistant() -> dict[str, object]:
-        nonlocal pending
-        if pending is None:
-            pending = {"content": "", "reasoning": None, "tool_calls": []}
-        return pending
-
-    for event in events:
+    def add(self, event: ev.Event) -> None:
+        """Extend the messages with one persisted event."""
         if isinstance(event, ev.ChatRequest):
-            flush()
-            messages.append(UserMessage(content=event.content))
+            self._flush()
+            self._done.append(UserMessage.model_construct(content=event.content))
         elif isinstance(event, ev.ChatResponse):
-            part = assistant()
+            part = self._assistant()
             if event.message is not None:
-                part["content"] = str(part["content"]) + event.message
+                part["content"] += event.message
             if event.reasoning is not None:
-                part["reasoning"] = (str(part["reasoning"] or "")) + event.reasoning
+                part["reasoning"] = (part["reasoning"] or "") + event.reasoning
                 if event.signature:
                     part["reasoning_signature"] = event.signature
         elif isinstance(event, ev.ToolCallRequest):
-            calls = assistant()["tool_calls"]
-            assert isinstance(calls, list)
-            calls.append(ToolCallPart(id=event.id, name=event.name, arguments=event.arguments))
+            self._assistant()["tool_calls"].append(
+                ToolCallPart.model_construct(
+                    id=event.id, name=event.name, arguments=event.arguments
+                )
+            )
         elif isinstance(event, ev.ToolCallResponse):
-            flush()
-            messages.append(
-                ToolResultMessage(
+            self._flush()
+            self._done.append(
+                ToolResultMessage.model_construct(
                     tool_call_id=event.id, content=event.content, is_error=event.is_error
                 )
             )
-    flush()
-    return messages
+
+    def messages(self) -> list[Message]:
+        """The messages so far (a new list; the assistant output in progress included)."""
+        if self._pending is None:
+            return list(self._done)
+        return [*self._done, _assistant_message(self._pending)]
+
+    def _assistant(self) -> dict[str, Any]:
+        if self._pending is None:
+            self._pending = {"content": "", "reasoning": None, "tool_calls": []}
+        return self._pending
+
+    def _flush(self) -> None:
+        if self._pending is not None:
+            self._done.append(_assistant_message(self._pending))
+            self._pending = None
+
+
+def _assistant_message(part: dict[str, Any]) -> AssistantMessage:
+    return AssistantMessage.model_construct(
+        content=part["content"],
+        reasoning=part["reasoning"],
+        reasoning_signature=part.get("reasoning_signature"),
+        tool_calls=tuple(part["tool_calls"]),
+    )
+
+
+def to_messages(events: Iterable[ev.Event]) -> list[Message]:
+    """Group events into alternating user / assistant / tool-result messages."""
+    return MessageHistory(events).messages()

@@ -29,7 +29,7 @@ from pygls.server import JsonRPCServer
 from jpd.core.daemon import Daemon
 from jpd.protocol.errors import JpdError, RequestCancelled
 from jpd.rpc.framing import Malformed, Receive, encode_frame, read_frames
-from jpd.rpc.methods import METHODS, Method
+from jpd.rpc.methods import METHODS, EncodedResult, Method
 from jpd.rpc.session import Session
 from jpd.rpc.transport import Host, SingleClientHost
 
@@ -70,6 +70,15 @@ class _JpdProtocol(JsonRPCProtocol):
         if method == "$/cancelRequest":
             return CancelNotification
         return None
+
+    def _send_response(
+        self, msg_id: Any, result: Any | None = None, error: ResponseError | None = None
+    ) -> None:
+        if error is None and isinstance(result, EncodedResult) and self.writer is not None:
+            head = b'{"jsonrpc": "2.0", "id": %s, "result": ' % json.dumps(msg_id).encode()
+            self.writer.write(head + result.json + b"}")
+            return
+        super()._send_response(msg_id, result=result, error=error)
 
     def _reply_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         self._send_response(msg_id, error=ResponseError(code=code, message=message, data=data))
@@ -125,7 +134,9 @@ def _make_handler(daemon: Daemon, session: Session, name: str, method: Method) -
             raise JsonRpcException(
                 code=-32603, message=f"internal error in {name}: {type(exc).__name__}"
             ) from None
-        return None if result is None else result.to_wire()
+        if result is None or isinstance(result, EncodedResult):
+            return result
+        return result.to_wire()
 
     return handler
 

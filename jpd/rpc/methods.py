@@ -7,6 +7,7 @@ lives in the daemon core.
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -23,7 +24,17 @@ from jpd.protocol.errors import WrongDaemon
 from jpd.protocol.server_requests import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
 from jpd.rpc.session import Session
 
-Handler = Callable[[Daemon, Session, Any], Awaitable[WireModel | None]]
+
+class EncodedResult:
+    """A result already encoded as JSON (large reads sent without a decode/re-encode)."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, json: bytes) -> None:
+        self.json = json
+
+
+Handler = Callable[[Daemon, Session, Any], Awaitable[WireModel | EncodedResult | None]]
 
 
 @dataclass(frozen=True)
@@ -139,10 +150,13 @@ async def conversation_list(daemon: Daemon, session: Session, p: wire.NoParams) 
 
 async def conversation_get(
     daemon: Daemon, session: Session, p: wire.ConversationIdParams
-) -> WireModel:
+) -> EncodedResult:
     """A conversation's persisted events."""
     events = await daemon.get_conversation(p.conversation_id)
-    return wire.ConversationGetResult(conversation_id=p.conversation_id, events=events)
+    # The stored events are spliced into the answer as they are (no decode/re-encode);
+    # the shape is `ConversationGetResult`'s.
+    head = json.dumps({"conversationId": p.conversation_id})[:-1].encode()
+    return EncodedResult(head + b', "events": ' + events + b"}")
 
 
 async def conversation_delete(
