@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, ValidationError
 
 from jpd.config.errors import from_validation_error
+from jpd.config.mcp import McpConfig
 from jpd.config.merge import merge_models
 from jpd.config.models import (
     AssistantConfig,
@@ -41,6 +42,7 @@ class Config(ConfigModel):
     providers: ProvidersConfig = ProvidersConfig()
     conversation: ConversationConfig = ConversationConfig()
     daemon: DaemonConfig = DaemonConfig()
+    mcp: McpConfig = McpConfig()
 
     def tool_names(self) -> list[str]:
         """Names of the tools configured under `conversation.tools` (without `'*'`)."""

@@ -20,6 +20,9 @@ ParameterType = Literal["string", "integer", "number", "boolean", "array", "obje
 RunMode = Literal["ask", "unattended", "skip"]
 ResultMode = Literal["unattended", "ask", "skip"]
 
+McpSource = Annotated[str, Field(pattern=r"^mcp\.[^.]+\..+$")]
+"""`mcp.<server>.<tool>`: the tool `<tool>` of the MCP server `<server>`."""
+
 DEFAULT_DETACHED_MODE: DetachedMode = "defer"
 """The mode for every kind when nothing sets one (protocol.md section 10.2)."""
 DEFAULT_DETACHED_TIMEOUT = 600.0
@@ -171,8 +174,9 @@ class DetachedPolicy:
 class ToolConfig(ConfigModel):
     """Settings of one tool, or of every tool under the key `'*'`."""
 
-    source: Literal["builtin", "local"] | None = None
-    """None: builtin when a built-in tool has this name, else local when a command is set."""
+    source: Literal["builtin", "local"] | McpSource | None = None
+    """None: builtin when a built-in tool has this name, an MCP server's tool of this
+    name, else local; `mcp.<server>.<tool>` names one MCP tool (and may rename it)."""
     command: (
         Annotated[
             Annotated[str, Tag("scalar")] | Annotated[CommandConfig, Tag("table")],

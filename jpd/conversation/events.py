@@ -157,6 +157,26 @@ class InquiryResponse(_Event):
         return out
 
 
+class SamplingMessage(BaseModel):
+    role: Literal["user", "assistant"]
+    text: str
+
+
+class Sampling(_Event):
+    """An MCP server's `sampling/createMessage` during a tool call, and its outcome
+    (protocol.md section 9.7)."""
+
+    type: Literal["sampling"] = "sampling"
+    id: str
+    """`<tool_call_id>.sampling.<n>`."""
+    server: str
+    system: str | None = None
+    messages: list[SamplingMessage]
+    outcome: Literal["completed", "refused", "failed"]
+    text: str | None = None
+    """The model's answer (`completed`), or why not (`failed`)."""
+
+
 class TurnEnd(_Event):
     """How a turn ended; written last in every turn (not in DESIGN.md's minimum, an addition)."""
 
@@ -174,6 +194,7 @@ Event = Annotated[
     | ToolCallResponse
     | InquiryRequest
     | InquiryResponse
+    | Sampling
     | TurnEnd,
     Field(discriminator="type"),
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from jpd.core.turn import Turn
     from jpd.llm.base import ToolChoice, ToolDefinition
     from jpd.llm.history import MessageHistory
+    from jpd.mcp.manager import McpManager
     from jpd.process_groups import ToolProcesses
     from jpd.tools.builtin import BuiltinRegistry
     from jpd.tools.catalog import EffectiveTool
@@ -74,6 +75,7 @@ class Daemon:
         self._builtins: BuiltinRegistry | None = None
         self._tool_processes: ToolProcesses | None = None
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
+        self._mcp: McpManager | None = None
 
     # --- configuration -------------------------------------------------------------
 
@@ -85,6 +87,15 @@ class Daemon:
 
             self._builtins = default_registry()
         return self._builtins
+
+    @property
+    def mcp(self) -> McpManager:
+        """The MCP servers (protocol.md section 9.6), created on first use."""
+        if self._mcp is None:
+            from jpd.mcp.manager import McpManager
+
+            self._mcp = McpManager(self._tg)
+        return self._mcp
 
     def request_env(self, link: ClientLink, environment: ClientEnvironment | None) -> RequestEnv:
         """What a request runs with: the client's environment when sent (protocol.md 5.5)."""
@@ -168,7 +179,7 @@ class Daemon:
             history = await self._history(conversation_id)
 
         turn_id = "t-" + secrets.token_hex(6)
-        tools = self._catalog(cfg, toggles or [])
+        tools = await self._catalog(cfg, toggles or [], renv.root)
         view = LateView()
         backend = LlmInquiryBackend(view, provider, cfg, providers)
         coordinator = make_coordinator(
@@ -183,6 +194,9 @@ class Daemon:
             detached=detached,
             processes=self.tool_processes,
             provider_keys=cfg.providers.api_key_variables(),
+            mcp=self.mcp.bound(renv.root),
+            on_progress=self._progress_sink(conversation_id, turn_id),
+            sampler=backend,
         )
         params = cfg.assistant.model.parameters
         spec = TurnSpec(
@@ -294,10 +308,28 @@ class Daemon:
 
     # --- tools and inquiries -----------------------------------------------------------
 
-    def _catalog(self, cfg: Config, toggles: list[ToolToggle]) -> dict[str, EffectiveTool]:
+    async def _catalog(
+        self, cfg: Config, toggles: list[ToolToggle], root: Path
+    ) -> dict[str, EffectiveTool]:
+        """The tools of `cfg`; MCP servers it enables are started (once) and listed."""
         from jpd.tools.catalog import build_catalog
 
-        return build_catalog(cfg, self.builtins, toggles)
+        servers = {name: s for name, s in cfg.mcp.servers.items() if s.enable}
+        listings = await self.mcp.listings(servers, root) if servers else {}
+        return build_catalog(cfg, self.builtins, toggles, listings)
+
+    def _progress_sink(
+        self, conversation_id: str, turn_id: str
+    ) -> Callable[[str, float, float | None, str | None], None]:
+        from jpd.protocol.turn_events import ToolProgress
+
+        def publish(
+            call_id: str, progress: float, total: float | None, message: str | None
+        ) -> None:
+            event = ToolProgress(id=call_id, progress=progress, total=total, message=message)
+            self.hub.publish(conversation_id, turn_id, event)
+
+        return publish
 
     async def list_tools(
         self, link: ClientLink, environment: ClientEnvironment | None = None
@@ -305,7 +337,7 @@ class Daemon:
         """The effective tools for this client's workspace config."""
         renv = self.request_env(link, environment)
         cfg = await anyio.to_thread.run_sync(self.load_config, renv.workspace, None, renv.env)
-        return list(self._catalog(cfg, []).values())
+        return list((await self._catalog(cfg, [], renv.root)).values())
 
     async def call_tool(
         self,
@@ -334,7 +366,7 @@ class Daemon:
             self._check_idle(conversation_id)
             log = self.store
         coordinator = make_coordinator(
-            tools=self._catalog(cfg, []),
+            tools=await self._catalog(cfg, [], renv.root),
             pending=self.questions,
             log=log,
             backend=None,
@@ -345,6 +377,7 @@ class Daemon:
             detached=detached,
             processes=self.tool_processes,
             provider_keys=cfg.providers.api_key_variables(),
+            mcp=self.mcp.bound(renv.root),
         )
         call = ToolCallPart(id=call_id, name=name, arguments=arguments)
         log.append(channel, ev.ToolCallRequest(id=call_id, name=name, arguments=arguments))
@@ -394,6 +427,8 @@ class Daemon:
             turn.cancel()
         for turn in turns:
             await turn.done.wait()
+        if self._mcp is not None:
+            await self._mcp.aclose()
         await self.providers.aclose()
         self.store.close()
         if self._tool_processes is not None:

@@ -10,10 +10,12 @@ from jpd.inquiry.pending import PendingQuestions
 from jpd.inquiry.recorder import EventLog, InquiryRecorder
 from jpd.inquiry.router import InquiryBackend, Router
 from jpd.llm.base import ChatRequest, Message
+from jpd.mcp.model import McpCaller
 from jpd.process_groups import ToolProcesses
 from jpd.protocol.detached import DetachedMode
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.coordinator import CallScope, Coordinator
+from jpd.tools.mcp_call import ProgressSink, Sampler
 from jpd.tools.permissions import PermissionGate
 
 
@@ -54,6 +56,9 @@ def make_coordinator(
     detached: DetachedMode | None,
     processes: ToolProcesses | None = None,
     provider_keys: frozenset[str] = frozenset(),
+    mcp: McpCaller | None = None,
+    on_progress: ProgressSink | None = None,
+    sampler: Sampler | None = None,
 ) -> Coordinator:
     """A coordinator over `tools` with its own turn cache, attempt counters and
     permission memory."""
@@ -67,5 +72,9 @@ def make_coordinator(
         detached_override=detached,
         processes=processes,
         provider_keys=provider_keys,
+        mcp=mcp,
+        on_progress=on_progress,
+        sampler=sampler,
+        record=lambda event: log.append(conversation_id, event),
     )
     return Coordinator(tools, router, gate, scope)

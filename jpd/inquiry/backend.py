@@ -21,6 +21,7 @@ context when config knows it (see `trim.py`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from jpd.config import Config, ConfigError
@@ -143,6 +144,36 @@ class LlmInquiryBackend:
                         is_error=True,
                     )
                 )
+
+    async def complete(
+        self,
+        system: str | None,
+        messages: Sequence[tuple[str, str]],
+        max_tokens: int,
+        temperature: float | None,
+    ) -> str:
+        """A plain completion by the inquiry model (an MCP server's sampling request).
+
+        A request of its own, without the turn's history or tools; raises
+        `BackendError` when the model cannot be reached.
+        """
+        provider, _, _ = self._choose(None)
+        inquiry = self._config.inquiry_assistant(None)
+        chat: list[llm.Message] = [
+            llm.AssistantMessage(content=text)
+            if role == "assistant"
+            else llm.UserMessage(content=text)
+            for role, text in messages
+        ]
+        request = llm.ChatRequest(
+            model=inquiry.model.name,
+            system=system,
+            messages=tuple(chat),
+            max_tokens=max_tokens,
+            temperature=temperature,
+        )
+        text, _ = await self._collect(provider, request)
+        return text
 
     def _choose(
         self, overrides: PartialAssistantConfig | None

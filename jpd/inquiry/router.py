@@ -91,6 +91,8 @@ class Failed:
     """The tool fails with `message` (what the model reads)."""
 
     message: str
+    reason: str = ""
+    """The recorded cancel reason (`user`, `no_prompt_backend`, ...)."""
 
 
 class Router:
@@ -212,7 +214,7 @@ class Router:
 
     def _fail(self, ctx: QuestionContext, reason: str, message: str) -> Failed:
         self._recorder.cancelled(ctx.inquiry_id, reason)
-        return Failed(message)
+        return Failed(message, reason)
 
     def _request(self, ctx: QuestionContext) -> Request:
         label = ctx.config.prompt_label if ctx.config else None

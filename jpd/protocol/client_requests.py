@@ -168,7 +168,11 @@ class ToolListParams(WireParams):
 
 class ToolInfo(WireModel):
     name: str
-    source: Literal["builtin", "local"]
+    source: Literal["builtin", "local", "mcp"]
+    server: str | None = None
+    """For an MCP tool: the server (`mcp.servers.<server>`) it belongs to."""
+    mcp_tool: str | None = None
+    """For an MCP tool: its name on the server (differs from `name` when renamed)."""
     enabled: bool
     run: Literal["ask", "unattended", "skip"]
     result: Literal["unattended", "ask", "skip"]

@@ -49,7 +49,7 @@ class PermissionParams(WireModel):
     tool_call_id: str
     tool_name: str
     arguments: dict[str, Any]
-    kind: Literal["run", "deliver"]
+    kind: Literal["run", "deliver", "sampling"]
     content: str | None = None
     """For `deliver`: the result that would go to the model."""
 

@@ -46,6 +46,16 @@ class ToolResult(WireModel):
     hidden: bool = False
 
 
+class ToolProgress(WireModel):
+    """Progress a running tool reports (an MCP server's `notifications/progress`)."""
+
+    kind: Literal["tool_progress"] = "tool_progress"
+    id: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
 class UsageFigures(WireModel):
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -77,6 +87,7 @@ TurnEvent = Annotated[
     | ReasoningDeltaEvent
     | ToolCallStarted
     | ToolResult
+    | ToolProgress
     | UsageReported
     | RetryScheduled
     | TurnCompleted,

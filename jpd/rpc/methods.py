@@ -175,6 +175,8 @@ async def tool_list(daemon: Daemon, session: Session, p: wire.ToolListParams) ->
             wire.ToolInfo(
                 name=t.name,
                 source=t.source,
+                server=t.mcp.server if t.mcp else None,
+                mcp_tool=t.mcp.tool if t.mcp else None,
                 enabled=t.enabled,
                 run=t.config.run,
                 result=t.config.result,

@@ -1,15 +1,16 @@
-"""The effective tools of a turn: built-ins and configured tools, merged config,
-per-turn toggles applied, JSON schemas built."""
+"""The effective tools of a turn: built-ins, configured tools and the tools of MCP
+servers, merged config, per-turn toggles applied, JSON schemas built."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from jpd.config import Config
 from jpd.config.tools import ToolConfig
 from jpd.llm.base import ToolDefinition
+from jpd.mcp.model import McpToolInfo, McpToolRef, ServerListing
 from jpd.protocol.client_requests import ToolToggle
 from jpd.protocol.errors import ConfigInvalid, InvalidParams
 from jpd.tools.builtin import BuiltinRegistry, BuiltinTool
@@ -19,11 +20,12 @@ from jpd.tools.schema import parameters_to_schema
 @dataclass(frozen=True)
 class EffectiveTool:
     name: str
-    source: Literal["builtin", "local"]
+    source: Literal["builtin", "local", "mcp"]
     config: ToolConfig
     enabled: bool
     schema: dict[str, Any]
     builtin: BuiltinTool | None
+    mcp: McpToolRef | None = None
 
     @property
     def definition(self) -> ToolDefinition:
@@ -33,29 +35,142 @@ class EffectiveTool:
 
 
 def build_catalog(
-    config: Config, registry: BuiltinRegistry, toggles: Sequence[ToolToggle] = ()
+    config: Config,
+    registry: BuiltinRegistry,
+    toggles: Sequence[ToolToggle] = (),
+    servers: Mapping[str, ServerListing] | None = None,
 ) -> dict[str, EffectiveTool]:
-    """Every known tool by name (enabled or not), toggles applied left to right."""
+    """Every known tool by name (enabled or not), toggles applied left to right.
+
+    `servers` are the listings of the enabled MCP servers (protocol.md section 9.6):
+    each of their tools is offered under its own name unless a configured tool names
+    it with `source = "mcp.<server>.<tool>"`. Two tools with one name are an error.
+    """
+    check_servers(config)
+    offered = _mcp_tools(servers or {})
+    renamed = {
+        source
+        for name, cfg in config.conversation.tools.items()
+        if (source := cfg.source) is not None and source.startswith("mcp.")
+    }
     tools: dict[str, EffectiveTool] = {}
+    unlisted = any(listing.error is not None for listing in (servers or {}).values())
     for name in sorted(set(registry.names()) | set(config.tool_names())):
-        builtin = registry.get(name)
-        merged = config.tool_config(name, builtin.default_config() if builtin else None)
-        source = merged.source or ("builtin" if builtin else "local")
-        if source == "builtin" and builtin is None:
+        tool = _configured(config, registry, name, offered, unlisted)
+        if tool is not None:
+            tools[name] = tool
+    for source, (server, info) in sorted(offered.items()):
+        if source in renamed:
+            continue
+        other = tools.get(info.name)
+        if other is not None:
+            if other.mcp is not None and f"mcp.{other.mcp.server}.{other.mcp.tool}" == source:
+                continue
             raise ConfigInvalid(
-                f"conversation.tools.{name}.source: there is no built-in tool named {name!r}"
+                f"two tools are named {info.name!r}: {_describe(other)} and {source}; "
+                f'rename one with conversation.tools.<name>.source = "{source}"'
             )
-        if source == "local" and merged.command is None:
-            raise ConfigInvalid(f"conversation.tools.{name}.command: a local tool needs a command")
-        tools[name] = EffectiveTool(
-            name=name,
-            source=source,
-            config=merged,
-            enabled=merged.enabled,
-            schema=parameters_to_schema(merged.parameters),
-            builtin=builtin if source == "builtin" else None,
-        )
+        tools[info.name] = _mcp_tool(config, info.name, server, info, config.tool_config(info.name))
     return apply_toggles(tools, toggles)
+
+
+def check_servers(config: Config) -> None:
+    """Every enabled MCP server has one way to run (`command` or `url`)."""
+    for name, server in config.mcp.servers.items():
+        problem = server.transport_problem()
+        if server.enable and problem is not None:
+            raise ConfigInvalid(f"mcp.servers.{name}: {problem}")
+
+
+def _mcp_tools(servers: Mapping[str, ServerListing]) -> dict[str, tuple[str, McpToolInfo]]:
+    return {
+        f"mcp.{server}.{info.name}": (server, info)
+        for server, listing in servers.items()
+        for info in listing.tools
+    }
+
+
+def _describe(tool: EffectiveTool) -> str:
+    if tool.mcp is not None:
+        return f"mcp.{tool.mcp.server}.{tool.mcp.tool}"
+    return f"the {tool.source} tool {tool.name!r}"
+
+
+def _configured(
+    config: Config,
+    registry: BuiltinRegistry,
+    name: str,
+    offered: Mapping[str, tuple[str, McpToolInfo]],
+    unlisted: bool,
+) -> EffectiveTool | None:
+    builtin = registry.get(name)
+    merged = config.tool_config(name, builtin.default_config() if builtin else None)
+    source = merged.source
+    if source is None and builtin is None and merged.command is None:
+        # No command: the settings of an MCP tool of this name, if a server has one.
+        matches = [s for s, (_, info) in offered.items() if info.name == name]
+        if len(matches) > 1:
+            raise ConfigInvalid(
+                f"two tools are named {name!r}: {' and '.join(sorted(matches))}; "
+                f'rename one with conversation.tools.<name>.source = "{matches[0]}"'
+            )
+        if matches:
+            source = matches[0]
+    source = source or ("builtin" if builtin else "local")
+    if source.startswith("mcp."):
+        _, server, tool = source.split(".", 2)
+        server_config = config.mcp.servers.get(server)
+        if server_config is None:
+            raise ConfigInvalid(
+                f"conversation.tools.{name}.source: there is no MCP server named {server!r} "
+                f"(configure it under [mcp.servers.{server}])"
+            )
+        found = offered.get(source)
+        info = found[1] if found else McpToolInfo(tool, "", {"type": "object"})
+        if builtin is not None:
+            raise ConfigInvalid(
+                f"two tools are named {name!r}: the builtin tool {name!r} and {source}; "
+                "rename the MCP tool"
+            )
+        return _mcp_tool(config, name, server, info, merged, enabled=server_config.enable)
+    if source == "builtin" and builtin is None:
+        raise ConfigInvalid(
+            f"conversation.tools.{name}.source: there is no built-in tool named {name!r}"
+        )
+    if source == "local" and merged.command is None:
+        if unlisted:
+            return None  # perhaps the settings of a tool of a server that is down
+        raise ConfigInvalid(f"conversation.tools.{name}.command: a local tool needs a command")
+    return EffectiveTool(
+        name=name,
+        source="builtin" if source == "builtin" else "local",
+        config=merged,
+        enabled=merged.enabled,
+        schema=parameters_to_schema(merged.parameters),
+        builtin=builtin if source == "builtin" else None,
+    )
+
+
+def _mcp_tool(
+    config: Config,
+    name: str,
+    server: str,
+    info: McpToolInfo,
+    merged: ToolConfig,
+    *,
+    enabled: bool = True,
+) -> EffectiveTool:
+    if merged.summary is None and merged.description is None and info.description:
+        merged = merged.model_copy(update={"description": info.description})
+    return EffectiveTool(
+        name=name,
+        source="mcp",
+        config=merged,
+        enabled=enabled and merged.enabled,
+        schema=info.input_schema,
+        builtin=None,
+        mcp=McpToolRef(server=server, tool=info.name, config=config.mcp.servers[server]),
+    )
 
 
 def apply_toggles(
@@ -80,14 +195,4 @@ def apply_toggles(
                 f'tool {toggle.name!r} cannot be {verb} per turn (allow_toggle = "never")'
             )
         state[toggle.name] = toggle.enable
-    return {
-        name: EffectiveTool(
-            name=t.name,
-            source=t.source,
-            config=t.config,
-            enabled=state[name],
-            schema=t.schema,
-            builtin=t.builtin,
-        )
-        for name, t in tools.items()
-    }
+    return {name: replace(t, enabled=state[name]) for name, t in tools.items()}

@@ -9,7 +9,7 @@ wins), and its result permitted (`deliver`) before the model sees it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from jpd.conversation import events as ev
 from jpd.inquiry.backend import ANSWER_INQUIRY, ANSWER_INQUIRY_TOOL
 from jpd.inquiry.router import QuestionContext, Resolved, Router
 from jpd.llm.base import ToolCallPart, ToolDefinition
+from jpd.mcp.model import McpCaller
 from jpd.process_groups import ToolProcesses
 from jpd.protocol.detached import DetachedMode
 from jpd.tools.base import ToolResultData
@@ -27,6 +28,7 @@ from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.environment import tool_environment
 from jpd.tools.local_runner import run_local_tool
+from jpd.tools.mcp_call import McpCallHooks, ProgressSink, Sampler
 from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
 from jpd.tools.permissions import PermissionGate
 from jpd.tools.schema import validate_arguments
@@ -50,6 +52,13 @@ class CallScope:
     """Runs tools under the launcher, so they die with the daemon."""
     provider_keys: frozenset[str] = frozenset()
     """Variables holding provider API keys: never passed to tools."""
+    mcp: McpCaller | None = None
+    """Calls the tools of MCP servers (None: no MCP tool can run)."""
+    on_progress: ProgressSink | None = None
+    sampler: Sampler | None = None
+    """Completes MCP sampling requests (None: they are refused)."""
+    record: Callable[[ev.Event], None] | None = None
+    """Appends an event to the conversation's log (MCP sampling exchanges)."""
 
 
 class Coordinator:
@@ -133,6 +142,8 @@ class Coordinator:
         return content, is_error
 
     async def _execute(self, tool: EffectiveTool, call: ToolCallPart) -> tuple[str, bool]:
+        if tool.mcp is not None:
+            return await self._call_mcp(tool, call)
         answers: dict[str, Any] = {}
         for _ in range(MAX_QUESTIONS + 1):
             outcome = await self._invoke(tool, call, answers)
@@ -160,6 +171,27 @@ class Coordinator:
             answers[question.id] = resolution.answer
         return (f"{tool.name} kept asking questions ({MAX_QUESTIONS}); stopped.", True)
 
+    async def _call_mcp(self, tool: EffectiveTool, call: ToolCallPart) -> tuple[str, bool]:
+        assert tool.mcp is not None
+        if self._scope.mcp is None:
+            return (f"MCP tool {tool.name!r} cannot run here (no MCP client).", True)
+        hooks = McpCallHooks(
+            tool=tool,
+            call=call,
+            router=self._router,
+            gate=self._gate,
+            conversation_id=self._scope.conversation_id,
+            turn_id=self._scope.turn_id,
+            detached_override=self._scope.detached_override,
+            on_progress=self._scope.on_progress,
+            sampler=self._scope.sampler,
+            record=self._scope.record,
+        )
+        result = await self._scope.mcp.call(
+            tool.mcp, dict(call.arguments), hooks, tool.config.timeout
+        )
+        return result.content, result.is_error
+
     def _source(self, tool: EffectiveTool) -> ev.ToolSource | ev.AssistantSource:
         # RFD 082: provenance comes from the tool itself, never from user config.
         if tool.builtin is not None:
@@ -170,11 +202,7 @@ class Coordinator:
         self, tool: EffectiveTool, call: ToolCallPart, answers: dict[str, Any]
     ) -> Outcome:
         if tool.builtin is not None:
-            docs = {
-                name: (t.config.summary or "", t.config.description or t.config.summary or "")
-                for name, t in self._tools.items()
-                if t.enabled
-            }
+            docs = {name: _docs(t) for name, t in self._tools.items() if t.enabled}
             ctx = BuiltinContext(conversation_id=self._scope.conversation_id, tool_docs=docs)
             try:
                 return await tool.builtin.run(dict(call.arguments), dict(answers), ctx)
@@ -194,3 +222,12 @@ class Coordinator:
             env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
             processes=self._scope.processes,
         )
+
+
+def _docs(tool: EffectiveTool) -> tuple[str, str]:
+    """(summary, full description) for `describe_tools`; MCP tools name their server."""
+    summary = tool.config.summary or ""
+    description = tool.config.description or summary
+    if tool.mcp is not None:
+        description = f"{description}\n\n(MCP server: {tool.mcp.server})".lstrip()
+    return summary, description

@@ -19,7 +19,7 @@ from jpd.protocol.client_port import ClientLink
 from jpd.protocol.detached import DetachedMode
 from jpd.protocol.server_requests import PendingInfo, PermissionParams, PermissionResult
 
-Kind = Literal["run", "deliver"]
+Kind = Literal["run", "deliver", "sampling"]
 
 
 @dataclass
@@ -41,7 +41,8 @@ class PermissionGate:
         arguments: dict[str, Any],
         content: str | None = None,
     ) -> bool:
-        """Whether the tool may run (`run`) or its result go to the model (`deliver`)."""
+        """Whether the tool may run (`run`), its result go to the model (`deliver`), or
+        its MCP server have the model complete a message (`sampling`)."""
         key = (kind, tool_name)
         if key in self.remembered:
             return self.remembered[key]
@@ -52,7 +53,11 @@ class PermissionGate:
             async def wait(limit: float) -> Reply | None:
                 return await self.pending.ask(request, wait=True, wait_limit=limit)
 
-            verdict = await apply_detached(tool.detached_policy(kind, self.detached_override), wait)
+            verdict = await apply_detached(
+                # A sampling request is governed like running the tool (section 9.7).
+                tool.detached_policy("run" if kind == "sampling" else kind, self.detached_override),
+                wait,
+            )
             if not isinstance(verdict, ClientAnswered):
                 return isinstance(verdict, Automatic)
             reply = verdict.reply
