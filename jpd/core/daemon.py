@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
+from jpd.conversation.replay import ReplayFiles
 from jpd.conversation.store import (
     ConversationNotFound,
     ConversationStore,
@@ -67,7 +68,9 @@ class Daemon:
         self._tg = task_group
         self.store = ConversationStore(settings.data_dir)
         self.providers = ProviderRegistry(settings.env)
-        self.hub = EventHub(replay_limit=self._replay_limit)
+        replay_files = ReplayFiles(settings.data_dir / "replay")
+        replay_files.reset()  # seqs restart with each run (protocol.md section 7.2)
+        self.hub = EventHub(replay_files, replay_limit=self._replay_limit)
         self._turns: dict[str, Turn] = {}
         # Message histories of recently used conversations, extended by their turns.
         self._histories: OrderedDict[str, MessageHistory] = OrderedDict()
@@ -244,13 +247,15 @@ class Daemon:
     async def _settle(self, conversation_id: str) -> None:
         """A conversation's turn or tool call ended: give back what it no longer needs.
 
-        Its log file is closed (reopened by the next append), so that a daemon that
-        served thousands of conversations does not hold thousands of files.
+        Its log file is closed (reopened by the next append) and, when no client follows
+        it, its replay events move to disk, so that a daemon that served thousands of
+        conversations holds neither their files nor their events (protocol.md 8.1).
         """
         if self._busy(conversation_id):
             return
         try:
             await anyio.to_thread.run_sync(self.store.release, conversation_id)
+            await self.hub.settle(conversation_id)
         except OSError as exc:
             log.warning("could not release conversation %s: %s", conversation_id, exc)
 
@@ -274,7 +279,7 @@ class Daemon:
         """Turns currently running, oldest first."""
         return [self._info(t) for t in sorted(self._turns.values(), key=lambda t: t.started_at)]
 
-    def attach(
+    async def attach(
         self, link: ClientLink, conversation_id: str, from_seq: int | None
     ) -> tuple[int, int]:
         """Subscribe `link` to a conversation, replaying events after `from_seq`.
@@ -284,14 +289,16 @@ class Daemon:
         self._check_id(conversation_id)
         if not self.store.exists(conversation_id):
             raise NotFound(f"conversation not found: {conversation_id}")
-        oldest = self.hub.oldest_seq(conversation_id)
-        last = self.hub.subscribe(conversation_id, link, from_seq)
+        last, oldest = await self.hub.attach(conversation_id, link, from_seq)
         self.questions.client_ready(link, conversation_id)
         return last, oldest
 
     def detach(self, link: ClientLink, conversation_id: str) -> bool:
         """Unsubscribe `link` from a conversation."""
-        return self.hub.unsubscribe(conversation_id, link)
+        detached = self.hub.unsubscribe(conversation_id, link)
+        if detached:
+            self._tg.start_soon(self._settle, conversation_id)
+        return detached
 
     def connected(self, link: ClientLink) -> None:
         """A client connected (not yet initialized)."""
@@ -300,7 +307,8 @@ class Daemon:
     def disconnected(self, link: ClientLink) -> None:
         """A client went away: forget its subscriptions; its turns keep running."""
         self._links.pop(link.link_id, None)
-        self.hub.drop(link)
+        for conversation_id in self.hub.drop(link):
+            self._tg.start_soon(self._settle, conversation_id)
 
     def client_ready(self, link: ClientLink) -> None:
         """A client (re-)initialized: send it the pending questions it can answer."""
@@ -388,7 +396,7 @@ class Daemon:
             content, is_error = await coordinator.run_one(call)
         finally:
             if conversation_id is None:
-                self.hub.forget(channel)
+                self.hub.discard(channel)
             elif not was_subscribed:
                 self.hub.unsubscribe(channel, link)
         log.append(channel, ev.ToolCallResponse(id=call_id, content=content, is_error=is_error))
@@ -475,7 +483,7 @@ class Daemon:
             await anyio.to_thread.run_sync(self.store.delete, conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
-        self.hub.forget(conversation_id)
+        await self.hub.forget(conversation_id)
         self._histories.pop(conversation_id, None)
 
     async def _history(self, conversation_id: str) -> MessageHistory:

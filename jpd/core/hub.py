@@ -1,7 +1,12 @@
-"""Event fan-out: per-conversation sequence numbers, a bounded replay buffer, subscribers.
+"""Event fan-out: per-conversation sequence numbers, bounded replay, subscribers.
 
-`subscribe` replays buffered events after `from_seq` and adds the subscriber in one
-step of the event loop, so a subscriber sees every event exactly once, in order.
+`subscribe` (and `attach`, which replays first) adds the subscriber in the same step of
+the event loop as the replay, so a subscriber sees every event exactly once, in order.
+
+Memory is bounded by what is active: when a conversation goes idle (no turn runs, no
+client follows), `settle` moves its replay buffer to a replay file and keeps only its
+next seq and where its replay starts; `attach` replays from the file, then from memory
+(protocol.md sections 5.8 and 8.1).
 """
 
 from __future__ import annotations
@@ -9,7 +14,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+import anyio
+
+from jpd.conversation.replay import ReplayFiles
 from jpd.protocol.client_port import ClientLink, Notification
 from jpd.protocol.turn_events import TurnEvent, TurnEventParams
 
@@ -19,18 +28,28 @@ TURN_EVENT = "turn/event"
 @dataclass
 class _Channel:
     next_seq: int = 1
+    filed_from: int | None = None
+    """The oldest seq in the conversation's replay file (None: no file)."""
     buffer: deque[TurnEventParams] = field(default_factory=deque)
     subscribers: dict[int, ClientLink] = field(default_factory=dict)
+
+    def first_in_memory(self) -> int:
+        return self.buffer[0].seq if self.buffer else self.next_seq
 
 
 class EventHub:
     """Assigns `seq` to turn events and delivers them to subscribed clients."""
 
-    def __init__(self, replay_limit: int | Callable[[], int] = 10_000) -> None:
-        # A callable is read on first publish, so the config loads with the first turn.
+    def __init__(self, files: ReplayFiles, replay_limit: int | Callable[[], int] = 10_000) -> None:
+        self._files = files
+        # A callable is read on first use, so the config loads with the first turn.
         self._limit_source = replay_limit
         self._limit: int | None = replay_limit if isinstance(replay_limit, int) else None
         self._channels: dict[str, _Channel] = {}
+        # Idle conversations: (next seq, oldest seq in the replay file or None).
+        self._idle: dict[str, tuple[int, int | None]] = {}
+        # Moving events between memory and files, and replaying them, never interleave.
+        self._filing = anyio.Lock()
 
     def _replay_limit(self) -> int:
         if self._limit is None:
@@ -39,7 +58,11 @@ class EventHub:
         return self._limit
 
     def _channel(self, conversation_id: str) -> _Channel:
-        return self._channels.setdefault(conversation_id, _Channel())
+        channel = self._channels.get(conversation_id)
+        if channel is None:
+            next_seq, filed_from = self._idle.pop(conversation_id, (1, None))
+            channel = self._channels[conversation_id] = _Channel(next_seq, filed_from)
+        return channel
 
     def publish(self, conversation_id: str, turn_id: str, event: TurnEvent) -> TurnEventParams:
         """Number `event`, keep it for replay and send it to every subscriber."""
@@ -58,40 +81,103 @@ class EventHub:
                 link.send(note)
         return params
 
-    def subscribe(self, conversation_id: str, link: ClientLink, from_seq: int | None = None) -> int:
-        """Subscribe `link`; replay buffered events with `seq > from_seq` first.
-
-        Returns the last seq assigned so far in this conversation (0 if none).
-        """
+    def subscribe(self, conversation_id: str, link: ClientLink) -> int:
+        """Subscribe `link` without replay; returns the last seq assigned so far (0: none)."""
         channel = self._channel(conversation_id)
-        if from_seq is not None:
-            for params in channel.buffer:
-                if params.seq > from_seq:
-                    link.notify(TURN_EVENT, params.to_wire())
         channel.subscribers[link.link_id] = link
         return channel.next_seq - 1
+
+    async def attach(
+        self, conversation_id: str, link: ClientLink, from_seq: int | None
+    ) -> tuple[int, int]:
+        """Subscribe `link`, first replaying the kept events with `seq > from_seq`.
+
+        Returns (last seq assigned so far, oldest seq kept for replay).
+        """
+        if from_seq is None:
+            return self.subscribe(conversation_id, link), self.oldest_seq(conversation_id)
+        async with self._filing:  # the file cannot change under the replay
+            channel = self._channel(conversation_id)
+            filed: list[dict[str, Any]] = []
+            if channel.filed_from is not None and from_seq + 1 < channel.first_in_memory():
+                after = max(from_seq, self.oldest_seq(conversation_id) - 1)
+                filed = await anyio.to_thread.run_sync(self._files.read, conversation_id, after)
+            # From here to the subscription, one step of the event loop: nothing is missed.
+            channel = self._channel(conversation_id)
+            oldest = self.oldest_seq(conversation_id)
+            first_in_memory = channel.first_in_memory()
+            for wire in filed:
+                if oldest <= wire["seq"] < first_in_memory:
+                    link.notify(TURN_EVENT, wire)
+            for params in channel.buffer:
+                if params.seq > from_seq and params.seq >= oldest:
+                    link.notify(TURN_EVENT, params.to_wire())
+            channel.subscribers[link.link_id] = link
+            return channel.next_seq - 1, oldest
 
     def oldest_seq(self, conversation_id: str) -> int:
         """The oldest seq still kept for replay (the next seq when nothing is kept).
 
         Older events are not replayed; their persisted form is in the store.
         """
-        channel = self._channel(conversation_id)
-        return channel.buffer[0].seq if channel.buffer else channel.next_seq
+        channel = self._channels.get(conversation_id)
+        if channel is not None:
+            next_seq, filed_from = channel.next_seq, channel.filed_from
+            first = filed_from if filed_from is not None else channel.first_in_memory()
+        else:
+            next_seq, filed_from = self._idle.get(conversation_id, (1, None))
+            first = filed_from if filed_from is not None else next_seq
+        return max(first, next_seq - self._replay_limit())
+
+    async def settle(self, conversation_id: str) -> None:
+        """If no client follows the conversation, move its replay buffer to its file and
+        free its memory (the caller knows that no turn runs in it)."""
+        async with self._filing:
+            channel = self._channels.get(conversation_id)
+            if channel is None or channel.subscribers:
+                return
+            if channel.buffer:
+                events = [params.to_wire() for params in channel.buffer]
+                keep_from = channel.next_seq - self._replay_limit()
+                oldest = await anyio.to_thread.run_sync(
+                    self._files.write, conversation_id, events, keep_from
+                )
+                if self._channels.get(conversation_id) is not channel:
+                    return  # forgotten meanwhile
+                # A new turn may have added events meanwhile: drop only what was filed.
+                last_filed = events[-1]["seq"]
+                while channel.buffer and channel.buffer[0].seq <= last_filed:
+                    channel.buffer.popleft()
+                channel.filed_from = oldest if oldest <= last_filed else None
+            if not channel.buffer and not channel.subscribers:
+                del self._channels[conversation_id]
+                self._idle[conversation_id] = (channel.next_seq, channel.filed_from)
 
     def unsubscribe(self, conversation_id: str, link: ClientLink) -> bool:
         """Stop sending this conversation's events to `link`."""
         channel = self._channels.get(conversation_id)
         return channel is not None and channel.subscribers.pop(link.link_id, None) is not None
 
-    def drop(self, link: ClientLink) -> None:
-        """Forget a disconnected client everywhere."""
-        for channel in self._channels.values():
-            channel.subscribers.pop(link.link_id, None)
+    def drop(self, link: ClientLink) -> list[str]:
+        """Forget a disconnected client everywhere; returns the conversations it followed."""
+        followed = []
+        for conversation_id, channel in self._channels.items():
+            if channel.subscribers.pop(link.link_id, None) is not None:
+                followed.append(conversation_id)
+        return followed
 
-    def forget(self, conversation_id: str) -> None:
-        """Drop a deleted conversation's buffer and subscribers."""
-        self._channels.pop(conversation_id, None)
+    async def forget(self, conversation_id: str) -> None:
+        """Drop a deleted conversation's events, replay file and subscribers."""
+        async with self._filing:
+            channel = self._channels.pop(conversation_id, None)
+            idle = self._idle.pop(conversation_id, None)
+            filed = (channel.filed_from if channel else idle[1] if idle else None) is not None
+            if filed:
+                await anyio.to_thread.run_sync(self._files.forget, conversation_id)
+
+    def discard(self, channel_id: str) -> None:
+        """Drop a channel that never reaches a file (a `tool/call` without conversation)."""
+        self._channels.pop(channel_id, None)
 
     def subscribers(self, conversation_id: str) -> list[ClientLink]:
         """Clients currently subscribed to a conversation."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from tests.e2e.sockets import Daemons, SocketClient, socket_env
+from tests.e2e.sockets import Daemons, SocketClient, socket_env, wait_for
 
 CONVERSATIONS = 1_000
 FILE_LIMIT = 256
@@ -62,4 +62,42 @@ async def test_a_thousand_conversations_under_a_256_file_limit(
     # Idle conversations hold no file: the daemon is back where it started.
     assert open_fds(daemon.process.pid) <= baseline + 2
     await client.close()
+    assert await daemon.stop() == 0
+
+
+async def test_idle_conversation_events_move_to_disk_and_replay_exactly(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = socket_env(tmp_path, [{"text": "abcdef", "chunk": 1}, {"text": "ghij", "chunk": 2}])
+    daemon = await daemons.start(env)
+    first = await SocketClient.connect(daemon.socket)
+    await first.initialize()
+    started = await first.request("turn/start", {"message": "one"})
+    conversation_id = started["conversationId"]
+    await first.wait_completed(started["turnId"])
+    await first.close()  # nobody follows the conversation and no turn runs: it is idle
+    replay_file = tmp_path / "data" / "replay" / f"{conversation_id}.jsonl"
+    await wait_for(replay_file.exists, "the idle conversation's events on disk")
+
+    second = await SocketClient.connect(daemon.socket)
+    await second.initialize()
+    again = await second.request(
+        "turn/start", {"message": "two", "conversationId": conversation_id}
+    )
+    await second.wait_completed(again["turnId"])
+    # Seqs continue where the idle conversation stopped.
+    seqs = [e["seq"] for e in first.events + second.events]
+    assert seqs == list(range(1, len(seqs) + 1))
+    await second.request("turn/detach", {"conversationId": conversation_id})
+
+    reader = await SocketClient.connect(daemon.socket)
+    await reader.initialize()
+    attached = await reader.request(
+        "turn/attach", {"conversationId": conversation_id, "fromSeq": 0}
+    )
+    everything = first.events + second.events
+    assert attached["oldestSeq"] == 1 and attached["lastSeq"] == len(everything)
+    assert reader.events == everything
+    for client in (second, reader):
+        await client.close()
     assert await daemon.stop() == 0

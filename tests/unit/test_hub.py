@@ -1,0 +1,164 @@
+"""Tests for `jpd.core.hub`: seqs, bounded replay, and idle conversations moved to disk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from jpd.conversation.replay import ReplayFiles
+from jpd.core.hub import EventHub
+from jpd.protocol.client_port import ClientCapabilities, Notification
+from jpd.protocol.turn_events import TextDeltaEvent, TurnCompleted
+
+CID = "c-hub"
+
+
+@dataclass
+class FakeLink:
+    link_id: int
+    capabilities: ClientCapabilities = field(default_factory=ClientCapabilities)
+    workspace_root: Path | None = None
+    received: list[dict[str, Any]] = field(default_factory=list)
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        assert method == "turn/event"
+        self.received.append(params)
+
+    def send(self, notification: Notification) -> None:
+        self.notify(notification.method, notification.params)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        raise AssertionError("no requests expected")
+
+    def seqs(self) -> list[int]:
+        return [p["seq"] for p in self.received]
+
+    def texts(self) -> list[str]:
+        return [p["event"].get("text", p["event"]["kind"]) for p in self.received]
+
+
+def make_hub(tmp_path: Path, limit: int = 100) -> tuple[EventHub, ReplayFiles]:
+    files = ReplayFiles(tmp_path / "replay")
+    files.reset()
+    return EventHub(files, replay_limit=limit), files
+
+
+def turn(hub: EventHub, turn_id: str, *texts: str, cid: str = CID) -> None:
+    for text in texts:
+        hub.publish(cid, turn_id, TextDeltaEvent(text=text))
+    hub.publish(cid, turn_id, TurnCompleted(stop_reason="end_turn"))
+
+
+async def test_settle_frees_memory_and_attach_replays_from_the_file(tmp_path: Path) -> None:
+    hub, files = make_hub(tmp_path)
+    live = FakeLink(1)
+    hub.subscribe(CID, live)
+    turn(hub, "t-1", "a", "b")
+    await hub.settle(CID)  # a client follows: nothing moves
+    assert hub._channels[CID].buffer
+    assert hub.unsubscribe(CID, live)
+    await hub.settle(CID)
+    assert CID not in hub._channels  # only (next seq, file start) is left in memory
+    assert [e["seq"] for e in files.read(CID, 0)] == [1, 2, 3]
+
+    # Seqs continue across the move; replay reads the file, then memory.
+    turn(hub, "t-2", "c")
+    late = FakeLink(2)
+    assert await hub.attach(CID, late, 0) == (5, 1)
+    assert late.seqs() == [1, 2, 3, 4, 5]
+    assert late.received == live.received + late.received[3:]
+    assert late.texts() == ["a", "b", "turn_completed", "c", "turn_completed"]
+
+
+async def test_replay_after_a_seq_and_without_one(tmp_path: Path) -> None:
+    hub, _ = make_hub(tmp_path)
+    turn(hub, "t-1", "a", "b", "c")
+    await hub.settle(CID)
+    partial = FakeLink(1)
+    assert await hub.attach(CID, partial, 2) == (4, 1)
+    assert partial.seqs() == [3, 4]
+    quiet = FakeLink(2)
+    assert await hub.attach(CID, quiet, None) == (4, 1)
+    assert quiet.received == []
+    turn(hub, "t-2", "d")
+    assert quiet.seqs() == partial.seqs()[2:] == [5, 6]
+
+
+async def test_the_replay_limit_holds_across_files_and_memory(tmp_path: Path) -> None:
+    hub, files = make_hub(tmp_path, limit=4)
+    turn(hub, "t-1", "a", "b")  # seqs 1-3
+    await hub.settle(CID)
+    turn(hub, "t-2", "c", "d")  # seqs 4-6: only 3..6 are kept
+    assert hub.oldest_seq(CID) == 3
+    reader = FakeLink(1)
+    assert await hub.attach(CID, reader, 0) == (6, 3)
+    assert reader.seqs() == [3, 4, 5, 6]
+    hub.unsubscribe(CID, reader)
+    await hub.settle(CID)
+    assert [e["seq"] for e in files.read(CID, 0)] == [3, 4, 5, 6]
+
+
+async def test_nothing_kept_when_the_limit_is_zero(tmp_path: Path) -> None:
+    hub, files = make_hub(tmp_path, limit=0)
+    turn(hub, "t-1", "a")
+    await hub.settle(CID)
+    assert hub.oldest_seq(CID) == 3 and files.read(CID, 0) == []
+    reader = FakeLink(1)
+    assert await hub.attach(CID, reader, 0) == (2, 3)
+    assert reader.received == []
+
+
+async def test_events_published_while_filing_stay_in_memory(tmp_path: Path) -> None:
+    hub, files = make_hub(tmp_path)
+    turn(hub, "t-1", "a")
+    real_write = files.write
+
+    def slow_write(*args: Any) -> int:
+        # A new turn publishes while the old one's events are being written.
+        anyio.from_thread.run_sync(turn, hub, "t-2", "b")
+        return real_write(*args)
+
+    files.write = slow_write  # type: ignore[method-assign]
+    await hub.settle(CID)
+    assert [p.seq for p in hub._channels[CID].buffer] == [3, 4]
+    reader = FakeLink(1)
+    await hub.attach(CID, reader, 0)
+    assert reader.seqs() == [1, 2, 3, 4]
+
+
+async def test_a_disconnected_client_is_dropped_everywhere(tmp_path: Path) -> None:
+    hub, _ = make_hub(tmp_path)
+    link = FakeLink(1)
+    hub.subscribe("c-one", link)
+    hub.subscribe("c-two", link)
+    assert sorted(hub.drop(link)) == ["c-one", "c-two"]
+    assert hub.subscribers("c-one") == hub.subscribers("c-two") == []
+
+
+async def test_forget_removes_the_file_and_restarts_seqs(tmp_path: Path) -> None:
+    hub, files = make_hub(tmp_path)
+    turn(hub, "t-1", "a")
+    await hub.settle(CID)
+    await hub.forget(CID)
+    assert files.read(CID, 0) == [] and not (tmp_path / "replay" / f"{CID}.jsonl").exists()
+    assert hub.subscribe(CID, FakeLink(1)) == 0
+
+
+def test_reset_forgets_an_earlier_run(tmp_path: Path) -> None:
+    files = ReplayFiles(tmp_path / "replay")
+    files.reset()
+    files.write(CID, [{"seq": 1, "event": {}}], 1)
+    assert len(files.read(CID, 0)) == 1
+    ReplayFiles(tmp_path / "replay").reset()
+    assert files.read(CID, 0) == []
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/b"])
+def test_replay_files_refuse_unsafe_ids(tmp_path: Path, bad: str) -> None:
+    files = ReplayFiles(tmp_path / "replay")
+    with pytest.raises(ValueError):
+        files.read(bad, 0)
