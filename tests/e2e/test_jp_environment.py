@@ -98,9 +98,14 @@ async def test_tools_get_the_clients_environment_and_cwd(tmp_path: Path, daemons
     # that the conversation records, and never in the daemon's log.
     log = (Path(env["JP_LOG_DIR"]) / "jpd.log").read_text()
     assert SECRET not in log
+    replay = Path(env["JP_DATA_DIR"]) / "replay"  # the same events, as sent live
     for path in Path(env["JP_DATA_DIR"]).rglob("*"):
-        if path.is_file() and path.name != "events.jsonl":
+        if path.is_file() and path.name != "events.jsonl" and path.parent != replay:
             assert SECRET not in path.read_text(errors="replace"), path
+    for path in replay.glob("*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        carrying = [line["event"]["kind"] for line in lines if SECRET in json.dumps(line)]
+        assert carrying == ["tool_result"]
     for path in Path(env["JP_DATA_DIR"]).rglob("events.jsonl"):
         lines = [json.loads(line) for line in path.read_text().splitlines()]
         carrying = [line["type"] for line in lines if SECRET in json.dumps(line)]
