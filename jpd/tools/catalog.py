@@ -54,7 +54,9 @@ def build_catalog(
         if (source := cfg.source) is not None and source.startswith("mcp.")
     }
     tools: dict[str, EffectiveTool] = {}
-    unlisted = any(listing.error is not None for listing in (servers or {}).values())
+    # With MCP servers on, settings without a command may be for a tool a server does
+    # not list (yet, or while it is down): they wait for it instead of failing the turn.
+    unlisted = bool(servers)
     for name in sorted(set(registry.names()) | set(config.tool_names())):
         tool = _configured(config, registry, name, offered, unlisted)
         if tool is not None:
@@ -139,7 +141,7 @@ def _configured(
         )
     if source == "local" and merged.command is None:
         if unlisted:
-            return None  # perhaps the settings of a tool of a server that is down
+            return None
         raise ConfigInvalid(f"conversation.tools.{name}.command: a local tool needs a command")
     return EffectiveTool(
         name=name,

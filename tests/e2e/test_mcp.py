@@ -376,3 +376,84 @@ async def test_sampling_with_permission_is_served_by_the_model_and_recorded(
         ("call_2.sampling.1", "refused", None),
     ]
     assert samplings[0]["server"] == "fx"
+
+
+async def test_hanging_call_times_out_and_garbage_server_is_named(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    log = home / "server.log"
+    garbage = home / "garbage_server.py"
+    garbage.write_text(
+        "import sys, time\nprint('this is not JSON-RPC', flush=True)\n"
+        "print('garbage server booting', file=sys.stderr, flush=True)\ntime.sleep(60)\n"
+    )
+    config = (
+        stdio_toml(env={"MCP_FIXTURE_LOG": str(log)})
+        + '[conversation.tools.slow]\nrun = "unattended"\ntimeout = 1.0\n'
+        + f"[mcp.servers.junk]\ncommand = {json.dumps([sys.executable, str(garbage)])}\n"
+        + "startup_timeout = 1.5\n"
+        + '[conversation.tools.junk_tool]\nsource = "mcp.junk.anything"\nrun = "unattended"\n'
+    )
+    daemon = await jpd_factory(
+        responses=[
+            {
+                "tool_calls": [
+                    {"id": "c1", "name": "slow", "arguments": {"seconds": 60}},
+                    {"id": "c2", "name": "junk_tool", "arguments": {}},
+                ]
+            },
+            {"text": "done"},
+        ],
+        config=config,
+    )
+    await daemon.initialize(workspaceRoot=str(home))
+    started, events = await daemon.run_turn("go")
+    assert events[-1]["event"]["stopReason"] == "end_turn"
+    slow, junk = results(daemon, started["turnId"])
+    assert slow["isError"] and "timed out after 1s" in slow["content"]
+    assert junk["isError"] and "MCP server 'junk'" in junk["content"]
+    assert "did not start within 1.5s" in junk["content"]
+    assert "garbage server booting" in junk["content"]
+    for _ in range(100):  # the timeout cancelled the request at the server
+        if "cancelled slow" in log.read_text():
+            break
+        await asyncio.sleep(0.05)
+    assert "cancelled slow" in log.read_text()
+
+
+async def test_list_changed_refreshes_tools_and_url_elicitation_is_confirmed(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await jpd_factory(
+        responses=[
+            {
+                "tool_calls": [
+                    {"id": "c1", "name": "grow", "arguments": {}},
+                    {"id": "c2", "name": "login", "arguments": {}},
+                ]
+            },
+            {"text": "done"},
+            call("late", "c3"),
+            {"text": "done"},
+        ],
+        config=stdio_toml() + unattended("grow", "login", "late"),
+    )
+    await daemon.initialize(
+        workspaceRoot=str(home), capabilities={"prompt": {"answerTypes": ["boolean"]}}
+    )
+
+    async def confirm(params: dict[str, Any]) -> Any:
+        return {"answer": True}
+
+    daemon.on_prompt = confirm
+    first, _ = await daemon.run_turn("grow and log in")
+    grow, login = results(daemon, first["turnId"])
+    assert (grow["content"], login["content"]) == ("grown", "login accept")
+    [url] = [p["question"] for p in daemon.prompts]
+    assert url["id"] == "url" and "https://example.com/login" in url["text"]
+    assert url["context"] == "Log in to continue"
+    assert "late" not in [t["name"] for t in requests(home)[0]["tools"]]
+    second, _ = await daemon.run_turn("late", conversationId=first["conversationId"])
+    [late] = results(daemon, second["turnId"])
+    assert late["content"] == "late tool"
+    assert "late" in [t["name"] for t in requests(home)[2]["tools"]]

@@ -127,3 +127,14 @@ def test_layers_merge_server_tables_key_by_key() -> None:
 def test_bad_source_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="source"):
         validate_layer({"conversation": {"tools": {"x": {"source": "mcp.only"}}}}, source="t")
+
+
+def test_settings_for_a_tool_no_server_lists_wait_for_it() -> None:
+    data = {**SERVERS, "conversation": {"tools": {"late": {"run": "unattended"}}}}
+    tools = build_catalog(config(data), default_registry(), (), {"fx": listing("fx", "add")})
+    assert "late" not in tools
+    later = build_catalog(config(data), default_registry(), (), {"fx": listing("fx", "late")})
+    assert later["late"].config.run == "unattended"
+    without_servers = {"conversation": {"tools": {"late": {"run": "unattended"}}}}
+    with pytest.raises(ConfigInvalid, match="a local tool needs a command"):
+        build_catalog(config(without_servers), default_registry(), (), {})
