@@ -41,6 +41,8 @@ class TurnStart(_Event):
     type: Literal["turn_start"] = "turn_start"
     turn_id: str
     model: str | None = None
+    workspace: str | None = None
+    """The client's workspace root the turn ran in (absolute), when it had one."""
 
 
 class ChatRequest(_Event):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from jpd.conversation.events import ChatRequest, Event
+from jpd.conversation.events import ChatRequest, Event, TurnStart
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,8 @@ class ConversationMeta(BaseModel):
     created_at: datetime
     updated_at: datetime
     event_count: int = 0
+    workspace: str | None = None
+    """The workspace of the latest turn that had one (protocol.md 5.11)."""
 
 
 class MetaRecord(ConversationMeta):
@@ -59,12 +61,14 @@ def record_from_events(
     stamps = [aware(e.timestamp) for e in events]
     created = stamps[0] if stamps else log_mtime
     titles = (make_title(e.content) for e in events if isinstance(e, ChatRequest))
+    workspaces = [e.workspace for e in events if isinstance(e, TurnStart) and e.workspace]
     return MetaRecord(
         id=conversation_id,
         title=next((t for t in titles if t is not None), None),
         created_at=created,
         updated_at=max([created, *stamps]),
         event_count=len(events),
+        workspace=workspaces[-1] if workspaces else None,
         log_size=log_size,
     )
 

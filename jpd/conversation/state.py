@@ -28,6 +28,7 @@ class LogState:
     updated_at: datetime = field(default_factory=now)
     event_count: int = 0
     log_size: int = 0
+    workspace: str | None = None
 
     def record(self, conversation_id: str) -> MetaRecord:
         return MetaRecord(
@@ -36,6 +37,7 @@ class LogState:
             created_at=self.created_at,
             updated_at=self.updated_at,
             event_count=self.event_count,
+            workspace=self.workspace,
             log_size=self.log_size,
         )
 
@@ -45,6 +47,7 @@ class LogState:
             record.event_count,
             record.log_size,
         )
+        self.workspace = record.workspace
         self.created_at, self.updated_at = aware(record.created_at), aware(record.updated_at)
         self.loaded = True
 

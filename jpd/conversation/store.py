@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
-from jpd.conversation.events import ChatRequest, Event, dump_event, now
+from jpd.conversation.events import ChatRequest, Event, TurnStart, dump_event, now
 from jpd.conversation.logfile import ends_with_newline, fsync_dir, fsync_file, parse_log
 from jpd.conversation.metadata import (
     ConversationMeta,
@@ -166,6 +166,8 @@ class ConversationStore:
             state.event_count += 1
             state.updated_at = max(state.updated_at, aware(event.timestamp))
             state.dirty = True
+            if isinstance(event, TurnStart) and event.workspace:
+                state.workspace = event.workspace
             if state.title is None and isinstance(event, ChatRequest):
                 state.title = make_title(event.content)
                 if state.title is not None:

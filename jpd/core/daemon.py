@@ -19,6 +19,7 @@ from anyio.abc import TaskGroup
 
 from jpd.conversation.replay import ReplayFiles
 from jpd.conversation.store import (
+    ConversationExists,
     ConversationNotFound,
     ConversationStore,
     InvalidConversationId,
@@ -152,8 +153,12 @@ class Daemon:
         toggles: list[ToolToggle] | None = None,
         detached: Any = None,
         environment: ClientEnvironment | None = None,
+        create: bool = False,
     ) -> TurnInfo:
-        """Validate everything, then start the turn as a task and return at once."""
+        """Validate everything, then start the turn as a task and return at once.
+
+        With `create`, `conversation_id` names a conversation to create (protocol.md 5.5).
+        """
         from jpd.core.turn import Turn, TurnSpec
         from jpd.core.turn_tools import LateView, make_coordinator
         from jpd.inquiry.backend import LlmInquiryBackend
@@ -173,9 +178,16 @@ class Daemon:
         except ProviderUnavailable as exc:
             raise ProviderUnavailableError(exc.message) from exc
 
-        is_new = conversation_id is None
+        is_new = conversation_id is None or create
         if conversation_id is None:
+            if create:
+                raise InvalidParams("create needs a conversationId")
             conversation_id = new_conversation_id()
+            history = MessageHistory()
+        elif create:
+            self._check_id(conversation_id)
+            if await anyio.to_thread.run_sync(self.store.exists, conversation_id):
+                raise InvalidParams(f"conversation {conversation_id} already exists")
             history = MessageHistory()
         else:
             self._check_idle(conversation_id)
@@ -216,10 +228,14 @@ class Daemon:
             reasoning_effort=cfg.assistant.reasoning.effort,
             reasoning_budget=cfg.assistant.reasoning.budget_tokens,
             first_tool_choice=_tool_choice(cfg.assistant.tool_choice, coordinator.definitions()),
+            workspace=str(renv.workspace) if renv.workspace else None,
         )
         # Everything is valid: only now does a new conversation reach the disk.
         if is_new:
-            await anyio.to_thread.run_sync(self.store.create, conversation_id)
+            try:
+                await anyio.to_thread.run_sync(self.store.create, conversation_id)
+            except ConversationExists:
+                raise InvalidParams(f"conversation {conversation_id} already exists") from None
         self._check_idle(conversation_id)  # again: another turn may have started meanwhile
         self._remember_history(conversation_id, history)
         turn = Turn(spec, self.store, self.hub, datetime.now(UTC))
@@ -454,6 +470,7 @@ class Daemon:
                 created_at=m.created_at,
                 updated_at=m.updated_at,
                 event_count=m.event_count,
+                workspace=m.workspace,
             )
             for m in metas
         ]

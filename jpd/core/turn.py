@@ -65,6 +65,8 @@ class TurnSpec:
     reasoning_budget: int | None = None
     first_tool_choice: llm.ToolChoice = field(default_factory=llm.ToolChoiceAuto)
     """`tool_choice` of the turn's first model call; later calls use `auto`."""
+    workspace: str | None = None
+    """The client's workspace root, recorded in `turn_start`."""
 
 
 @dataclass
@@ -140,7 +142,9 @@ class Turn:
 
     async def _cycles(self) -> StopReason:
         spec = self.spec
-        self._record(ev.TurnStart(turn_id=spec.turn_id, model=spec.model_id))
+        self._record(
+            ev.TurnStart(turn_id=spec.turn_id, model=spec.model_id, workspace=spec.workspace)
+        )
         self._record(ev.ChatRequest(content=spec.message))
         self._publish(TurnStarted(model=spec.model_id))
         for cycle in range(MAX_CYCLES):

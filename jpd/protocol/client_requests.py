@@ -98,6 +98,8 @@ class NoParams(WireParams):
 class TurnStartParams(WireParams):
     message: str = Field(min_length=1)
     conversation_id: str | None = None
+    create: bool = False
+    """With `conversationId`: start a new conversation with that id (it must not exist)."""
     model: str | None = None
     config: dict[str, Any] | None = None
     """Nested config overrides for this turn, validated like a config file."""

@@ -24,3 +24,5 @@ class ConversationSummary(WireModel):
     created_at: datetime
     updated_at: datetime
     event_count: int
+    workspace: str | None = None
+    """The workspace root of its latest turn that had one (absolute)."""

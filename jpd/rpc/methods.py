@@ -101,6 +101,7 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
         session,
         p.message,
         conversation_id=p.conversation_id,
+        create=p.create,
         model=p.model,
         config=p.config,
         toggles=list(p.tools),

@@ -272,3 +272,32 @@ async def test_replay_buffer_is_bounded_and_attach_says_where_it_starts(
     assert result["oldestSeq"] == len(events) - 3
     await daemon.wait_event(started["turnId"], "turn_completed")
     assert [e["seq"] for e in daemon.events] == list(range(len(events) - 3, len(events) + 1))
+
+
+async def test_create_names_a_new_conversation_and_the_workspace_is_recorded(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await jpd_factory(responses=[{"text": "one"}, {"text": "two"}])
+    workspace = home / "ws"
+    workspace.mkdir()
+    await daemon.initialize(workspaceRoot=str(workspace))
+    chosen = "c-20261123T000000-0123abcd"
+    started, _ = await daemon.run_turn("first", conversationId=chosen, create=True)
+    assert started["conversationId"] == chosen
+    assert disk_events(home, chosen)[0]["workspace"] == str(workspace)
+    listed = await daemon.request("conversation/list")
+    assert listed["conversations"][0]["conversationId"] == chosen
+    assert listed["conversations"][0]["workspace"] == str(workspace)
+
+    with pytest.raises(JsonRpcException) as exists:
+        await daemon.request(
+            "turn/start", {"message": "again", "conversationId": chosen, "create": True}
+        )
+    assert exists.value.code == -32602 and "already exists" in str(exists.value)
+    with pytest.raises(JsonRpcException) as missing:
+        await daemon.request("turn/start", {"message": "x", "create": True})
+    assert missing.value.code == -32602
+    # The refused requests created nothing and the conversation still continues.
+    _, events = await daemon.run_turn("second", conversationId=chosen)
+    assert events[-1]["event"]["stopReason"] == "end_turn"
+    assert len((await daemon.request("conversation/list"))["conversations"]) == 1

@@ -385,6 +385,19 @@ def test_short_title_is_kept_whole(store: ConversationStore) -> None:
     assert store.metadata(CID).title == "Fix the bug"
 
 
+def test_metadata_keeps_the_latest_workspace_live_and_rebuilt(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path)
+    store.create(CID)
+    store.append(CID, TurnStart(turn_id="t1", workspace="/w/one", timestamp=at(0)))
+    store.append(CID, TurnStart(turn_id="t2", timestamp=at(1)))  # a client without one
+    assert store.metadata(CID).workspace == "/w/one"
+    store.append(CID, TurnStart(turn_id="t3", workspace="/w/two", timestamp=at(2)))
+    assert store.metadata(CID).workspace == "/w/two"
+    store.close()
+    (store.conversation_dir(CID) / "metadata.json").unlink()
+    assert ConversationStore(tmp_path).metadata(CID).workspace == "/w/two"
+
+
 @pytest.mark.parametrize("damage", ["missing", "corrupt", "stale"])
 def test_metadata_is_rebuilt_from_the_log(tmp_path: Path, damage: str) -> None:
     writer = ConversationStore(tmp_path)
