@@ -9,6 +9,7 @@ Usage:
     jp inquiry ls [-F text|json] | answer [--remember] ID [VALUE]
     jp conversation ls | show ID | use ID | rm ID
     jp daemon status [-F text|json] | stop
+    jp acp
 
 `jp` talks to the shared daemon on its Unix socket (`$JP_SOCKET`, else
 `<user runtime dir>/jp/jpd.sock`, or `jpd-<hash>.sock` for a `$JP_DATA_DIR` of its own),
@@ -36,6 +37,9 @@ Ctrl-C while a turn streams: on a terminal (stdin and stderr), a one-key choice:
 it was); without one, the turn is cancelled (`turn/cancel`) and `jp` waits for its end.
 Ctrl-C at the choice quits: the turn is cancelled and `jp` waits up to 5 s for its end
 to be recorded; another Ctrl-C leaves at once. `jp turn cancel` cancels from elsewhere.
+
+`jp acp` serves an editor as an Agent Client Protocol agent on stdin/stdout (see the
+README's "Editors" section): its sessions are conversations of the shared daemon.
 
 `jp attach` re-attaches to a running turn (default: the newest), shows it from its
 start, then streams it live until it completes; with nothing running it says so and
@@ -285,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     status = daemon_actions.add_parser("status", help="pid, uptime, clients, running turns")
     _format_option(status)
     daemon_actions.add_parser("stop", help="cancel running turns (recorded) and stop the daemon")
+    commands.add_parser(
+        "acp", help="serve an editor (Zed, JetBrains, Neovim) as an ACP agent on stdio"
+    )
     return parser
 
 
@@ -373,6 +380,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None or (args.command in needs_action and not args.action):
             parser.print_usage(sys.stderr)
             return EXIT_USAGE
+        if args.command == "acp":
+            from jpcli.acp import main as acp_main
+
+            return acp_main()
         inputs = _query_inputs(parser, args) if args.command in ("query", "q") else {}
     except SystemExit as exc:  # argparse: --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE

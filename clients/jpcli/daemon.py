@@ -136,11 +136,7 @@ class SocketDaemon:
         Raises `NotRunning` (no daemon, `autostart` off), `DaemonError`, or `RpcError`.
         """
         for attempt in (1, 2):
-            sock = self._connect()
-            if sock is None:
-                if not self.autostart:
-                    raise NotRunning(f"jpd is not running (no daemon on {self.path})")
-                sock = self._spawn_and_connect()
+            sock = self.open_socket()
             self._socket = sock
             self._connection = Connection(sock.makefile("rb"), sock.makefile("wb"))
             if self.on_connect is not None:
@@ -163,6 +159,18 @@ class SocketDaemon:
                 self.close()
                 raise
         raise AssertionError("unreachable")
+
+    def open_socket(self) -> socket.socket:
+        """A socket connected to the daemon, started first when none answers (`autostart`).
+
+        Raises `NotRunning` (no daemon, `autostart` off) or `DaemonError`.
+        """
+        sock = self._connect()
+        if sock is None:
+            if not self.autostart:
+                raise NotRunning(f"jpd is not running (no daemon on {self.path})")
+            sock = self._spawn_and_connect()
+        return sock
 
     def died(self) -> DaemonError:
         """A one-line error for a connection the daemon dropped."""

@@ -1,0 +1,320 @@
+"""`jp acp`'s ACP agent: editor sessions mapped onto the shared daemon's conversations.
+
+`session/new` names a new conversation (created by its first prompt), `session/load`
+replays a conversation and follows it, `session/resume` follows it without replay,
+`session/list` lists conversations (newest first, by workspace), `session/prompt`
+runs a turn in the daemon and streams it, `session/cancel` cancels it. Turns run in
+the daemon: when the editor goes away they go on, and `jp attach` follows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    CloseSessionResponse,
+    EmbeddedResourceContentBlock,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+    TextContentBlock,
+    TextResourceContents,
+)
+
+from jpcli import __version__
+from jpcli.acp import link as daemon_link
+from jpcli.acp.asking import answer_types
+from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
+from jpcli.acp.session import Editor, Session, new_session_id
+from jpcli.acp.updates import history
+from jpcli.daemon import DaemonError
+from jpcli.rpc import INTERNAL_ERROR, INVALID_PARAMS
+
+log = logging.getLogger(__name__)
+
+BUSY = -32005  # the daemon's code for "the conversation already has a running turn"
+
+
+def _error(exc: LinkError | DaemonError | LinkClosed) -> RequestError:
+    """A daemon failure as the JSON-RPC error the editor gets."""
+    if isinstance(exc, LinkError):
+        return RequestError(exc.code, exc.message, exc.data)
+    return RequestError(INTERNAL_ERROR, f"jpd: {exc}")
+
+
+def _absolute(cwd: str) -> str:
+    if not os.path.isabs(cwd):
+        raise RequestError(INVALID_PARAMS, f"cwd must be an absolute path, got {cwd!r}")
+    return _normal(cwd)
+
+
+def _normal(path: str) -> str:
+    return os.path.normpath(path)
+
+
+def prompt_text(blocks: list[Any]) -> str:
+    """The user message for the daemon: text blocks, embedded resources (the files an
+    editor attaches) each under a header naming its URI, and links to resources."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            if not isinstance(resource, TextResourceContents):
+                raise RequestError(INVALID_PARAMS, "binary embedded resources are not supported")
+            parts.append(f"Context from {resource.uri}:\n```\n{resource.text}\n```")
+        elif isinstance(block, ResourceContentBlock):
+            parts.append(f"[{block.name}]({block.uri})")
+        else:
+            raise RequestError(INVALID_PARAMS, f"{block.type} content is not supported")
+    text = "\n\n".join(part for part in parts if part)
+    if not text.strip():
+        raise RequestError(INVALID_PARAMS, "the prompt is empty")
+    return text
+
+
+class JpAgent:
+    """The ACP agent (see the module docstring); one per `jp acp` process."""
+
+    def __init__(self, environ: dict[str, str] | None = None) -> None:
+        self.editor: Editor | None = None
+        self.environ = environ
+        self.forms = False
+        self.sessions: dict[str, Session] = {}
+        self._control: DaemonLink | None = None
+
+    def on_connect(self, conn: Any) -> None:
+        """Keep the connection to the editor (the SDK calls this once)."""
+        self.editor = conn
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        """Negotiate the version and declare what the bridge does."""
+        elicitation = client_capabilities.elicitation if client_capabilities else None
+        self.forms = elicitation is not None and elicitation.form is not None
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                ),
+            ),
+            agent_info=Implementation(name="jp", title="jp (jpd)", version=__version__),
+        )
+
+    # --- sessions -------------------------------------------------------------------
+
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        """A new conversation in the workspace `cwd` (created by the first prompt)."""
+        if mcp_servers:
+            log.warning("ignoring %d MCP server(s): not supported by jp acp", len(mcp_servers))
+        session = await self._open(new_session_id(), _absolute(cwd), exists=False)
+        return NewSessionResponse(session_id=session.session_id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        """Replay the whole conversation as `session/update`s, then follow it live."""
+        session = await self._open(session_id, _absolute(cwd), exists=True)
+        session.held = []
+        try:
+            attached = await session.daemon.request(
+                "turn/attach", {"conversationId": session_id, "fromSeq": 0}
+            )
+            stored = await session.daemon.request(
+                "conversation/get", {"conversationId": session_id}
+            )
+            tools = await session.daemon.request("tool/list")
+        except (LinkError, LinkClosed) as exc:
+            await self._forget(session)
+            raise _error(exc) from None
+        hidden = frozenset(t["name"] for t in tools.get("tools", []) if t.get("hidden"))
+        events = stored.get("events", [])
+        running = [t["turnId"] for t in attached.get("runningTurns", [])]
+        held, session.held = session.held, None
+        live = [e for e in held if e.get("turnId") in running]
+        has_start = any((e.get("event") or {}).get("kind") == "turn_started" for e in live)
+        if running and has_start:
+            # The running turn's persisted part is shown from the replay buffer instead,
+            # deltas included: cut the log after that turn's user message.
+            cut = next(
+                (i for i, e in enumerate(events) if e.get("turn_id") == running[0]), len(events)
+            )
+            events = events[: cut + 2]
+        await session.send(history(events, hidden))
+        for params in live if has_start else []:
+            await session.forward(params)
+        return LoadSessionResponse()
+
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> ResumeSessionResponse:
+        """Follow the conversation again, without replaying it."""
+        session = await self._open(session_id, _absolute(cwd), exists=True)
+        try:
+            await session.daemon.request("turn/attach", {"conversationId": session_id})
+        except (LinkError, LinkClosed) as exc:
+            await self._forget(session)
+            raise _error(exc) from None
+        return ResumeSessionResponse()
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """Stop following the session; its running turn goes on in the daemon."""
+        await self._forget(self._session(session_id))
+        return CloseSessionResponse()
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """Conversations with a known workspace, newest first, of `cwd` when given."""
+        wanted = _absolute(cwd) if cwd is not None else None
+        try:
+            if self._control is None or self._control.closed.is_set():
+                self._control = await daemon_link.connect(os.getcwd(), {}, environ=self.environ)
+            listed = await self._control.request("conversation/list")
+        except (LinkError, LinkClosed, DaemonError) as exc:
+            raise _error(exc) from None
+        sessions = [
+            SessionInfo(
+                session_id=c["conversationId"],
+                cwd=c["workspace"],
+                title=c.get("title") or None,
+                updated_at=c.get("updatedAt"),
+            )
+            for c in listed.get("conversations", [])
+            if c.get("workspace") and (wanted is None or _normal(c["workspace"]) == wanted)
+        ]
+        return ListSessionsResponse(sessions=sessions)
+
+    # --- turns ----------------------------------------------------------------------
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        """Run one turn in the daemon, streaming it; answer with its stop reason."""
+        session = self._session(session_id)
+        if session.prompt is not None:
+            raise RequestError(BUSY, f"session {session_id} already has a prompt running")
+        message = prompt_text(prompt)
+        params: dict[str, Any] = {"message": message, "conversationId": session_id}
+        if not session.exists:
+            params["create"] = True
+        waiting: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        session.prompt, session.prompt_turn, session.cancel_requested = waiting, None, False
+        try:
+            try:
+                started = await session.daemon.request("turn/start", params)
+            except (LinkError, LinkClosed) as exc:
+                raise _error(exc) from None
+            session.exists = True
+            session.prompt_turn = started["turnId"]
+            session.settle(started["turnId"])
+            if session.cancel_requested:
+                await self._cancel_turn(session, started["turnId"])
+            closed = asyncio.ensure_future(session.daemon.closed.wait())
+            try:
+                await asyncio.wait({waiting, closed}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                closed.cancel()
+            if not waiting.done():
+                raise RequestError(INTERNAL_ERROR, "jpd closed the connection during the turn")
+            try:
+                ended = waiting.result()
+            except LinkClosed as exc:
+                raise _error(exc) from None
+        finally:
+            session.prompt = None
+        if ended.stop_reason == "error":
+            raise RequestError(INTERNAL_ERROR, f"the turn failed: {ended.error}")
+        return PromptResponse(stop_reason=ended.stop_reason, usage=session.translator.usage())
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """Cancel the session's running turn (the prompt then answers `cancelled`)."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            log.warning("session/cancel for unknown session %s", session_id)
+            return
+        turn_id = session.prompt_turn or session.live_turn
+        if turn_id is None:
+            session.cancel_requested = session.prompt is not None  # turn/start still on its way
+            return
+        await self._cancel_turn(session, turn_id)
+
+    # --- internals ------------------------------------------------------------------
+
+    async def _cancel_turn(self, session: Session, turn_id: str) -> None:
+        try:
+            await session.daemon.request("turn/cancel", {"turnId": turn_id})
+        except (LinkError, LinkClosed) as exc:
+            log.warning("turn/cancel failed: %s", exc)
+
+    def _session(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError(
+                INVALID_PARAMS,
+                f"unknown session {session_id!r}: create it with session/new, or open it "
+                "with session/load or session/resume",
+            )
+        return session
+
+    async def _open(self, session_id: str, cwd: str, *, exists: bool) -> Session:
+        old = self.sessions.pop(session_id, None)
+        if old is not None:
+            await old.close()
+        assert self.editor is not None, "no editor connection"
+        session = Session(
+            session_id=session_id,
+            cwd=cwd,
+            editor=self.editor,
+            forms=self.forms,
+            answer_types=frozenset(answer_types(self.forms)),
+            exists=exists,
+        )
+        capabilities = {"prompt": {"answerTypes": answer_types(self.forms)}, "permission": True}
+        try:
+            session.link = await daemon_link.connect(
+                cwd, capabilities, environ=self.environ, configure=session.configure
+            )
+        except (LinkError, LinkClosed, DaemonError) as exc:
+            raise _error(exc) from None
+        self.sessions[session_id] = session
+        return session
+
+    async def _forget(self, session: Session) -> None:
+        self.sessions.pop(session.session_id, None)
+        await session.close()
+
+    async def aclose(self) -> None:
+        """Close every daemon connection (the editor went away); turns keep running."""
+        for session in list(self.sessions.values()):
+            await self._forget(session)
+        if self._control is not None:
+            await self._control.close()

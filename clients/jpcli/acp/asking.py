@@ -1,0 +1,204 @@
+"""The daemon's permission requests and questions, asked in the editor.
+
+- `tool/permission` -> `session/request_permission` with allow once / allow always /
+  reject once / reject always; "always" answers the daemon with `remember: true`, as
+  the terminal's uppercase `Y`/`N` does.
+- `inquiry/prompt` -> an elicitation form when the editor declared form elicitation
+  (boolean, select as an enum, text; a "remember for this turn" box when the question
+  allows it); accept answers, decline and cancel dismiss it (-32800). Without forms, a
+  yes/no or select question becomes a permission request whose options are the
+  choices, and text questions are not declared, so the daemon's detached policy keeps
+  them. Secrets are never declared (never put in a form): see `SecretWatch`.
+
+A choice the editor was not offered is refused to the daemon with -32602 (the
+question then goes on without this client), never taken as an answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from acp import RequestError
+from acp.schema import (
+    AcceptElicitationResponse,
+    AllowedOutcome,
+    ElicitationBooleanPropertySchema,
+    ElicitationFormSessionMode,
+    ElicitationSchema,
+    ElicitationStringPropertySchema,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+
+from jpcli.acp.link import LinkError
+from jpcli.acp.updates import tool_title
+from jpcli.rpc import INVALID_PARAMS, REQUEST_CANCELLED
+
+DISMISSED = LinkError(REQUEST_CANCELLED, "dismissed by the user in the editor")
+
+PERMISSION_OPTIONS = [
+    PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
+    PermissionOption(option_id="allow_always", name="Allow for this turn", kind="allow_always"),
+    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+    PermissionOption(option_id="reject_always", name="Reject for this turn", kind="reject_always"),
+]
+_PERMISSION_ANSWERS = {
+    "allow_once": (True, False),
+    "allow_always": (True, True),
+    "reject_once": (False, False),
+    "reject_always": (False, True),
+}
+
+
+class EditorPort(Protocol):
+    """The part of the ACP connection to the editor that asking needs."""
+
+    async def request_permission(
+        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> RequestPermissionResponse: ...
+
+    async def create_elicitation(self, message: str, mode: Any) -> Any: ...
+
+
+def answer_types(forms: bool) -> list[str]:
+    """The answer types the bridge declares to the daemon (never `secret`)."""
+    return ["boolean", "select", "text"] if forms else ["boolean", "select"]
+
+
+def _chosen(response: RequestPermissionResponse, offered: list[PermissionOption]) -> str:
+    """The option id the editor chose; `DISMISSED` when it cancelled."""
+    outcome = response.outcome
+    if not isinstance(outcome, AllowedOutcome):
+        raise DISMISSED
+    if outcome.option_id not in {option.option_id for option in offered}:
+        raise LinkError(
+            INVALID_PARAMS, f"the editor chose option {outcome.option_id!r}, which was not offered"
+        )
+    return outcome.option_id
+
+
+async def _ask(
+    editor: EditorPort, session_id: str, call: ToolCallUpdate, options: list[PermissionOption]
+) -> str:
+    try:
+        response = await editor.request_permission(session_id, call, options)
+    except RequestError as exc:
+        # The editor could not ask: this client cannot answer (the question goes on).
+        raise LinkError(exc.code, f"the editor refused the request: {exc}") from None
+    return _chosen(response, options)
+
+
+async def ask_permission(
+    editor: EditorPort, session_id: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """Answer a `tool/permission` request (protocol.md 10.3) by asking the editor."""
+    name = str(params.get("toolName", "tool"))
+    if params.get("kind") == "deliver":
+        title = f"Share the result of {name} with the model?"
+    else:
+        title = f"Run {tool_title(name, params.get('arguments'))}?"
+    call = ToolCallUpdate(
+        tool_call_id=str(params.get("toolCallId")),
+        title=title,
+        status="pending",
+        raw_input=params.get("arguments"),
+        raw_output=params.get("content"),
+    )
+    allow, remember = _PERMISSION_ANSWERS[await _ask(editor, session_id, call, PERMISSION_OPTIONS)]
+    return {"allow": allow, "remember": remember} if remember else {"allow": allow}
+
+
+def question_message(params: dict[str, Any]) -> str:
+    """The text shown for a question: who asks, its context, the question, the last error."""
+    question = params.get("question") or {}
+    source = params.get("source") or {}
+    asker = params.get("promptLabel") or (
+        "Assistant" if source.get("type") == "assistant" else str(params.get("toolName", "tool"))
+    )
+    parts = [f"{asker} asks:"]
+    if question.get("context"):
+        parts.append(str(question["context"]))
+    parts.append(str(question.get("text", "")))
+    if params.get("previousError"):
+        parts.append(f"(The previous answer was not accepted: {params['previousError']})")
+    return "\n\n".join(parts)
+
+
+def _answer_schema(question: dict[str, Any]) -> ElicitationSchema:
+    answer_type = question.get("answerType") or {}
+    kind = answer_type.get("type")
+    default = question.get("default")
+    properties: dict[str, Any] = {}
+    if kind == "boolean":
+        properties["answer"] = ElicitationBooleanPropertySchema(
+            type="boolean", title="Answer", default=default if isinstance(default, bool) else None
+        )
+    else:
+        options = answer_type.get("options") if kind == "select" else None
+        properties["answer"] = ElicitationStringPropertySchema(
+            type="string",
+            title="Answer",
+            enum=[str(option) for option in options] if options else None,
+            default=default if isinstance(default, str) else None,
+        )
+    if question.get("persistence") == "turn":
+        properties["remember"] = ElicitationBooleanPropertySchema(
+            type="boolean", title="Use this answer for the rest of the turn", default=False
+        )
+    return ElicitationSchema(properties=properties, required=["answer"])
+
+
+async def ask_question(
+    editor: EditorPort,
+    session_id: str,
+    tool_call_id: str | None,
+    params: dict[str, Any],
+    *,
+    forms: bool,
+) -> dict[str, Any]:
+    """Answer an `inquiry/prompt` request (protocol.md 10.3) by asking the editor."""
+    question = params.get("question") or {}
+    kind = (question.get("answerType") or {}).get("type")
+    if kind == "secret":
+        # Never declared; refuse so the question waits for a terminal (protocol.md 10.7).
+        raise LinkError(INVALID_PARAMS, "the editor bridge does not ask for secrets")
+    message = question_message(params)
+    if forms:
+        mode = ElicitationFormSessionMode(
+            session_id=session_id,
+            tool_call_id=tool_call_id,
+            requested_schema=_answer_schema(question),
+        )
+        try:
+            response = await editor.create_elicitation(message, mode)
+        except RequestError as exc:
+            raise LinkError(exc.code, f"the editor refused the form: {exc}") from None
+        if not isinstance(response, AcceptElicitationResponse):
+            raise DISMISSED
+        content = response.content or {}
+        if "answer" not in content:
+            raise LinkError(INVALID_PARAMS, "the editor accepted the form without an answer")
+        result: dict[str, Any] = {"answer": content["answer"]}
+        if content.get("remember") is True:
+            result["remember"] = True
+        return result
+    if kind == "boolean":
+        options = [
+            PermissionOption(option_id="yes", name="Yes", kind="allow_once"),
+            PermissionOption(option_id="no", name="No", kind="reject_once"),
+        ]
+        values: dict[str, Any] = {"yes": True, "no": False}
+    elif kind == "select":
+        choices = (question.get("answerType") or {}).get("options") or []
+        options = [
+            PermissionOption(option_id=f"choice-{i}", name=str(choice), kind="allow_once")
+            for i, choice in enumerate(choices)
+        ]
+        values = {f"choice-{i}": choice for i, choice in enumerate(choices)}
+    else:
+        raise LinkError(INVALID_PARAMS, f"the editor cannot answer {kind!r} questions")
+    call = ToolCallUpdate(
+        tool_call_id=tool_call_id or str(params.get("inquiryId")), title=message, status="pending"
+    )
+    return {"answer": values[await _ask(editor, session_id, call, options)]}
