@@ -27,10 +27,15 @@ SLOW = {"text": "tick " * 40, "chunk": 5, "delay_ms": 100}
 
 ASKER = """\
 kind = args.get("kind", "boolean")
+answer_type = {"type": kind}
+if kind == "multi_select":
+    answer_type.update(options=["a", "b", "c"], min_items=1)
+if kind == "number":
+    answer_type.update(minimum=1, maximum=10, integer=True)
 if "q" in answers:
     print(json.dumps({"type": "success", "content": f"got {answers['q']!r}"}))
 else:
-    question = {"id": "q", "text": f"Give a {kind}", "answer_type": {"type": kind}}
+    question = {"id": "q", "text": f"Give a {kind}", "answer_type": answer_type}
     print(json.dumps({"type": "needs_input", "question": question}))
 """
 DEPLOY = """\
@@ -201,6 +206,37 @@ async def test_ask_user_through_a_form(tmp_path: Path, daemons: Daemons) -> None
         ("answered", "dev", None),
         ("cancelled", None, "user"),
     ]
+
+
+async def test_number_and_multi_select_forms(tmp_path: Path, daemons: Daemons) -> None:
+    tools = tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"', **KIND_ARG)
+    calls = [call("c1", "asker", kind="number"), call("c2", "asker", kind="multi_select")]
+    env = make_env(tmp_path, [*calls, {"text": "done"}], tools)
+    daemons.watch(env)
+    editor = Editor()
+    answers = [accept(7), accept(["a", "c"], remember=True)]
+
+    async def fill(message: str, mode: Any) -> Any:
+        return await answers.pop(0)(message, mode)
+
+    editor.fill = fill
+    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=FORMS)
+        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("numbers")])
+        assert answer.stop_reason == "end_turn"
+    number = editor.forms[0][1].requested_schema.properties
+    assert (number["answer"].type, number["answer"].minimum, number["answer"].maximum) == (
+        "integer",
+        1,
+        10,
+    )
+    assert editor.forms[0][1].tool_call_id == "c1"
+    assert number["remember"].type == "boolean"  # the question may be remembered
+    picks = editor.forms[1][1].requested_schema.properties["answer"]
+    assert (picks.type, picks.items.enum, picks.min_items) == ("array", ["a", "b", "c"], 1)
+    ends = [u.content[0].content.text for u in editor.of_kind("tool_call_update")]
+    assert ends == ["got 7", "got ['a', 'c']"]
 
 
 async def test_secret_is_never_put_in_a_form(tmp_path: Path, daemons: Daemons) -> None:

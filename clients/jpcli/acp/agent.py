@@ -223,7 +223,13 @@ class JpAgent:
         if session.prompt is not None:
             raise RequestError(BUSY, f"session {session_id} already has a prompt running")
         message = prompt_text(prompt)
-        params: dict[str, Any] = {"message": message, "conversationId": session_id}
+        params: dict[str, Any] = {
+            "message": message,
+            "conversationId": session_id,
+            # As `jp` does (protocol.md 5.5): the turn runs with the environment the
+            # editor started the bridge with, in the session's workspace.
+            "environment": {"cwd": session.cwd, "env": dict(self.environ or os.environ)},
+        }
         if not session.exists:
             params["create"] = True
         waiting: asyncio.Future[Any] = asyncio.get_running_loop().create_future()

@@ -4,11 +4,12 @@
   reject once / reject always; "always" answers the daemon with `remember: true`, as
   the terminal's uppercase `Y`/`N` does.
 - `inquiry/prompt` -> an elicitation form when the editor declared form elicitation
-  (boolean, select as an enum, text; a "remember for this turn" box when the question
-  allows it); accept answers, decline and cancel dismiss it (-32800). Without forms, a
-  yes/no or select question becomes a permission request whose options are the
-  choices, and text questions are not declared, so the daemon's detached policy keeps
-  them. Secrets are never declared (never put in a form): see `SecretWatch`.
+  (boolean, select as an enum, text, number, multi-select as an array of an enum; a
+  "remember for this turn" box when the question allows it); accept answers, decline
+  and cancel dismiss it (-32800). Without forms, a yes/no or select question becomes a
+  permission request whose options are the choices; other types are not declared, so
+  the daemon's detached policy keeps them. Secrets are never declared (never put in a
+  form); the session tells the person where they wait (`Session._watch_questions`).
 
 A choice the editor was not offered is refused to the daemon with -32602 (the
 question then goes on without this client), never taken as an answer.
@@ -24,10 +25,14 @@ from acp.schema import (
     AllowedOutcome,
     ElicitationBooleanPropertySchema,
     ElicitationFormSessionMode,
+    ElicitationIntegerPropertySchema,
+    ElicitationMultiSelectPropertySchema,
+    ElicitationNumberPropertySchema,
     ElicitationSchema,
     ElicitationStringPropertySchema,
     PermissionOption,
     RequestPermissionResponse,
+    StringMultiSelectItems,
     ToolCallUpdate,
 )
 
@@ -63,7 +68,9 @@ class EditorPort(Protocol):
 
 def answer_types(forms: bool) -> list[str]:
     """The answer types the bridge declares to the daemon (never `secret`)."""
-    return ["boolean", "select", "text"] if forms else ["boolean", "select"]
+    if forms:
+        return ["boolean", "select", "text", "number", "multi_select"]
+    return ["boolean", "select"]
 
 
 def _chosen(response: RequestPermissionResponse, offered: list[PermissionOption]) -> str:
@@ -125,23 +132,46 @@ def question_message(params: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def _answer_schema(question: dict[str, Any]) -> ElicitationSchema:
+def _answer_property(question: dict[str, Any]) -> Any:
+    """The form field of a question's answer (protocol.md 10.1.1)."""
     answer_type = question.get("answerType") or {}
     kind = answer_type.get("type")
     default = question.get("default")
-    properties: dict[str, Any] = {}
+    options = [str(option) for option in answer_type.get("options") or []]
     if kind == "boolean":
-        properties["answer"] = ElicitationBooleanPropertySchema(
+        return ElicitationBooleanPropertySchema(
             type="boolean", title="Answer", default=default if isinstance(default, bool) else None
         )
-    else:
-        options = answer_type.get("options") if kind == "select" else None
-        properties["answer"] = ElicitationStringPropertySchema(
-            type="string",
-            title="Answer",
-            enum=[str(option) for option in options] if options else None,
-            default=default if isinstance(default, str) else None,
+    if kind == "number":
+        bounds = {"minimum": answer_type.get("minimum"), "maximum": answer_type.get("maximum")}
+        number = default if isinstance(default, int | float) else None
+        if answer_type.get("integer"):
+            whole = int(number) if number is not None else None
+            return ElicitationIntegerPropertySchema(
+                type="integer", title="Answer", default=whole, **bounds
+            )
+        return ElicitationNumberPropertySchema(
+            type="number", title="Answer", default=number, **bounds
         )
+    if kind == "multi_select":
+        return ElicitationMultiSelectPropertySchema(
+            type="array",
+            title="Answer",
+            items=StringMultiSelectItems(type="string", enum=options),
+            min_items=answer_type.get("minItems"),
+            max_items=answer_type.get("maxItems"),
+            default=default if isinstance(default, list) else None,
+        )
+    return ElicitationStringPropertySchema(
+        type="string",
+        title="Answer",
+        enum=options if kind == "select" else None,
+        default=default if isinstance(default, str) else None,
+    )
+
+
+def _answer_schema(question: dict[str, Any]) -> ElicitationSchema:
+    properties: dict[str, Any] = {"answer": _answer_property(question)}
     if question.get("persistence") == "turn":
         properties["remember"] = ElicitationBooleanPropertySchema(
             type="boolean", title="Use this answer for the rest of the turn", default=False

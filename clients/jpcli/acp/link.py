@@ -16,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from jpcli import __version__
+from jpcli import __version__, paths
 from jpcli.daemon import PROTOCOL_VERSION, DaemonError, SocketDaemon
 from jpcli.rpc import INTERNAL_ERROR, METHOD_NOT_FOUND, REQUEST_CANCELLED, encode_message
 
@@ -220,6 +220,7 @@ async def connect(
                     "clientInfo": {"name": "jp-acp", "version": __version__},
                     "capabilities": dict(capabilities),
                     "workspaceRoot": workspace_root,
+                    "dataDir": paths.data_dir(daemon.env),
                 },
             )
             await link.notify("initialized", {})
