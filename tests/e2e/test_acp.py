@@ -20,7 +20,7 @@ from acp.schema import (
 )
 
 from tests.e2e.acp_client import FORMS, Editor, accept, jp_acp
-from tests.e2e.sockets import Daemons, run_jp_async, socket_env, wait_for
+from tests.e2e.sockets import Daemons, run_jp, run_jp_async, socket_env, wait_for
 from tests.e2e.tools import make_tool, tool_toml
 
 SLOW = {"text": "tick " * 40, "chunk": 5, "delay_ms": 100}
@@ -263,7 +263,9 @@ async def test_secret_is_never_put_in_a_form(tmp_path: Path, daemons: Daemons) -
         text = note.content[0].content.text
         assert "secret" in text and f"jp attach {sid}" in text
         # Answered from a terminal, the turn goes on and the prompt ends.
-        answered = await run_jp_async(env, "inquiry", "answer", "call_1.q.1", "hunter2")
+        answered = await asyncio.to_thread(
+            run_jp, env, "inquiry", "answer", "call_1.q.1", stdin="hunter2\n"
+        )
         assert answered.returncode == 0, answered.stderr
         assert (await asyncio.wait_for(prompt, 30)).stop_reason == "end_turn"
     assert editor.forms == []

@@ -219,12 +219,15 @@ class Session:
         if item.get("kind") != "inquiry" or kind in self.answer_types:
             return
         self.noted.add(inquiry_id)
-        what = "a secret, which is never asked in the editor" if kind == "secret" else kind
+        secret = kind == "secret"
+        what = "a secret, which is never asked in the editor" if secret else kind
+        # A secret is typed hidden at the terminal, never given on the command line.
+        answer = f"`jp inquiry answer {inquiry_id}`" + ("" if secret else " VALUE")
         text = (
             f"{prompt.get('toolName', 'A tool')} asks ({what}): "
             f"{(prompt.get('question') or {}).get('text', '')}\n"
             f"It waits for an answer from a terminal: `jp attach {self.session_id}`, or "
-            f"`jp inquiry answer {inquiry_id} VALUE`."
+            f"{answer}."
         )
         call_id = self._call_of(prompt)
         if call_id is not None:
