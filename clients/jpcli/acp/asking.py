@@ -100,9 +100,11 @@ async def ask_permission(
     editor: EditorPort, session_id: str, params: dict[str, Any]
 ) -> dict[str, Any]:
     """Answer a `tool/permission` request (protocol.md 10.3) by asking the editor."""
-    name = str(params.get("toolName", "tool"))
-    if params.get("kind") == "deliver":
+    name, kind = str(params.get("toolName", "tool")), params.get("kind")
+    if kind == "deliver":
         title = f"Share the result of {name} with the model?"
+    elif kind == "sampling":
+        title = f"Let {name} ask the model for a completion?"
     else:
         title = f"Run {tool_title(name, params.get('arguments'))}?"
     call = ToolCallUpdate(
