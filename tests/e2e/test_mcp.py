@@ -98,6 +98,9 @@ async def test_stdio_tool_call_through_a_turn(jpd_factory: StartJpd, home: Path)
     stored = disk_events(home, started["conversationId"])
     response = next(e for e in stored if e["type"] == "tool_call_response")
     assert response["content"] == "echo:hi:from-config"
+    # tool/call runs it too, outside a turn, on the same (still running) server.
+    direct = await daemon.request("tool/call", {"name": "echo", "arguments": {"text": "x"}})
+    assert direct == {"content": "echo:x:from-config", "isError": False}
 
 
 async def test_http_tool_call_and_tool_list(
@@ -457,3 +460,23 @@ async def test_list_changed_refreshes_tools_and_url_elicitation_is_confirmed(
     [late] = results(daemon, second["turnId"])
     assert late["content"] == "late tool"
     assert "late" in [t["name"] for t in requests(home)[2]["tools"]]
+
+
+async def test_servers_from_turn_config_and_tool_call(jpd_factory: StartJpd, home: Path) -> None:
+    """How `jp acp` passes a session's `mcpServers`: as `turn/start` config."""
+    daemon = await jpd_factory(
+        responses=[call("summarize", text="abc"), {"text": "tiny"}, {"text": "done"}]
+    )
+    await daemon.initialize(workspaceRoot=str(home))  # no permission capability
+    server = {"command": [sys.executable, str(SERVER)], "sampling": "unattended"}
+    overrides = {
+        "mcp": {"servers": {"session": server}},
+        "conversation": {"tools": {"summarize": {"run": "unattended"}}},
+    }
+    started, _ = await daemon.run_turn("summarize", config=overrides)
+    [result] = results(daemon, started["turnId"])
+    assert result == {**result, "content": "summary: tiny", "isError": False}
+    assert daemon.permissions == []  # sampling = "unattended": no permission asked
+    # Not in the client's own config: tool/call does not know the session's server.
+    missing = await daemon.request("tool/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    assert missing["isError"] and "does not exist" in missing["content"]
