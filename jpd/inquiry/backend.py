@@ -39,6 +39,11 @@ ANSWER_INQUIRY = "answer_inquiry"
 MAX_INVALID_RETRIES = 2
 NO_PREFIX_CACHE = frozenset({"local"})
 """Providers for which keeping `tool_choice` buys nothing: force the tool at once."""
+PIN_AT_ONCE = frozenset({"local", "openai-compatible"})
+"""Providers whose (often small) models get `answer_inquiry` pinned to the pending id
+and choices from the first try: they cannot be relied on to copy a long id. The hosted
+ones keep the parent's tools byte-identical on the first try (their cached prefix starts
+with the tools) and get the pinned schema on any retry after an invalid answer."""
 
 ANSWER_INQUIRY_TOOL = llm.ToolDefinition(
     name=ANSWER_INQUIRY,
@@ -107,9 +112,10 @@ class LlmInquiryBackend:
         messages = [*history, *tail]
         force = provider.name in NO_PREFIX_CACHE
         forced_once = force
-        if force:
-            # No prefix cache to preserve: specialise the schema so constrained decoding
-            # (the embedded model) can only produce this inquiry's id and a valid answer.
+        pinned = provider.name in PIN_AT_ONCE
+        if pinned:
+            # Pin the schema to this inquiry's id and answer values (`enum`), so a small
+            # model (constrained decoding, for the embedded one) cannot produce others.
             parent = parent.model_copy(update={"tools": specialised_tools(parent.tools, ctx)})
         invalid = 0
         while True:
@@ -129,6 +135,10 @@ class LlmInquiryBackend:
                 invalid += 1
                 if invalid > MAX_INVALID_RETRIES:
                     raise BackendError(f"no valid answer after {invalid} attempts: {exc}") from exc
+                if not pinned:  # the cached prefix did not help: pin for the retry
+                    pinned = True
+                    tools = specialised_tools(parent.tools, ctx)
+                    parent = parent.model_copy(update={"tools": tools})
                 messages.append(
                     llm.AssistantMessage(
                         content=text,

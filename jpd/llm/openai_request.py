@@ -80,7 +80,9 @@ def _convert(message: Message) -> Obj | None:
     if not message.content and not message.tool_calls:
         return None
     # Reasoning is not sent back: Chat Completions has no input field for it.
-    out: Obj = {"role": "assistant", "content": message.content or None}
+    # A string even beside tool calls: llama.cpp's server answers `content: null` with a
+    # 500, and OpenAI, vLLM, Ollama and LM Studio all take "".
+    out: Obj = {"role": "assistant", "content": message.content}
     if message.tool_calls:
         out["tool_calls"] = [
             {

@@ -28,6 +28,11 @@ from jpd.llm.errors import ProviderError
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """Besides every 5xx (Anthropic's 529 "overloaded" included)."""
 
+TRANSIENT_5XX = frozenset({502, 503, 504, 529})
+"""Gateway and overload errors: retried even when the same error comes back. Any
+other 5xx that repeats word for word is the server rejecting the request itself (a
+validation error reported as 500, say), and is not retried again."""
+
 
 class RetryableError(ProviderError):
     """A transient failure of one attempt.
@@ -37,10 +42,29 @@ class RetryableError(ProviderError):
     wait in seconds, if it sent one.
     """
 
-    def __init__(self, message: str, *, reason: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
         super().__init__(message, retryable=True)
         self.reason = reason
         self.retry_after = retry_after
+        self.status = status
+        """The HTTP status when the server answered with an error."""
+
+    def repeats(self, previous: RetryableError | None) -> bool:
+        """Whether this is a non-transient 5xx repeating `previous` word for word."""
+        return (
+            previous is not None
+            and self.status is not None
+            and self.status >= 500
+            and self.status not in TRANSIENT_5XX
+            and (self.status, self.message) == (previous.status, previous.message)
+        )
 
 
 @dataclass(frozen=True)
@@ -122,6 +146,7 @@ async def run_with_retries(
     `policy.max_retry_after`.
     """
     failures = 0
+    previous: RetryableError | None = None
     while True:
         try:
             async with aclosing(attempt()) as events:
@@ -130,6 +155,11 @@ async def run_with_retries(
             return
         except RetryableError as err:
             failures += 1
+            if err.repeats(previous):
+                raise ProviderError(
+                    f"{err.message} (the same error again: not retried)", retryable=False
+                ) from err
+            previous = err
             if err.retry_after is not None and err.retry_after > policy.max_retry_after:
                 wait = _format_wait(err.retry_after)
                 raise ProviderError(

@@ -125,6 +125,7 @@ def status_error(
             message,
             reason=f"HTTP {status} {label}",
             retry_after=parse_retry_after(response.headers),
+            status=status,
         )
     return ProviderError(message)
 

@@ -134,6 +134,34 @@ async def test_gives_up_after_max_retries_with_one_line(
     assert caught.value.retryable
 
 
+async def test_a_500_repeating_the_same_error_is_not_retried_again(
+    anthropic: AnthropicProvider, server: FakeLLMServer
+) -> None:
+    # llama.cpp's server reports a request it cannot read as a 500: the same words twice
+    # mean the request itself is at fault, and a third try would fail alike.
+    invalid = json_reply(500, a_error_body("api_error", "Invalid 'content': expected string"))
+    server.push(invalid, invalid, clean_answer())
+    seen = []
+    with pytest.raises(ProviderError) as caught:
+        async for event in anthropic.stream(ask()):
+            seen.append(event)
+    assert [r.attempt for r in retries(seen)] == [1]
+    assert len(server.requests) == 2
+    assert "the same error again: not retried" in caught.value.message
+    assert not caught.value.retryable
+
+
+async def test_a_500_with_a_different_error_each_time_is_retried(
+    anthropic: AnthropicProvider, server: FakeLLMServer
+) -> None:
+    first = json_reply(500, a_error_body("api_error", "worker 1 crashed"))
+    second = json_reply(500, a_error_body("api_error", "worker 2 crashed"))
+    server.push(first, second, clean_answer())
+    events = await collect(anthropic.stream(ask()))
+    assert [r.attempt for r in retries(events)] == [1, 2]
+    assert text_of(after_last_retry(events)) == "Hello, world"
+
+
 async def test_long_retry_after_fails_at_once(
     anthropic: AnthropicProvider, server: FakeLLMServer
 ) -> None:
