@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ import pytest_asyncio
 from acp import RequestError, text_block
 from acp.schema import (
     EmbeddedResourceContentBlock,
+    EnvVariable,
+    McpServerStdio,
     PermissionOption,
     TextResourceContents,
     ToolCallUpdate,
@@ -24,6 +27,7 @@ from tests.e2e.sockets import Daemons, run_jp, run_jp_async, socket_env, wait_fo
 from tests.e2e.tools import make_tool, tool_toml
 
 SLOW = {"text": "tick " * 40, "chunk": 5, "delay_ms": 100}
+MCP_SERVER = Path(__file__).parent.parent / "fixtures" / "mcp_server.py"
 
 ASKER = """\
 kind = args.get("kind", "boolean")
@@ -120,6 +124,31 @@ async def test_prompt_streams_and_sessions_are_conversations(
     assert events[0]["type"] == "turn_start" and events[0]["workspace"] == ws
     assert events[1]["content"].startswith("Say hello\n\nContext from file:///ws/notes.txt:")
     assert "a note" in events[1]["content"]
+
+
+async def test_the_editors_mcp_servers_serve_the_sessions_turns(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = make_env(tmp_path, [call("c1", "echo", text="hi"), {"text": "done"}])
+    daemons.watch(env)
+    editor = Editor()
+    server = McpServerStdio(
+        name="fixture",
+        command=sys.executable,
+        args=[str(MCP_SERVER)],
+        env=[EnvVariable(name="NOTE", value="from-the-editor")],
+    )
+    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
+        init = await conn.initialize(protocol_version=1)
+        assert init.agent_capabilities is not None
+        assert init.agent_capabilities.mcp_capabilities is not None
+        assert init.agent_capabilities.mcp_capabilities.http
+        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[server])).session_id
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("echo")])
+        assert answer.stop_reason == "end_turn"
+    assert editor.permissions[0][0].tool_call_id == "c1"  # MCP tools ask to run by default
+    ended = editor.of_kind("tool_call_update")[-1]
+    assert (ended.status, ended.content[0].content.text) == ("completed", "echo:hi:from-the-editor")
 
 
 async def test_permission_round_trip_and_always(tmp_path: Path, daemons: Daemons) -> None:

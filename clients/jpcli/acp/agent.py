@@ -24,6 +24,9 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
+    McpServerHttp,
+    McpServerStdio,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -67,6 +70,29 @@ def _absolute(cwd: str) -> str:
 
 def _normal(path: str) -> str:
     return os.path.normpath(path)
+
+
+def mcp_config(servers: list[Any] | None) -> dict[str, Any]:
+    """The editor's MCP servers as `turn/start` config (protocol.md 9.6): each turn of
+    the session offers their tools; the daemon keeps one server process per settings."""
+    configured: dict[str, Any] = {}
+    for server in servers or []:
+        if isinstance(server, McpServerStdio):
+            configured[server.name] = {
+                "command": [server.command, *server.args],
+                "env": {variable.name: variable.value for variable in server.env},
+            }
+        elif isinstance(server, McpServerHttp):
+            configured[server.name] = {
+                "url": server.url,
+                "headers": {header.name: header.value for header in server.headers},
+            }
+        else:
+            kind = getattr(server, "type", type(server).__name__)
+            raise RequestError(
+                INVALID_PARAMS, f"MCP server {server.name!r}: {kind} is not supported"
+            )
+    return {"mcp": {"servers": configured}} if configured else {}
 
 
 def prompt_text(blocks: list[Any]) -> str:
@@ -120,6 +146,7 @@ class JpAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     resume=SessionResumeCapabilities(),
@@ -135,16 +162,18 @@ class JpAgent:
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> NewSessionResponse:
         """A new conversation in the workspace `cwd` (created by the first prompt)."""
-        if mcp_servers:
-            log.warning("ignoring %d MCP server(s): not supported by jp acp", len(mcp_servers))
+        config = mcp_config(mcp_servers)
         session = await self._open(new_session_id(), _absolute(cwd), exists=False)
+        session.config = config
         return NewSessionResponse(session_id=session.session_id)
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> LoadSessionResponse:
         """Replay the whole conversation as `session/update`s, then follow it live."""
+        config = mcp_config(mcp_servers)
         session = await self._open(session_id, _absolute(cwd), exists=True)
+        session.config = config
         session.held = []
         try:
             attached = await session.daemon.request(
@@ -179,7 +208,9 @@ class JpAgent:
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> ResumeSessionResponse:
         """Follow the conversation again, without replaying it."""
+        config = mcp_config(mcp_servers)
         session = await self._open(session_id, _absolute(cwd), exists=True)
+        session.config = config
         try:
             await session.daemon.request("turn/attach", {"conversationId": session_id})
         except (LinkError, LinkClosed) as exc:
@@ -232,6 +263,8 @@ class JpAgent:
         }
         if not session.exists:
             params["create"] = True
+        if session.config:
+            params["config"] = session.config
         waiting: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         session.prompt, session.prompt_turn, session.cancel_requested = waiting, None, False
         try:

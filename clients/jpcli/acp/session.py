@@ -71,6 +71,8 @@ class Session:
     exists: bool
     """The conversation exists in the daemon (a new session's is created by its first
     prompt, with `turn/start` `create`)."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """`turn/start` config of every prompt (the editor's MCP servers)."""
     link: DaemonLink | None = None
     translator: LiveTranslator = field(default_factory=LiveTranslator)
     live_turn: str | None = None
