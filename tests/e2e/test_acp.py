@@ -193,6 +193,33 @@ async def test_permission_round_trip_and_always(tmp_path: Path, daemons: Daemons
     ]
 
 
+async def test_permission_answered_at_a_terminal_closes_the_editors(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    tools = tool_toml("deploy", make_tool(tmp_path, "deploy", DEPLOY), run='"ask"', **ENV_ARG)
+    env = make_env(tmp_path, [call("call_1", "deploy", env="prod"), {"text": "ok"}], tools)
+    daemons.watch(env)
+    editor = Editor()
+    never = asyncio.Event()
+
+    async def wait_forever(tool_call: ToolCallUpdate, options: list[PermissionOption]) -> str:
+        await never.wait()
+        return "reject_once"
+
+    editor.choose = wait_forever
+    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+        prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("go")]))
+        await editor.wait_for(lambda: bool(editor.permissions), "the permission request")
+        answered = await run_jp_async(env, "inquiry", "answer", "call_1.permission.run", "true")
+        assert answered.returncode == 0, answered.stderr
+        assert (await asyncio.wait_for(prompt, 30)).stop_reason == "end_turn"
+        never.set()
+    texts = [u.content[0].content.text for u in editor.of_kind("tool_call_update") if u.content]
+    assert texts == ["Answered elsewhere.", "deployed prod"]
+
+
 async def test_ask_user_through_a_form(tmp_path: Path, daemons: Daemons) -> None:
     ask = call(
         "call_1",

@@ -84,7 +84,8 @@ class Session:
     held: list[dict[str, Any]] | None = None
     """While `session/load` replays: events received, forwarded once history is sent."""
     noted: set[str] = field(default_factory=set)
-    asking: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
+    asking: dict[str, tuple[asyncio.Task[Any], str | None]] = field(default_factory=dict)
+    """Questions and permission requests open at the editor: the task asking, the call."""
     _watch: asyncio.Task[None] | None = None
 
     def configure(self, link: DaemonLink) -> None:
@@ -120,8 +121,11 @@ class Session:
             return
         if method == "inquiry/resolved":
             asking = self.asking.pop(str(params.get("inquiryId")), None)
-            if asking is not None and not asking.done():
-                asking.cancel()  # answered elsewhere (a terminal): drop the editor's prompt
+            if asking is not None and not asking[0].done():
+                # Answered elsewhere (a terminal): the editor's answer would be ignored.
+                asking[0].cancel()
+                if asking[1] is not None:
+                    await self.send([tool_note(asking[1], "Answered elsewhere.")])
             return
         if method != "turn/event":
             return
@@ -168,7 +172,9 @@ class Session:
     async def _on_permission(self, params: Any) -> Any:
         request = self._mine(params)
         return await self._tracked(
-            str(request.get("inquiryId")), ask_permission(self.editor, self.session_id, request)
+            str(request.get("inquiryId")),
+            str(request.get("toolCallId")),
+            ask_permission(self.editor, self.session_id, request),
         )
 
     async def _on_question(self, params: Any) -> Any:
@@ -176,12 +182,13 @@ class Session:
         call_id = self._call_of(request)
         return await self._tracked(
             str(request.get("inquiryId")),
+            call_id,
             ask_question(self.editor, self.session_id, call_id, request, forms=self.forms),
         )
 
-    async def _tracked(self, inquiry_id: str, asking: Any) -> Any:
+    async def _tracked(self, inquiry_id: str, call_id: str | None, asking: Any) -> Any:
         task = asyncio.ensure_future(asking)
-        self.asking[inquiry_id] = task
+        self.asking[inquiry_id] = (task, call_id)
         try:
             return await task
         finally:
