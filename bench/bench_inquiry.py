@@ -32,7 +32,7 @@ from typing import IO, Any
 from jpd.llm.anthropic_request import build_body
 from jpd.llm.base import (
     AssistantMessage,
-    ChatRequest,
+    ModelRequest,
     ToolCallPart,
     ToolResultMessage,
     UserMessage,
@@ -282,14 +282,14 @@ def uncached(
     return sum(cache.send(cache_blocks(b, turn_before=turn_before)) for b in requests)
 
 
-def with_messages(parent: ChatRequest, *messages: Any) -> dict[str, Any]:
+def with_messages(parent: ModelRequest, *messages: Any) -> dict[str, Any]:
     """The Anthropic body of `parent` with `messages` appended."""
     return build_body(parent.model_copy(update={"messages": (*parent.messages, *messages)}))
 
 
 def report_tokens(lines: list[str]) -> None:
     """Print (a) from the recorded prior turn, parent, side request and follow-up."""
-    first, parent, side, follow = (ChatRequest.model_validate_json(x) for x in lines[:4])
+    first, parent, side, follow = (ModelRequest.model_validate_json(x) for x in lines[:4])
     question = side.messages[-1]
     asking = side.messages[len(parent.messages)]
     assert isinstance(question, UserMessage) and isinstance(asking, AssistantMessage)

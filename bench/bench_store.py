@@ -24,9 +24,9 @@ from jpd.conversation.events import (
     Event,
     ToolCallRequest,
     ToolCallResponse,
-    Usage,
 )
 from jpd.conversation.store import ConversationStore
+from jpd.protocol.usage import TokenUsage
 
 SMALL, LARGE = 100, 10_000
 CHUNK = 20
@@ -43,7 +43,7 @@ def make_event(i: int) -> Event:
         lambda: ToolCallResponse(id=f"call_{i - 1}", content="def parse(line):\n    ...\n" * 20),
         lambda: ChatResponse(
             message="Fixed: blank lines are now kept.",
-            usage=Usage(input_tokens=1200, output_tokens=80),
+            usage=TokenUsage(input_tokens=1200, output_tokens=80),
         ),
     ]
     return shapes[i % len(shapes)]()

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from jpd.protocol.question import Question
+from jpd.protocol.usage import TokenUsage
 
 
 def now() -> datetime:
@@ -26,15 +27,6 @@ class _Event(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     timestamp: datetime = Field(default_factory=now)
-
-
-class Usage(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_creation_tokens: int | None = None
 
 
 class TurnStart(_Event):
@@ -58,7 +50,7 @@ class ChatResponse(_Event):
     reasoning: str | None = None
     signature: str | None = None
     """Provider signature of a reasoning block (Anthropic), needed to send it back."""
-    usage: Usage | None = None
+    usage: TokenUsage | None = None
 
 
 class ToolCallRequest(_Event):
@@ -99,42 +91,43 @@ class InquiryRequest(_Event):
     question: Question
 
 
-KNOWN_CANCELLATION_REASONS = (
+CancellationReason = Literal[
     "user",
     "backend_error",
     "no_prompt_backend",
     "assistant_routing_denied",
     "invalid_static_answer",
-)
+]
+"""The reasons this build writes (protocol.md section 12.2); any string is read back."""
 
 
-class _Outcome(BaseModel):
+class _InquiryOutcome(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     id: str
 
 
-class Answered(_Outcome):
+class Answered(_InquiryOutcome):
     outcome: Literal["answered"] = "answered"
     answer: Any
 
 
-class Cancelled(_Outcome):
+class Cancelled(_InquiryOutcome):
     outcome: Literal["cancelled"] = "cancelled"
     # Any string: reasons this build does not know are preserved verbatim (RFD 082).
     # A record without a reason predates reasons and was a user cancellation.
     reason: str = "user"
 
 
-class Redacted(_Outcome):
+class Redacted(_InquiryOutcome):
     outcome: Literal["redacted"] = "redacted"
 
 
-Outcome = Annotated[Answered | Cancelled | Redacted, Field(discriminator="outcome")]
+InquiryOutcome = Annotated[Answered | Cancelled | Redacted, Field(discriminator="outcome")]
 
 
 class InquiryResponse(_Event):
     type: Literal["inquiry_response"] = "inquiry_response"
-    response: Outcome
+    response: InquiryOutcome
 
     @model_validator(mode="before")
     @classmethod

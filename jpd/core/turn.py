@@ -29,9 +29,9 @@ from jpd.protocol.turn_events import (
     TurnCompleted,
     TurnEvent,
     TurnStarted,
-    UsageFigures,
     UsageReported,
 )
+from jpd.protocol.usage import TokenUsage
 from jpd.tools.base import ToolRunner
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ class _Partial:
     reasoning: str = ""
     signature: str | None = None
     calls: list[llm.ToolCallPart] = field(default_factory=list)
-    usage: llm.Usage | None = None
+    usage: TokenUsage | None = None
 
     @property
     def text(self) -> str:
@@ -96,7 +96,7 @@ class Turn:
         self._partial = _Partial()
         self._open_calls: list[llm.ToolCallPart] = []
         self._scope = anyio.CancelScope()
-        self.last_request: llm.ChatRequest | None = None
+        self.last_request: llm.ModelRequest | None = None
         self.done = anyio.Event()
         self.stop_reason: StopReason = "cancelled"
 
@@ -175,7 +175,7 @@ class Turn:
 
     async def _call_model(self, tool_choice: llm.ToolChoice) -> llm.FinishReason:
         spec = self.spec
-        request = llm.ChatRequest(
+        request = llm.ModelRequest(
             model=spec.model_id.split("/", 1)[1],
             system=spec.system,
             messages=tuple(self._history.messages()),
@@ -210,7 +210,7 @@ class Turn:
         return reason
 
     async def _consume(
-        self, request: llm.ChatRequest, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]
+        self, request: llm.ModelRequest, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]
     ) -> llm.FinishReason:
         """Read the model's stream into the partial output, publishing as it goes."""
         spec = self.spec
@@ -240,7 +240,7 @@ class Turn:
                 )
             elif isinstance(item, llm.UsageEvent):
                 partial.usage = item.usage
-                emit(UsageReported(usage=UsageFigures(**item.usage.model_dump())))
+                emit(UsageReported(usage=item.usage))
             elif isinstance(item, llm.Retry):
                 # A retried call starts over: drop what the failed attempt produced.
                 self._partial = partial = _Partial()
@@ -252,7 +252,7 @@ class Turn:
     def _flush_partial(self) -> list[llm.ToolCallPart]:
         """Persist the current model output; returns its tool calls."""
         partial, self._partial = self._partial, _Partial()
-        usage = ev.Usage(**partial.usage.model_dump()) if partial.usage else None
+        usage = partial.usage
         if partial.reasoning:
             self._record(ev.ChatResponse(reasoning=partial.reasoning, signature=partial.signature))
         if partial.text or usage is not None:

@@ -9,7 +9,7 @@ from jpd.inquiry.backend import TurnView
 from jpd.inquiry.pending import PendingQuestions
 from jpd.inquiry.recorder import EventLog, InquiryRecorder
 from jpd.inquiry.router import InquiryBackend, Router
-from jpd.llm.base import ChatRequest, Message
+from jpd.llm.base import Message, ModelRequest
 from jpd.mcp.model import McpCaller
 from jpd.process_groups import ToolProcesses
 from jpd.protocol.detached import DetachedMode
@@ -26,7 +26,7 @@ class LateView:
         self.turn: TurnView | None = None
 
     @property
-    def last_request(self) -> ChatRequest | None:
+    def last_request(self) -> ModelRequest | None:
         return self.turn.last_request if self.turn else None
 
     def messages(self) -> list[Message]:

@@ -78,7 +78,7 @@ class TurnView(Protocol):
     """What the backend needs to see of the running turn."""
 
     @property
-    def last_request(self) -> llm.ChatRequest | None: ...
+    def last_request(self) -> llm.ModelRequest | None: ...
 
     def messages(self) -> list[llm.Message]: ...
 
@@ -175,7 +175,7 @@ class LlmInquiryBackend:
             else llm.UserMessage(content=text)
             for role, text in messages
         ]
-        request = llm.ChatRequest(
+        request = llm.ModelRequest(
             model=inquiry.model.name,
             system=system,
             messages=tuple(chat),
@@ -218,7 +218,7 @@ class LlmInquiryBackend:
 
     @staticmethod
     async def _collect(
-        provider: llm.Provider, request: llm.ChatRequest
+        provider: llm.Provider, request: llm.ModelRequest
     ) -> tuple[str, llm.ToolCallEvent | None]:
         text = ""
         call: llm.ToolCallEvent | None = None
@@ -236,7 +236,7 @@ class LlmInquiryBackend:
 
 
 def changed_settings(turn: AssistantConfig, inquiry: AssistantConfig) -> dict[str, Any]:
-    """`ChatRequest` fields where the inquiry assistant differs from the turn's.
+    """`ModelRequest` fields where the inquiry assistant differs from the turn's.
 
     Only differences are applied: a setting the inquiry does not change keeps the
     parent request's value, and with it the cached prefix.

@@ -56,7 +56,7 @@ class InquiryRecorder:
             outcome = ev.Answered(id=inquiry_id, answer=answer)
         self._log.append(self._conversation_id, ev.InquiryResponse(response=outcome))
 
-    def cancelled(self, inquiry_id: str, reason: str) -> None:
+    def cancelled(self, inquiry_id: str, reason: ev.CancellationReason) -> None:
         """Record that the question was closed without an answer."""
         self._log.append(
             self._conversation_id,

@@ -212,7 +212,7 @@ class Router:
             self._cache[ctx.cache_key] = value
         return Resolved(value)
 
-    def _fail(self, ctx: QuestionContext, reason: str, message: str) -> Failed:
+    def _fail(self, ctx: QuestionContext, reason: ev.CancellationReason, message: str) -> Failed:
         self._recorder.cancelled(ctx.inquiry_id, reason)
         return Failed(message, reason)
 

@@ -40,7 +40,7 @@ def estimate_tokens(text: str) -> int:
 def fit_history(
     history: Sequence[llm.Message],
     tail: Sequence[llm.Message],
-    request: llm.ChatRequest,
+    request: llm.ModelRequest,
     limit: int,
 ) -> list[llm.Message]:
     """`history` without its oldest exchanges, so that `request` fits `limit` tokens.

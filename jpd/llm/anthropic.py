@@ -24,14 +24,13 @@ import httpx
 from jpd.llm import forced_tool
 from jpd.llm.anthropic_request import build_body, thinking_budget, uses_strict_tools
 from jpd.llm.base import (
-    ChatRequest,
     Finish,
     FinishReason,
+    ModelRequest,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
     ToolCallEvent,
-    Usage,
     UsageEvent,
 )
 from jpd.llm.errors import ProviderError
@@ -45,6 +44,7 @@ from jpd.llm.transport import (
     one_line,
     read_api_key,
 )
+from jpd.protocol.usage import TokenUsage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -95,7 +95,7 @@ class AnthropicProvider:
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
 
-    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one model call (see `Provider.stream`), with RFD 068 applied."""
         if forced_tool.applies(request, _reasoning_active):
             return forced_tool.soft_forced(request, self._stream_one, _reasoning_active)
@@ -105,7 +105,7 @@ class AnthropicProvider:
         """Close the HTTP client if this provider created it."""
         await self._post.aclose()
 
-    async def _stream_one(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+    async def _stream_one(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         key = read_api_key(self._env, self.api_key_env, self.name)
         body = encode_body(build_body(request))
         headers = {
@@ -148,7 +148,7 @@ class AnthropicProvider:
         )
 
 
-def _reasoning_active(request: ChatRequest) -> bool:
+def _reasoning_active(request: ModelRequest) -> bool:
     return thinking_budget(request) is not None
 
 
@@ -256,8 +256,8 @@ class _StreamState:
             if isinstance(value, int):
                 self.usage[key] = value
 
-    def _usage(self) -> Usage:
-        return Usage(
+    def _usage(self) -> TokenUsage:
+        return TokenUsage(
             input_tokens=self.usage.get("input_tokens"),
             output_tokens=self.usage.get("output_tokens"),
             cache_read_tokens=self.usage.get("cache_read_input_tokens"),

@@ -1,6 +1,6 @@
 """Anthropic Messages API request bodies, built deterministically.
 
-The same `ChatRequest` always yields the same bytes: every object is built in a
+The same `ModelRequest` always yields the same bytes: every object is built in a
 fixed key order, tools and messages keep their given order, and the body is
 serialised by `request_build.encode_body`. Prompt caching depends on it: a
 cache hit needs a byte-identical prefix.
@@ -19,8 +19,8 @@ from typing import Any
 
 from jpd.llm.base import (
     AssistantMessage,
-    ChatRequest,
     Message,
+    ModelRequest,
     ToolChoice,
     ToolDefinition,
     ToolResultMessage,
@@ -40,7 +40,7 @@ def _ephemeral() -> Block:
     return {"type": "ephemeral"}
 
 
-def thinking_budget(request: ChatRequest) -> int | None:
+def thinking_budget(request: ModelRequest) -> int | None:
     """The extended-thinking budget for `request`, or None when thinking is off.
 
     Thinking is also off when the tool cycle being continued was started by an
@@ -67,7 +67,7 @@ def _open_tool_cycle_unsigned(messages: tuple[Message, ...]) -> bool:
     return False
 
 
-def build_body(request: ChatRequest) -> dict[str, Any]:
+def build_body(request: ModelRequest) -> dict[str, Any]:
     """The JSON body for `POST /v1/messages` with `stream: true`.
 
     Raises `ProviderError` for settings the API would reject (a forced tool
@@ -110,7 +110,7 @@ def build_body(request: ChatRequest) -> dict[str, Any]:
     return body
 
 
-def uses_strict_tools(request: ChatRequest) -> bool:
+def uses_strict_tools(request: ModelRequest) -> bool:
     """Whether any tool asks for strict schema adherence (needs a beta header)."""
     return any(tool.strict for tool in request.tools)
 

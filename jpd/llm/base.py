@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jpd.protocol.usage import TokenUsage
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -80,7 +82,7 @@ ToolChoice = Annotated[
 ]
 
 
-class ChatRequest(_Model):
+class ModelRequest(_Model):
     """Everything a provider needs for one model call."""
 
     model: str
@@ -118,16 +120,9 @@ class ToolCallEvent(_Model):
     arguments: dict[str, Any]
 
 
-class Usage(_Model):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_creation_tokens: int | None = None
-
-
 class UsageEvent(_Model):
     kind: Literal["usage"] = "usage"
-    usage: Usage
+    usage: TokenUsage
 
 
 FinishReason = Literal["end_turn", "max_tokens", "tool_use"]
@@ -159,7 +154,7 @@ class Provider(Protocol):
 
     name: str
 
-    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Run one model call, yielding events as they arrive.
 
         Raises `jpd.llm.errors.ProviderError` on failure. Cancelling the consuming

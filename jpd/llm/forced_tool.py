@@ -24,26 +24,26 @@ from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 
 from jpd.llm.base import (
-    ChatRequest,
     Finish,
+    ModelRequest,
     Retry,
     StreamEvent,
     ToolCallEvent,
     ToolChoiceAuto,
     ToolChoiceTool,
-    Usage,
     UsageEvent,
 )
+from jpd.protocol.usage import TokenUsage
 
-StreamFn = Callable[[ChatRequest], AsyncGenerator[StreamEvent, None]]
+StreamFn = Callable[[ModelRequest], AsyncGenerator[StreamEvent, None]]
 
 
-def applies(request: ChatRequest, reasoning_active: Callable[[ChatRequest], bool]) -> bool:
+def applies(request: ModelRequest, reasoning_active: Callable[[ModelRequest], bool]) -> bool:
     """Whether `request` forces a tool while reasoning is on (the soft-force case)."""
     return request.tool_choice.type in ("any", "tool") and reasoning_active(request)
 
 
-def directive(request: ChatRequest) -> str:
+def directive(request: ModelRequest) -> str:
     """The system-prompt instruction that stands in for the forced tool choice."""
     choice = request.tool_choice
     if isinstance(choice, ToolChoiceTool):
@@ -51,19 +51,19 @@ def directive(request: ChatRequest) -> str:
     return "IMPORTANT: You MUST call one of the available tools in your response."
 
 
-def soften(request: ChatRequest) -> ChatRequest:
+def soften(request: ModelRequest) -> ModelRequest:
     """`request` with `tool_choice: auto` and the directive appended to the system prompt."""
     text = directive(request)
     system = f"{request.system}\n\n{text}" if request.system else text
     return request.model_copy(update={"tool_choice": ToolChoiceAuto(), "system": system})
 
 
-def without_reasoning(request: ChatRequest) -> ChatRequest:
+def without_reasoning(request: ModelRequest) -> ModelRequest:
     """`request` with reasoning disabled (the original tool choice is kept)."""
     return request.model_copy(update={"reasoning_effort": "off", "reasoning_budget": None})
 
 
-def missed(request: ChatRequest, finish: Finish, called: list[str]) -> bool:
+def missed(request: ModelRequest, finish: Finish, called: list[str]) -> bool:
     """Whether a soft-forced attempt completed without the call the request demanded."""
     if finish.reason != "end_turn":
         return False
@@ -73,7 +73,7 @@ def missed(request: ChatRequest, finish: Finish, called: list[str]) -> bool:
     return not called
 
 
-def add_usage(first: Usage | None, second: Usage | None) -> Usage | None:
+def add_usage(first: TokenUsage | None, second: TokenUsage | None) -> TokenUsage | None:
     """Field-wise sum; a field known in neither stays unknown."""
     if first is None or second is None:
         return first or second
@@ -81,7 +81,7 @@ def add_usage(first: Usage | None, second: Usage | None) -> Usage | None:
     def plus(a: int | None, b: int | None) -> int | None:
         return None if a is None and b is None else (a or 0) + (b or 0)
 
-    return Usage(
+    return TokenUsage(
         input_tokens=plus(first.input_tokens, second.input_tokens),
         output_tokens=plus(first.output_tokens, second.output_tokens),
         cache_read_tokens=plus(first.cache_read_tokens, second.cache_read_tokens),
@@ -90,9 +90,9 @@ def add_usage(first: Usage | None, second: Usage | None) -> Usage | None:
 
 
 async def soft_forced(
-    request: ChatRequest,
+    request: ModelRequest,
     run: StreamFn,
-    reasoning_active: Callable[[ChatRequest], bool],
+    reasoning_active: Callable[[ModelRequest], bool],
 ) -> AsyncGenerator[StreamEvent, None]:
     """Stream `request` through `run`, applying RFD 068 when it forces a tool with reasoning.
 
@@ -106,7 +106,7 @@ async def soft_forced(
         return
 
     called: list[str] = []
-    usage: Usage | None = None
+    usage: TokenUsage | None = None
     finish: Finish | None = None
     async with aclosing(run(soften(request))) as events:
         async for event in events:

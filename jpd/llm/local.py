@@ -33,17 +33,17 @@ from typing import Any
 import anyio
 
 from jpd.llm.base import (
-    ChatRequest,
     Finish,
     FinishReason,
+    ModelRequest,
     StreamEvent,
     TextDelta,
-    Usage,
     UsageEvent,
 )
 from jpd.llm.errors import ProviderError, ProviderUnavailable
 from jpd.llm.local_format import ChatMessage, ToolPlan, chat_messages, tool_plan
 from jpd.llm.model_files import DEFAULT_MODEL_NAME, INSTALL_HINT, resolve_model_path
+from jpd.protocol.usage import TokenUsage
 
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_TEMPERATURE = 0.2
@@ -146,7 +146,7 @@ class _Generation:
     """One model call. Every method blocks and runs in a worker thread."""
 
     def __init__(
-        self, model: _LoadedModel, request: ChatRequest, plan: ToolPlan | None, seed: int
+        self, model: _LoadedModel, request: ModelRequest, plan: ToolPlan | None, seed: int
     ) -> None:
         self._model = model
         self.prompt_tokens = model.tokenize_chat(chat_messages(request, plan))
@@ -251,7 +251,7 @@ class LocalProvider:
         async with self._serial:
             await anyio.to_thread.run_sync(self._load_sync, model)
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Generate a reply: text deltas (or one forced tool call), usage, then finish."""
         plan = tool_plan(request)
         async with self._serial:
@@ -270,7 +270,7 @@ class LocalProvider:
                 run.close()
         # The model is free again: the closing events need no lock.
         yield UsageEvent(
-            usage=Usage(input_tokens=len(run.prompt_tokens), output_tokens=run.output_tokens)
+            usage=TokenUsage(input_tokens=len(run.prompt_tokens), output_tokens=run.output_tokens)
         )
         if plan is None:
             yield Finish(reason=run.finish or "end_turn")

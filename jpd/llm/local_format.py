@@ -1,4 +1,4 @@
-"""Turning a `ChatRequest` into chat-template messages for an embedded model.
+"""Turning a `ModelRequest` into chat-template messages for an embedded model.
 
 Small local models know only the plain chat roles of their template (SmolLM2: ChatML
 with system/user/assistant), so tool calls and results are written out as clear text
@@ -15,7 +15,7 @@ from typing import Any
 
 from jpd.llm.base import (
     AssistantMessage,
-    ChatRequest,
+    ModelRequest,
     ToolCallEvent,
     ToolChoiceAny,
     ToolChoiceTool,
@@ -60,7 +60,7 @@ def new_call_id() -> str:
     return f"call_{secrets.token_hex(12)}"
 
 
-def chat_messages(request: ChatRequest, plan: ToolPlan | None = None) -> list[ChatMessage]:
+def chat_messages(request: ModelRequest, plan: ToolPlan | None = None) -> list[ChatMessage]:
     """Render system prompt and history as role/content messages.
 
     Consecutive messages of one role are merged, since some templates insist on
@@ -96,7 +96,7 @@ def chat_messages(request: ChatRequest, plan: ToolPlan | None = None) -> list[Ch
     return out
 
 
-def tool_plan(request: ChatRequest) -> ToolPlan | None:
+def tool_plan(request: ModelRequest) -> ToolPlan | None:
     """The forced tool call for this request, or None to answer in text.
 
     Only `ToolChoiceTool` and `ToolChoiceAny` force a call. With `auto` a 135M model

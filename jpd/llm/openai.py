@@ -27,14 +27,13 @@ from typing import Any
 import httpx
 
 from jpd.llm.base import (
-    ChatRequest,
     Finish,
     FinishReason,
+    ModelRequest,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
     ToolCallEvent,
-    Usage,
     UsageEvent,
 )
 from jpd.llm.errors import ProviderError, ProviderUnavailable
@@ -49,6 +48,7 @@ from jpd.llm.transport import (
     one_line,
     read_api_key,
 )
+from jpd.protocol.usage import TokenUsage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FINISH_REASONS: dict[str, FinishReason] = {
@@ -127,7 +127,7 @@ class OpenAIProvider:
             f"api_key_env={self.api_key_env!r})"
         )
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one model call (see `Provider.stream`)."""
         if self.base_url is None:
             raise ProviderUnavailable(
@@ -195,7 +195,7 @@ class _StreamState:
     secrets: tuple[str, ...]
     calls: dict[int, _Call] = field(default_factory=dict)
     finish_reason: str | None = None
-    usage: Usage | None = None
+    usage: TokenUsage | None = None
 
     def chunk(self, data: dict[str, Any]) -> list[StreamEvent]:
         error = data.get("error")
@@ -276,14 +276,14 @@ class _StreamState:
         return ProviderError(text)
 
 
-def _usage(raw: dict[str, Any]) -> Usage:
+def _usage(raw: dict[str, Any]) -> TokenUsage:
     prompt = raw.get("prompt_tokens")
     details = raw.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
     # Like Anthropic's figures, input_tokens counts only the uncached part.
     if isinstance(prompt, int) and isinstance(cached, int):
         prompt -= cached
-    return Usage(
+    return TokenUsage(
         input_tokens=prompt if isinstance(prompt, int) else None,
         output_tokens=raw.get("completion_tokens")
         if isinstance(raw.get("completion_tokens"), int)

@@ -15,8 +15,8 @@ from typing import Any
 
 from jpd.llm.base import (
     AssistantMessage,
-    ChatRequest,
     Message,
+    ModelRequest,
     ToolChoice,
     ToolDefinition,
     UserMessage,
@@ -26,7 +26,7 @@ from jpd.llm.request_build import encode_arguments
 Obj = dict[str, Any]
 
 
-def build_body(request: ChatRequest, *, compatible: bool = False) -> Obj:
+def build_body(request: ModelRequest, *, compatible: bool = False) -> Obj:
     """The JSON body for `POST <base>/chat/completions` with `stream: true`."""
     body: Obj = {"model": request.model, "messages": _messages(request)}
     if request.tools:
@@ -61,7 +61,7 @@ def _tool_choice(choice: ToolChoice) -> str | Obj:
     return "required" if choice.type == "any" else choice.type
 
 
-def _messages(request: ChatRequest) -> list[Obj]:
+def _messages(request: ModelRequest) -> list[Obj]:
     out: list[Obj] = []
     if request.system:
         out.append({"role": "system", "content": request.system})

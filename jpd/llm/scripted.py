@@ -10,7 +10,7 @@ Script file (JSON, or TOML with a top-level `responses` array):
 
 Each model call consumes the next response; text streams in `chunk`-character pieces
 with `delay_ms` between them, so tests can cancel mid-stream. `error` makes the call
-fail with that message. Every received `ChatRequest` is appended as one JSON line to
+fail with that message. Every received `ModelRequest` is appended as one JSON line to
 the `record` file, so tests can assert on exactly what a model would have seen.
 
 `answer_inquiry` answers whichever inquiry the request asks, so concurrent side
@@ -34,17 +34,17 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jpd.llm.base import (
-    ChatRequest,
     Finish,
+    ModelRequest,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
     ToolCallEvent,
-    Usage,
     UsageEvent,
     UserMessage,
 )
 from jpd.llm.errors import ProviderError, ProviderUnavailable
+from jpd.protocol.usage import TokenUsage
 
 
 class ScriptedToolCall(BaseModel):
@@ -60,7 +60,7 @@ class ScriptedResponse(BaseModel):
     reasoning: str = ""
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
     finish: Literal["end_turn", "max_tokens", "tool_use"] | None = None
-    usage: Usage | None = None
+    usage: TokenUsage | None = None
     chunk: int = Field(default=8, ge=1)
     delay_ms: int = Field(default=0, ge=0)
     error: str | None = None
@@ -97,7 +97,7 @@ class ScriptedProvider:
         self._record = record
         self._next = 0
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Yield the next scripted response as stream events."""
         if self._record is not None:
             line = request.model_dump_json() + "\n"
@@ -134,7 +134,9 @@ class ScriptedProvider:
 _INQUIRY_ID = re.compile(r'inquiry_id "([^"]+)"')
 
 
-def _answer_call(request: ChatRequest, answer: str | dict[str, str], call_id: str) -> ToolCallEvent:
+def _answer_call(
+    request: ModelRequest, answer: str | dict[str, str], call_id: str
+) -> ToolCallEvent:
     """An `answer_inquiry` call for the inquiry named in the last user message."""
     asked = next((m for m in reversed(request.messages) if isinstance(m, UserMessage)), None)
     found = _INQUIRY_ID.search(asked.content) if asked is not None else None

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from jpd.protocol.base import WireModel, WireParams
+from jpd.protocol.detached import PermissionKind
 from jpd.protocol.question import Question
 
 
@@ -49,7 +50,7 @@ class PermissionParams(WireModel):
     tool_call_id: str
     tool_name: str
     arguments: dict[str, Any]
-    kind: Literal["run", "deliver", "sampling"]
+    kind: PermissionKind
     content: str | None = None
     """For `deliver`: the result that would go to the model."""
 

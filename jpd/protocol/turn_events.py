@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from jpd.protocol.base import WireModel
+from jpd.protocol.usage import TokenUsage
 
 StopReason = Literal["end_turn", "max_tokens", "cancelled", "error"]
 
@@ -56,16 +57,9 @@ class ToolProgress(WireModel):
     message: str | None = None
 
 
-class UsageFigures(WireModel):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_creation_tokens: int | None = None
-
-
 class UsageReported(WireModel):
     kind: Literal["usage"] = "usage"
-    usage: UsageFigures
+    usage: TokenUsage
 
 
 class RetryScheduled(WireModel):

@@ -1,8 +1,7 @@
 """The interface between the turn loop and tool execution.
 
-The turn loop hands the tool calls of one model response to a `ToolRunner` and gets
-one result per call, in call order. Until the tool coordinator exists, `NoTools`
-answers every call with a clear error the model can read.
+The turn loop hands the tool calls of one model response to a `ToolRunner` (the tool
+coordinator) and gets one result per call, in call order.
 """
 
 from __future__ import annotations
@@ -37,26 +36,3 @@ class ToolRunner(Protocol):
     def hidden(self, name: str) -> bool:
         """Whether clients need not show calls of this tool (`style.hidden`)."""
         ...
-
-
-class NoTools:
-    """Offers no tools; a call to any tool gets a 'no such tool' error response."""
-
-    def definitions(self) -> tuple[ToolDefinition, ...]:
-        """No tools are offered."""
-        return ()
-
-    def hidden(self, name: str) -> bool:
-        """No tool is hidden."""
-        return False
-
-    async def run(self, calls: Sequence[ToolCallPart]) -> list[ToolResultData]:
-        """Answer each call with an error naming the unknown tool."""
-        return [
-            ToolResultData(
-                id=call.id,
-                content=f"No such tool: {call.name!r}. No tools are available in this turn.",
-                is_error=True,
-            )
-            for call in calls
-        ]

@@ -29,7 +29,7 @@ from jpd.tools.catalog import EffectiveTool
 from jpd.tools.environment import tool_environment
 from jpd.tools.local_runner import run_local_tool
 from jpd.tools.mcp_call import McpCallHooks, ProgressSink, Sampler
-from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
+from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
 from jpd.tools.permissions import PermissionGate
 from jpd.tools.schema import validate_arguments
 
@@ -150,8 +150,7 @@ class Coordinator:
             if isinstance(outcome, Success):
                 return outcome.content, False
             if isinstance(outcome, Failure):
-                trace = "\n".join(outcome.trace)
-                return (f"{outcome.message}\n{trace}" if trace else outcome.message), True
+                return outcome.render(), True
             assert isinstance(outcome, NeedsInput)
             question = outcome.question
             resolution = await self._router.resolve(
@@ -200,7 +199,7 @@ class Coordinator:
 
     async def _invoke(
         self, tool: EffectiveTool, call: ToolCallPart, answers: dict[str, Any]
-    ) -> Outcome:
+    ) -> ToolOutcome:
         if tool.builtin is not None:
             docs = {name: _docs(t) for name, t in self._tools.items() if t.enabled}
             ctx = BuiltinContext(conversation_id=self._scope.conversation_id, tool_docs=docs)

@@ -30,7 +30,7 @@ import anyio.to_thread
 from jpd.config.tools import CommandConfig
 from jpd.process_groups import ToolProcesses
 from jpd.tools.launcher import EXEC_FAILED
-from jpd.tools.outcome import Failure, Outcome, parse_outcome, plain_outcome
+from jpd.tools.outcome import Failure, ToolOutcome, parse_outcome, plain_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -239,7 +239,7 @@ async def run_local_tool(
     max_output: int = 1_000_000,
     env: Mapping[str, str] | None = None,
     processes: ToolProcesses | None = None,
-) -> Outcome:
+) -> ToolOutcome:
     """Run the local tool `name` once and return its outcome.
 
     `command` is a command line (split like a shell would, not run by one) or a

@@ -1,7 +1,7 @@
 """What a tool reports back: success, failure, or a question (protocol.md section 9.4).
 
 A local tool prints one JSON outcome on stdout; `parse_outcome` turns that output
-and the exit status into an `Outcome`. The question of `needs_input` is the one
+and the exit status into a `ToolOutcome`. The question of `needs_input` is the one
 question model (`jpd.protocol.question`), which also reads the older tool shapes.
 
 Outcome models ignore unknown keys: a tool written against a newer protocol should
@@ -55,9 +55,9 @@ class NeedsInput(_Wire):
     question: Question
 
 
-Outcome = Annotated[Success | Failure | NeedsInput, Field(discriminator="type")]
+ToolOutcome = Annotated[Success | Failure | NeedsInput, Field(discriminator="type")]
 
-OUTCOME_ADAPTER: TypeAdapter[Outcome] = TypeAdapter(Outcome)
+OUTCOME_ADAPTER: TypeAdapter[ToolOutcome] = TypeAdapter(ToolOutcome)
 
 
 # --- parsing a tool's output -------------------------------------------------------
@@ -84,7 +84,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def plain_outcome(text: str, exit_code: int, *, name: str | None = None) -> Outcome:
+def plain_outcome(text: str, exit_code: int, *, name: str | None = None) -> ToolOutcome:
     """The outcome of output that is not read as JSON: judged by the exit status alone.
 
     Exit 0 is a success with `text` as content; a non-zero exit or a signal
@@ -112,7 +112,7 @@ def _explain(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def parse_outcome(stdout: str, exit_code: int, *, name: str | None = None) -> Outcome:
+def parse_outcome(stdout: str, exit_code: int, *, name: str | None = None) -> ToolOutcome:
     """Read a tool's outcome from what it printed and how it exited.
 
     Output starting with `{` is taken as the protocol's one JSON outcome, whatever the

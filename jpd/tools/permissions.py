@@ -10,16 +10,14 @@ then applies `detached_fallback`. An answer may be remembered for the rest of th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from jpd.config.tools import ToolConfig
 from jpd.inquiry.detached import Automatic, ClientAnswered, apply_detached
 from jpd.inquiry.pending import Answer, PendingQuestions, Reply, Request, now
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.detached import DetachedMode
+from jpd.protocol.detached import DetachedMode, PermissionKind
 from jpd.protocol.server_requests import PendingInfo, PermissionParams, PermissionResult
-
-Kind = Literal["run", "deliver", "sampling"]
 
 
 @dataclass
@@ -30,11 +28,11 @@ class PermissionGate:
     conversation_id: str
     turn_id: str
     detached_override: DetachedMode | None = None
-    remembered: dict[tuple[Kind, str], bool] = field(default_factory=dict)
+    remembered: dict[tuple[PermissionKind, str], bool] = field(default_factory=dict)
 
     async def allowed(
         self,
-        kind: Kind,
+        kind: PermissionKind,
         tool_name: str,
         tool: ToolConfig,
         call_id: str,
@@ -70,7 +68,7 @@ class PermissionGate:
 
     def _request(
         self,
-        kind: Kind,
+        kind: PermissionKind,
         tool_name: str,
         call_id: str,
         arguments: dict[str, Any],

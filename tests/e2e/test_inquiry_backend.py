@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from jpd.llm.anthropic_request import build_body
-from jpd.llm.base import ChatRequest
+from jpd.llm.base import ModelRequest
 from jpd.llm.request_build import encode_body
 from tests.e2e.conftest import StartJpd
 from tests.e2e.harness import Jpd
@@ -77,8 +77,8 @@ async def test_side_request_prefix_is_byte_identical_to_the_parent(
     assert side["tool_choice"] == parent["tool_choice"]  # not forced: cached blocks stay valid
 
     # As the Anthropic request builder sends them (cache order: tools, system, messages).
-    parent_body = build_body(ChatRequest.model_validate_json(parent_line))
-    side_body = build_body(ChatRequest.model_validate_json(side_line))
+    parent_body = build_body(ModelRequest.model_validate_json(parent_line))
+    side_body = build_body(ModelRequest.model_validate_json(side_line))
     assert encode(side_body["tools"]) == encode(parent_body["tools"])
     assert encode(side_body["system"]) == encode(parent_body["system"])
     parent_turns = parent_body["messages"]
@@ -135,8 +135,8 @@ async def test_later_turn_side_request_differs_only_in_moved_cache_breakpoints(
     # The builder puts its message breakpoints on the newest turns, so an older turn may
     # carry one in the parent body and not in the side body. Breakpoints mark where to
     # cache; they are not part of the cached content, which is identical.
-    parent_body = build_body(ChatRequest.model_validate_json(parent_line))
-    side_body = build_body(ChatRequest.model_validate_json(side_line))
+    parent_body = build_body(ModelRequest.model_validate_json(parent_line))
+    side_body = build_body(ModelRequest.model_validate_json(side_line))
     parent_turns = parent_body["messages"]
     side_prefix = side_body["messages"][: len(parent_turns)]
     assert encode(strip_breakpoints(side_prefix)) == encode(strip_breakpoints(parent_turns))

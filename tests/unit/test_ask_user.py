@@ -17,13 +17,13 @@ from jpd.protocol.question import BooleanAnswer, SelectAnswer, TextAnswer
 from jpd.tools.builtin import BuiltinContext, default_registry
 from jpd.tools.builtin.ask_user import DESCRIPTION, AskUser, build_question
 from jpd.tools.catalog import EffectiveTool, build_catalog
-from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
+from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
 from jpd.tools.schema import validate_arguments
 
 CTX = BuiltinContext(conversation_id=None, tool_docs={})
 
 
-async def run(arguments: dict[str, Any], answers: dict[str, Any] | None = None) -> Outcome:
+async def run(arguments: dict[str, Any], answers: dict[str, Any] | None = None) -> ToolOutcome:
     return await AskUser().run(arguments, answers or {}, CTX)
 
 

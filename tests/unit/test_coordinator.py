@@ -17,7 +17,7 @@ from jpd.protocol.question import Question, TextAnswer
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.coordinator import MAX_QUESTIONS, Coordinator
-from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
+from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
 from jpd.tools.schema import parameters_to_schema
 from tests.unit.fakes import Clients, FakeBackend, FakeLink, FakeLog, replies
 
@@ -39,7 +39,7 @@ class Asker:
 
     async def run(
         self, arguments: dict[str, Any], answers: dict[str, Any], ctx: BuiltinContext
-    ) -> Outcome:
+    ) -> ToolOutcome:
         self.runs.append(dict(answers))
         await anyio.sleep(self.delay)
         if arguments.get("fail"):

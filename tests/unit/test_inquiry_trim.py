@@ -8,8 +8,8 @@ from jpd.inquiry.backend import changed_settings
 from jpd.inquiry.trim import context_limit, estimate_tokens, fit_history
 from jpd.llm.base import (
     AssistantMessage,
-    ChatRequest,
     Message,
+    ModelRequest,
     ToolCallPart,
     ToolResultMessage,
     UserMessage,
@@ -31,7 +31,7 @@ TAIL: list[Message] = [
     ToolResultMessage(tool_call_id="c1", content="Tool paused"),
     UserMessage(content="Question: proceed?"),
 ]
-REQUEST = ChatRequest(model="m", messages=(), max_tokens=16)
+REQUEST = ModelRequest(model="m", messages=(), max_tokens=16)
 
 
 def test_history_that_fits_is_kept_whole() -> None:

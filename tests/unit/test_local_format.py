@@ -9,7 +9,7 @@ import pytest
 
 from jpd.llm.base import (
     AssistantMessage,
-    ChatRequest,
+    ModelRequest,
     ToolCallPart,
     ToolChoiceAny,
     ToolChoiceAuto,
@@ -32,9 +32,9 @@ TIME = ToolDefinition(
 )
 
 
-def _request(**kwargs: Any) -> ChatRequest:
+def _request(**kwargs: Any) -> ModelRequest:
     kwargs.setdefault("messages", (UserMessage(content="hi"),))
-    return ChatRequest(model="smollm2", **kwargs)
+    return ModelRequest(model="smollm2", **kwargs)
 
 
 def test_history_becomes_plain_chat_roles() -> None:

@@ -12,8 +12,8 @@ import pytest
 import pytest_asyncio
 
 from jpd.llm.base import (
-    ChatRequest,
     Finish,
+    ModelRequest,
     StreamEvent,
     TextDelta,
     ToolCallEvent,
@@ -61,12 +61,12 @@ async def provider() -> AsyncIterator[LocalProvider]:
     await local.aclose()
 
 
-def _ask(text: str, **kwargs: Any) -> ChatRequest:
+def _ask(text: str, **kwargs: Any) -> ModelRequest:
     kwargs.setdefault("model", "smollm2")
-    return ChatRequest(messages=(UserMessage(content=text),), **kwargs)
+    return ModelRequest(messages=(UserMessage(content=text),), **kwargs)
 
 
-async def _collect(provider: LocalProvider, request: ChatRequest) -> list[StreamEvent]:
+async def _collect(provider: LocalProvider, request: ModelRequest) -> list[StreamEvent]:
     return [event async for event in provider.stream(request)]
 
 

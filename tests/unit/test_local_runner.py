@@ -24,7 +24,7 @@ from jpd.config.tools import CommandConfig
 from jpd.process_groups import ToolProcesses
 from jpd.tools import local_runner
 from jpd.tools.local_runner import run_local_tool
-from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
+from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
 
 # A child that the tool starts and that keeps running (and holds stdout open).
 SPAWN_SLEEPER = "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])"
@@ -55,7 +55,7 @@ def launch_mode(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None
         PROCESSES = None
 
 
-async def run(command: str | CommandConfig, root: Path, **overrides: Any) -> Outcome:
+async def run(command: str | CommandConfig, root: Path, **overrides: Any) -> ToolOutcome:
     fields: dict[str, Any] = {
         "processes": PROCESSES,
         "name": "t",

@@ -13,6 +13,7 @@ from jpd import schemas
 from jpd.conversation import events as ev
 from jpd.protocol.question import BooleanAnswer, Question
 from jpd.protocol.turn_events import TurnEvent
+from jpd.protocol.usage import TokenUsage
 from jpd.rpc.methods import METHODS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,7 +134,7 @@ INQUIRY_QUESTION = Question(id="q", text="Proceed?", answer_type=BooleanAnswer()
 EVENTS: list[ev.Event] = [
     ev.TurnStart(turn_id="t-1", model="test/scripted"),
     ev.ChatRequest(content="hi"),
-    ev.ChatResponse(message="hello", usage=ev.Usage(input_tokens=1)),
+    ev.ChatResponse(message="hello", usage=TokenUsage(input_tokens=1)),
     ev.ChatResponse(reasoning="thinking"),
     ev.ToolCallRequest(id="c1", name="t", arguments={"a": 1}),
     ev.ToolCallResponse(id="c1", content="ok", is_error=False),

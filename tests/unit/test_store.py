@@ -29,7 +29,6 @@ from jpd.conversation.events import (
     ToolSource,
     TurnEnd,
     TurnStart,
-    Usage,
 )
 from jpd.conversation.sanitize import INTERRUPTED_CONTENT
 from jpd.conversation.store import (
@@ -42,6 +41,7 @@ from jpd.conversation.store import (
     validate_id,
 )
 from jpd.protocol.question import Question, SelectAnswer
+from jpd.protocol.usage import TokenUsage
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 CID = "c-test"
@@ -82,7 +82,7 @@ def every_event_type() -> list[Event]:
         ChatResponse(reasoning="Let me look.", timestamp=at(2)),
         ChatResponse(
             message="Reading it.",
-            usage=Usage(input_tokens=10, output_tokens=5, cache_read_tokens=2),
+            usage=TokenUsage(input_tokens=10, output_tokens=5, cache_read_tokens=2),
             timestamp=at(3),
         ),
         ToolCallRequest(id="call_1", name="fs_write", arguments={"path": "x.txt"}, timestamp=at(4)),

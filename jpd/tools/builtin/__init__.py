@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
-from jpd.tools.outcome import Outcome
+from jpd.tools.outcome import ToolOutcome
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class BuiltinTool(Protocol):
 
     async def run(
         self, arguments: dict[str, Any], answers: dict[str, Any], ctx: BuiltinContext
-    ) -> Outcome:
+    ) -> ToolOutcome:
         """Run once; may return NeedsInput, and is then run again with answers."""
         ...
 

@@ -23,7 +23,7 @@ from jpd.protocol.question import (
     validate_answer,
 )
 from jpd.tools.builtin import BuiltinContext
-from jpd.tools.outcome import Failure, NeedsInput, Outcome, Success
+from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
 
 NAME = "ask_user"
 QUESTION_ID = "answer"
@@ -200,7 +200,7 @@ class AskUser:
 
     async def run(
         self, arguments: dict[str, Any], answers: dict[str, Any], ctx: BuiltinContext
-    ) -> Outcome:
+    ) -> ToolOutcome:
         """First call: the question; second call: the typed answer as JSON."""
         question = build_question(arguments)
         if isinstance(question, Failure):

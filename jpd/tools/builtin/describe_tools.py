@@ -7,7 +7,7 @@ from typing import Any
 from jpd.config.tools import ParameterConfig, ToolConfig
 from jpd.conversation import events as ev
 from jpd.tools.builtin import BuiltinContext
-from jpd.tools.outcome import Failure, Outcome, Success
+from jpd.tools.outcome import Failure, Success, ToolOutcome
 
 
 class DescribeTools:
@@ -39,7 +39,7 @@ class DescribeTools:
 
     async def run(
         self, arguments: dict[str, Any], answers: dict[str, Any], ctx: BuiltinContext
-    ) -> Outcome:
+    ) -> ToolOutcome:
         names = arguments.get("tools") or []
         unknown = [n for n in names if n not in ctx.tool_docs]
         if unknown:

@@ -15,11 +15,11 @@ from jpd.llm.base import (
     TextDelta,
     ToolCallEvent,
     ToolDefinition,
-    Usage,
     UsageEvent,
 )
 from jpd.llm.errors import ProviderError, ProviderUnavailable
 from jpd.llm.request_build import encode_body
+from jpd.protocol.usage import TokenUsage
 from tests.fixtures.fake_llm_server import (
     FakeLLMServer,
     Pause,
@@ -177,7 +177,7 @@ async def test_usage_includes_cache_figures(
     events = await collect(anthropic.stream(ask()))
     assert events[-2:] == [
         UsageEvent(
-            usage=Usage(
+            usage=TokenUsage(
                 input_tokens=12,
                 output_tokens=42,
                 cache_read_tokens=2048,

@@ -6,8 +6,8 @@ import json
 
 from jpd.llm.anthropic import AnthropicProvider
 from jpd.llm.base import (
-    ChatRequest,
     Finish,
+    ModelRequest,
     ToolCallEvent,
     ToolChoiceTool,
     ToolDefinition,
@@ -57,7 +57,7 @@ PATCHES = ToolDefinition(
 )
 
 
-def forced(reasoning: str = "low") -> ChatRequest:
+def forced(reasoning: str = "low") -> ModelRequest:
     return ask(
         "Stage my changes",
         system="You are the stager.",

@@ -12,13 +12,13 @@ from jpd.llm.base import (
     TextDelta,
     ToolCallEvent,
     ToolDefinition,
-    Usage,
     UsageEvent,
 )
 from jpd.llm.errors import ProviderError, ProviderUnavailable
 from jpd.llm.openai import OpenAIProvider
 from jpd.llm.openai_request import build_body
 from jpd.llm.request_build import encode_body
+from jpd.protocol.usage import TokenUsage
 from tests.fixtures.fake_llm_server import Cut, Drop, FakeLLMServer, Reply, Script, Send
 from tests.fixtures.llm_support import (
     FAST_RETRIES,
@@ -59,7 +59,7 @@ async def test_streams_text_with_usage(openai: OpenAIProvider, server: FakeLLMSe
         TextDelta(text="lo"),
     ]
     assert events[-2:] == [
-        UsageEvent(usage=Usage(input_tokens=10, output_tokens=2, cache_read_tokens=20)),
+        UsageEvent(usage=TokenUsage(input_tokens=10, output_tokens=2, cache_read_tokens=20)),
         Finish(reason="end_turn"),
     ]
     (request,) = server.requests

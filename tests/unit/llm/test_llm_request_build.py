@@ -10,7 +10,7 @@ import pytest
 from jpd.llm import anthropic_request, openai_request
 from jpd.llm.base import (
     AssistantMessage,
-    ChatRequest,
+    ModelRequest,
     ToolCallPart,
     ToolChoiceAny,
     ToolChoiceAuto,
@@ -40,8 +40,8 @@ def tools() -> tuple[ToolDefinition, ...]:
     )
 
 
-def conversation(**fields: Any) -> ChatRequest:
-    return ChatRequest(
+def conversation(**fields: Any) -> ModelRequest:
+    return ModelRequest(
         model="m",
         system="You help.",
         messages=(
@@ -72,7 +72,7 @@ BUILDERS = {
 def test_equal_requests_give_identical_bytes(build: Any) -> None:
     first = build(conversation(reasoning_effort="low", temperature=0.2))
     again = build(conversation(reasoning_effort="low", temperature=0.2))
-    roundtrip = build(ChatRequest.model_validate_json(conversation().model_dump_json()))
+    roundtrip = build(ModelRequest.model_validate_json(conversation().model_dump_json()))
     assert first == again
     assert roundtrip == build(conversation())
     # Tool order and schema key order are kept as given, never sorted.
@@ -132,7 +132,7 @@ def test_anthropic_cache_breakpoints() -> None:
 
 
 def test_anthropic_merges_consecutive_roles() -> None:
-    request = ChatRequest(
+    request = ModelRequest(
         model="m",
         messages=(
             UserMessage(content="go"),
@@ -162,7 +162,7 @@ def test_anthropic_thinking_sends_signed_reasoning_back() -> None:
 
 
 def test_anthropic_unsigned_reasoning_is_dropped() -> None:
-    request = ChatRequest(
+    request = ModelRequest(
         model="m",
         messages=(
             UserMessage(content="q"),
@@ -177,7 +177,7 @@ def test_anthropic_unsigned_reasoning_is_dropped() -> None:
 
 def test_anthropic_thinking_off_in_a_tool_cycle_started_without_it() -> None:
     # E.g. after the RFD 068 retry: the tool call was made with reasoning off.
-    request = ChatRequest(
+    request = ModelRequest(
         model="m",
         messages=(
             UserMessage(content="q"),
@@ -215,7 +215,7 @@ def test_anthropic_tool_choice(choice: Any, wire: dict[str, str]) -> None:
     ],
 )
 def test_anthropic_rejects_impossible_settings(fields: dict[str, Any], message: str) -> None:
-    request = ChatRequest(model="m", messages=(UserMessage(content="q"),), **fields)
+    request = ModelRequest(model="m", messages=(UserMessage(content="q"),), **fields)
     with pytest.raises(ProviderError, match=message):
         anthropic_request.build_body(request)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from jpd.conversation import events as ev
 from jpd.llm.base import AssistantMessage, ToolCallPart, ToolResultMessage, UserMessage
 from jpd.llm.history import MessageHistory, to_messages
+from jpd.protocol.usage import TokenUsage
 
 EVENTS: list[ev.Event] = [
     ev.TurnStart(turn_id="t1"),
@@ -13,7 +14,7 @@ EVENTS: list[ev.Event] = [
     ev.ChatResponse(message="Let me look."),
     ev.ToolCallRequest(id="c1", name="ls", arguments={"path": "."}),
     ev.ToolCallResponse(id="c1", content="a.py"),
-    ev.ChatResponse(message="One file: a.py", usage=ev.Usage(input_tokens=3)),
+    ev.ChatResponse(message="One file: a.py", usage=TokenUsage(input_tokens=3)),
     ev.TurnEnd(turn_id="t1", stop_reason="end_turn"),
     ev.TurnStart(turn_id="t2"),
     ev.ChatRequest(content="thanks"),
