@@ -29,6 +29,8 @@ from jpd.conversation.events import (
     ToolSource,
     TurnEnd,
     TurnStart,
+    dump_event,
+    parse_event,
 )
 from jpd.conversation.sanitize import INTERRUPTED_CONTENT
 from jpd.conversation.store import (
@@ -40,7 +42,7 @@ from jpd.conversation.store import (
     new_conversation_id,
     validate_id,
 )
-from jpd.protocol.question import Question, SelectAnswer
+from jpd.protocol.question import BooleanAnswer, Question, SelectAnswer
 from jpd.protocol.usage import TokenUsage
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -208,6 +210,42 @@ def test_legacy_inquiry_response_reads_as_answered(store: ConversationStore) -> 
     assert isinstance(event, InquiryResponse)
     assert event.response == Answered(id="c.q.1", answer=True)
     assert event.id == "c.q.1"
+
+
+# Lines written by earlier builds (protocol.md section 12), before the question and
+# usage models were shared with the wire: they load and are written back byte for byte.
+EARLIER_LINES = [
+    '{"timestamp":"2026-11-22T02:41:09.325536Z","type":"inquiry_request","id":"call_1.confirm.1",'
+    '"source":{"type":"tool","name":"deploy"},"question":{"id":"confirm","text":"Deploy to '
+    'production?","answer_type":{"type":"boolean"},"default":false,"exclusive":false,'
+    '"persistence":"turn"}}',
+    '{"timestamp":"2026-11-22T02:41:09.619426Z","type":"inquiry_request","id":"call_1.token.1",'
+    '"source":{"type":"tool","name":"deploy"},"question":{"id":"token","text":"Deploy token?",'
+    '"answer_type":{"type":"secret"},"exclusive":false,"persistence":"turn"}}',
+    '{"timestamp":"2026-11-22T02:42:29.132273Z","type":"inquiry_request","id":"call_7.answer.1",'
+    '"source":{"type":"assistant"},"question":{"id":"answer","text":"Which branch should I push '
+    'to?","answer_type":{"type":"select","options":["main","dev"]},"default":"dev",'
+    '"exclusive":true,"persistence":"none"}}',
+    '{"timestamp":"2026-11-22T02:44:15.554312Z","type":"chat_response","message":"2 + 2 = 4.",'
+    '"usage":{"input_tokens":12,"output_tokens":7}}',
+]
+
+
+@pytest.mark.parametrize("line", EARLIER_LINES)
+def test_lines_of_earlier_builds_load_and_round_trip(line: str) -> None:
+    event = parse_event(line)
+
+    assert dump_event(event) == line
+
+
+def test_an_older_options_null_on_a_plain_answer_type_still_loads() -> None:
+    record = json.loads(EARLIER_LINES[0])
+    record["question"]["answer_type"]["options"] = None
+
+    event = parse_event(json.dumps(record))
+
+    assert isinstance(event, InquiryRequest)
+    assert event.question.answer_type == BooleanAnswer()
 
 
 def test_unknown_cancellation_reason_is_kept_verbatim(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ with source `assistant`. The second call, with the answer, returns it as
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
@@ -29,9 +29,9 @@ NAME = "ask_user"
 QUESTION_ID = "answer"
 """The one question's id: the key of `conversation.tools.ask_user.questions.<id>`."""
 PROMPT_LABEL = "Assistant"
-ANSWER_TYPES: tuple[str, ...] = ("boolean", "select", "text")
-
 AskedType = Literal["boolean", "select", "text"]
+"""The answer types the model may ask for (never `secret`: its answers reach the model)."""
+ANSWER_TYPES: tuple[AskedType, ...] = get_args(AskedType)
 
 DESCRIPTION = (
     "Ask the user a typed question (boolean, select, or text) and receive their answer. "
