@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from jpd.llm import anthropic_request, openai_request
 from jpd.llm.base import (
     AssistantMessage,
-    ChatRequest,
+    ModelRequest,
     ToolCallPart,
     ToolChoiceAny,
     ToolChoiceAuto,
@@ -75,8 +75,8 @@ CONVERSATION = (
 )
 
 
-def requests() -> dict[str, ChatRequest]:
-    base = ChatRequest(model="m", messages=(UserMessage(content="hi"),))
+def requests() -> dict[str, ModelRequest]:
+    base = ModelRequest(model="m", messages=(UserMessage(content="hi"),))
     return {
         "plain": base,
         "system_and_limit": base.model_copy(update={"system": "Be brief.", "max_tokens": 50}),
