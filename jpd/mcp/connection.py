@@ -36,6 +36,11 @@ from jpd.mcp.model import CallHooks, McpResult, McpToolInfo, SamplingError, Samp
 
 log = logging.getLogger(__name__)
 
+PING_AFTER_IDLE = 2.0
+"""Seconds without traffic after which a server is pinged before a call."""
+
+PING_TIMEOUT = 5.0
+
 STDERR_TAIL = 2000
 """Characters of a server's stderr quoted in an error."""
 
@@ -85,6 +90,7 @@ class ServerConnection:
         self._session: ClientSession | None = None
         self._stderr: IO[str] | None = None
         self._calls: list[CallHooks] = []
+        self._last_used = 0.0
 
     @property
     def alive(self) -> bool:
@@ -112,6 +118,7 @@ class ServerConnection:
                     await session.initialize()
                     self.tools = await self._list_tools(session)
                 self._session = session
+                self._last_used = anyio.current_time()
                 self.ready.set()
                 await self._stop.wait()
         except anyio.get_cancelled_exc_class():
@@ -145,6 +152,24 @@ class ServerConnection:
             command=program, args=args, env=dict(self.config.env), cwd=self.root
         )
         return stdio_client(params, errlog=self._stderr)
+
+    async def responsive(self) -> bool:
+        """Whether the server still answers (pinged when idle: a server may have died or
+        hung between calls, and a call is then better made on a fresh one)."""
+        session = self._session
+        if session is None or self._stop.is_set():
+            return False
+        if self._calls or anyio.current_time() - self._last_used < PING_AFTER_IDLE:
+            return True
+        try:
+            with anyio.fail_after(PING_TIMEOUT):
+                await session.send_ping()
+        except Exception as exc:
+            log.warning("MCP server %r does not answer a ping (%s); restarting it", self.name, exc)
+            self._stop.set()
+            return False
+        self._last_used = anyio.current_time()
+        return True
 
     async def stop(self) -> None:
         """End the session (and the server process) and wait until it is gone."""
@@ -220,6 +245,7 @@ class ServerConnection:
         if session is None or self._stop.is_set():
             return McpResult(self.error or await self.failure("is not running"), True)
         self._calls.append(hooks)
+        self._last_used = anyio.current_time()
 
         async def report(progress: float, total: float | None, message: str | None) -> None:
             hooks.progress(progress, total, message)
@@ -247,6 +273,7 @@ class ServerConnection:
             )
         finally:
             self._calls.remove(hooks)
+            self._last_used = anyio.current_time()
         return render_result(result)
 
     # --- the server's requests and notifications -----------------------------------

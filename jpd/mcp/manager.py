@@ -104,6 +104,8 @@ class McpManager:
     ) -> McpResult:
         """Call one tool, starting (or restarting) its server if needed."""
         connection = await self._connection(ref.server, ref.config, root, retry_failed=True)
+        if connection.alive and not await connection.responsive():
+            connection = await self._connection(ref.server, ref.config, root, retry_failed=True)
         if not connection.alive:
             return McpResult(connection.error or f"MCP server {ref.server!r} is not running", True)
         limit = timeout if timeout is not None else ref.config.timeout

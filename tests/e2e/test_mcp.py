@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -218,7 +220,8 @@ async def test_cancel_reaches_the_server_and_progress_is_an_event(
         if "cancelled slow" in log.read_text():
             break
         await asyncio.sleep(0.05)
-    assert log.read_text().split() == ["started", "slow", "cancelled", "slow"]
+    lines = [x for x in log.read_text().splitlines() if not x.startswith("pid ")]
+    assert lines == ["started slow", "cancelled slow"]
 
 
 DEPLOY_ANSWERS = {"confirm": True, "environment": "production", "replicas": 3, "note": "go"}
@@ -480,3 +483,27 @@ async def test_servers_from_turn_config_and_tool_call(jpd_factory: StartJpd, hom
     # Not in the client's own config: tool/call does not know the session's server.
     missing = await daemon.request("tool/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
     assert missing["isError"] and "does not exist" in missing["content"]
+
+
+async def test_server_that_died_while_idle_is_restarted_before_the_call(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    log = home / "server.log"
+    daemon = await jpd_factory(
+        responses=[
+            call("echo", text="one"),
+            {"text": "ok"},
+            call("echo", "c2", text="two"),
+            {"text": "ok"},
+        ],
+        config=stdio_toml(env={"MCP_FIXTURE_LOG": str(log)}) + unattended("echo"),
+    )
+    await daemon.initialize(workspaceRoot=str(home))
+    first, _ = await daemon.run_turn("one")
+    [pid] = [int(x.split()[1]) for x in log.read_text().splitlines() if x.startswith("pid ")]
+    os.kill(pid, signal.SIGKILL)
+    await asyncio.sleep(2.5)  # idle long enough to be pinged before the next call
+    second, _ = await daemon.run_turn("two", conversationId=first["conversationId"])
+    [result] = results(daemon, second["turnId"])
+    assert result == {**result, "content": "echo:two:", "isError": False}
+    assert len([x for x in log.read_text().splitlines() if x.startswith("pid ")]) == 2
