@@ -468,6 +468,29 @@ async def test_bad_input_gets_errors_and_everything_keeps_running(
     assert "'not-offered', which was not offered" in (tmp_path / "acp.log").read_text()
 
 
+async def test_a_session_outlives_a_daemon_restart(tmp_path: Path, daemons: Daemons) -> None:
+    env = make_env(tmp_path, [{"text": "answer"}])  # each daemon replays the script anew
+    daemons.watch(env)
+    editor = Editor()
+    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+        assert (await conn.prompt(session_id=sid, prompt=[text_block("one")])).stop_reason == (
+            "end_turn"
+        )
+        await run_jp_async(env, "daemon", "stop")
+        await wait_for(lambda: not Path(env["JP_SOCKET"]).exists(), "the daemon to stop")
+        # The next prompt starts a daemon again and continues the same conversation.
+        assert (await conn.prompt(session_id=sid, prompt=[text_block("two")])).stop_reason == (
+            "end_turn"
+        )
+    assert editor.text() == "answeranswer"
+    assert [e["content"] for e in persisted(env, sid) if e["type"] == "chat_request"] == [
+        "one",
+        "two",
+    ]
+
+
 async def test_turn_goes_on_after_the_editor_disconnects(tmp_path: Path, daemons: Daemons) -> None:
     env = make_env(tmp_path, [SLOW])
     daemons.watch(env)

@@ -254,6 +254,8 @@ class JpAgent:
         if session.prompt is not None:
             raise RequestError(BUSY, f"session {session_id} already has a prompt running")
         message = prompt_text(prompt)
+        if session.daemon.closed.is_set():
+            await self._reconnect(session)
         params: dict[str, Any] = {
             "message": message,
             "conversationId": session_id,
@@ -337,15 +339,29 @@ class JpAgent:
             answer_types=frozenset(answer_types(self.forms)),
             exists=exists,
         )
+        await self._connect(session)
+        self.sessions[session_id] = session
+        return session
+
+    async def _connect(self, session: Session) -> None:
         capabilities = {"prompt": {"answerTypes": answer_types(self.forms)}, "permission": True}
         try:
             session.link = await daemon_link.connect(
-                cwd, capabilities, environ=self.environ, configure=session.configure
+                session.cwd, capabilities, environ=self.environ, configure=session.configure
             )
         except (LinkError, LinkClosed, DaemonError) as exc:
             raise _error(exc) from None
-        self.sessions[session_id] = session
-        return session
+
+    async def _reconnect(self, session: Session) -> None:
+        """A new daemon connection for a session whose daemon went away (stopped, or
+        restarted): the next prompt starts the daemon again, as `jp` would."""
+        log.warning("jpd went away; connecting session %s again", session.session_id)
+        await self._connect(session)
+        if session.exists:
+            try:
+                await session.daemon.request("turn/attach", {"conversationId": session.session_id})
+            except (LinkError, LinkClosed) as exc:
+                raise _error(exc) from None
 
     async def _forget(self, session: Session) -> None:
         self.sessions.pop(session.session_id, None)
