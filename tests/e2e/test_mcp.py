@@ -507,3 +507,26 @@ async def test_server_that_died_while_idle_is_restarted_before_the_call(
     [result] = results(daemon, second["turnId"])
     assert result == {**result, "content": "echo:two:", "isError": False}
     assert len([x for x in log.read_text().splitlines() if x.startswith("pid ")]) == 2
+
+
+async def test_elicitation_question_answered_by_the_assistant_when_allowed(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await jpd_factory(
+        responses=[call("deploy", service="api"), {"answer_inquiry": "true"}, {"text": "done"}],
+        config=stdio_toml()
+        + unattended("deploy")
+        + "[conversation.tools.deploy.questions]\n"
+        + 'confirm = { target = "assistant", exclusive = false }\n'
+        + 'environment = { answer = "staging" }\nreplicas = { answer = 4 }\n'
+        + 'note = { answer = "by model" }\n',
+    )
+    await daemon.initialize(workspaceRoot=str(home))
+    started, _ = await daemon.run_turn("deploy")
+    [result] = results(daemon, started["turnId"])
+    assert result["content"] == "deployed api to staging x4 confirm=True note=by model"
+    side = requests(home)[1]
+    assert "call_1.confirm.1" in json.dumps(side["messages"][-1])
+    stored = disk_events(home, started["conversationId"])
+    answers = {e["id"]: e.get("answer") for e in stored if e["type"] == "inquiry_response"}
+    assert answers["call_1.confirm.1"] is True
