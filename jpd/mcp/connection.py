@@ -103,7 +103,7 @@ class ServerConnection:
         """Start the server, keep its session open until `stop`; never raises."""
         try:
             async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport())
+                read, write = await stack.enter_async_context(await self._transport(stack))
                 session = await stack.enter_async_context(
                     ClientSession(
                         read,
@@ -140,9 +140,13 @@ class ServerConnection:
                 with contextlib.suppress(OSError):
                     self._stderr.close()
 
-    def _transport(self) -> Any:
+    async def _transport(self, stack: AsyncExitStack) -> Any:
         if self.config.url is not None:
-            client = create_mcp_http_client(headers=dict(self.config.headers))
+            # The SDK's own helper (MCP timeouts, origin-bound redirects); it is not
+            # re-exported, hence the private module. A client we pass is ours to close.
+            client = await stack.enter_async_context(
+                create_mcp_http_client(headers=dict(self.config.headers))
+            )
             return streamable_http_client(self.config.url, http_client=client)
         assert self.config.command is not None
         program, *args = self.config.command
