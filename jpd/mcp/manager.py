@@ -120,8 +120,10 @@ class McpManager:
         connections = list(self._connections.values())
         self._connections.clear()
         with anyio.CancelScope(shield=True):
-            for connection in connections:
-                await connection.stop()
+            # Together: each stdio server is given a grace period to exit.
+            async with anyio.create_task_group() as tg:
+                for connection in connections:
+                    tg.start_soon(connection.stop)
 
 
 class BoundCaller:

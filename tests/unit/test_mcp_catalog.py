@@ -138,3 +138,11 @@ def test_settings_for_a_tool_no_server_lists_wait_for_it() -> None:
     without_servers = {"conversation": {"tools": {"late": {"run": "unattended"}}}}
     with pytest.raises(ConfigInvalid, match="a local tool needs a command"):
         build_catalog(config(without_servers), default_registry(), (), {})
+
+
+def test_describe_tools_names_the_server() -> None:
+    from jpd.tools.coordinator import _docs
+
+    tools = build_catalog(config(SERVERS), default_registry(), (), {"fx": listing("fx", "add")})
+    _, description = _docs(tools["add"])
+    assert description == "add tool\n\n(MCP server: fx)"
