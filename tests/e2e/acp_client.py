@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
@@ -25,7 +26,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from tests.e2e.sockets import ROOT, TIMEOUT
+from tests.e2e.sockets import ROOT, TIMEOUT, socket_env
 
 FORMS = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
 
@@ -120,3 +121,43 @@ async def jp_acp(
             observers=[editor.observe],
         ) as (conn, process):
             yield conn, process
+
+
+SLOW = {"text": "tick " * 40, "chunk": 5, "delay_ms": 100}
+MCP_SERVER = Path(__file__).parent.parent / "fixtures" / "mcp_server.py"
+
+ASKER = """\
+kind = args.get("kind", "boolean")
+answer_type = {"type": kind}
+if kind == "multi_select":
+    answer_type.update(options=["a", "b", "c"], min_items=1)
+if kind == "number":
+    answer_type.update(minimum=1, maximum=10, integer=True)
+if "q" in answers:
+    print(json.dumps({"type": "success", "content": f"got {answers['q']!r}"}))
+else:
+    question = {"id": "q", "text": f"Give a {kind}", "answer_type": answer_type}
+    print(json.dumps({"type": "needs_input", "question": question}))
+"""
+DEPLOY = """\
+print(json.dumps({"type": "success", "content": "deployed " + args.get("env", "?")}))
+"""
+ENV_ARG = {"parameters.env": '{ type = "string" }'}
+KIND_ARG = {"parameters.kind": '{ type = "string" }'}
+
+
+def make_env(home: Path, responses: list[dict[str, Any]], tools: str = "") -> dict[str, str]:
+    env = socket_env(home, responses)
+    (home / "ws").mkdir(exist_ok=True)
+    config = Path(env["JP_CONFIG"])
+    config.write_text(config.read_text() + tools)
+    return env
+
+
+def persisted(env: dict[str, str], conversation_id: str) -> list[dict[str, Any]]:
+    path = Path(env["JP_DATA_DIR"]) / "conversations" / conversation_id / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}]}

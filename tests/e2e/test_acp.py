@@ -1,52 +1,35 @@
 """`jp acp` driven by the `agent-client-protocol` package's client side, against the
-shared daemon (started by the bridge) on the scripted provider."""
+shared daemon (started by the bridge) on the scripted provider: sessions, streaming,
+load/resume/list, cancel, bad input, disconnect and daemon restart."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
 from acp import RequestError, text_block
 from acp.schema import (
     EmbeddedResourceContentBlock,
-    EnvVariable,
-    McpServerStdio,
     PermissionOption,
     TextResourceContents,
     ToolCallUpdate,
 )
 
-from tests.e2e.acp_client import FORMS, Editor, accept, jp_acp
-from tests.e2e.sockets import Daemons, run_jp, run_jp_async, socket_env, wait_for
+from tests.e2e.acp_client import (
+    DEPLOY,
+    ENV_ARG,
+    SLOW,
+    Editor,
+    call,
+    jp_acp,
+    make_env,
+    persisted,
+)
+from tests.e2e.sockets import Daemons, run_jp_async, wait_for
 from tests.e2e.tools import make_tool, tool_toml
-
-SLOW = {"text": "tick " * 40, "chunk": 5, "delay_ms": 100}
-MCP_SERVER = Path(__file__).parent.parent / "fixtures" / "mcp_server.py"
-
-ASKER = """\
-kind = args.get("kind", "boolean")
-answer_type = {"type": kind}
-if kind == "multi_select":
-    answer_type.update(options=["a", "b", "c"], min_items=1)
-if kind == "number":
-    answer_type.update(minimum=1, maximum=10, integer=True)
-if "q" in answers:
-    print(json.dumps({"type": "success", "content": f"got {answers['q']!r}"}))
-else:
-    question = {"id": "q", "text": f"Give a {kind}", "answer_type": answer_type}
-    print(json.dumps({"type": "needs_input", "question": question}))
-"""
-DEPLOY = """\
-print(json.dumps({"type": "success", "content": "deployed " + args.get("env", "?")}))
-"""
-ENV_ARG = {"parameters.env": '{ type = "string" }'}
-KIND_ARG = {"parameters.kind": '{ type = "string" }'}
 
 
 @pytest_asyncio.fixture
@@ -54,23 +37,6 @@ async def daemons() -> AsyncIterator[Daemons]:
     running = Daemons()
     yield running
     await running.stop_all()
-
-
-def make_env(home: Path, responses: list[dict[str, Any]], tools: str = "") -> dict[str, str]:
-    env = socket_env(home, responses)
-    (home / "ws").mkdir(exist_ok=True)
-    config = Path(env["JP_CONFIG"])
-    config.write_text(config.read_text() + tools)
-    return env
-
-
-def persisted(env: dict[str, str], conversation_id: str) -> list[dict[str, Any]]:
-    path = Path(env["JP_DATA_DIR"]) / "conversations" / conversation_id / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}]}
 
 
 async def test_prompt_streams_and_sessions_are_conversations(
@@ -124,233 +90,6 @@ async def test_prompt_streams_and_sessions_are_conversations(
     assert events[0]["type"] == "turn_start" and events[0]["workspace"] == ws
     assert events[1]["content"].startswith("Say hello\n\nContext from file:///ws/notes.txt:")
     assert "a note" in events[1]["content"]
-
-
-async def test_the_editors_mcp_servers_serve_the_sessions_turns(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    env = make_env(tmp_path, [call("c1", "echo", text="hi"), {"text": "done"}])
-    daemons.watch(env)
-    editor = Editor()
-    server = McpServerStdio(
-        name="fixture",
-        command=sys.executable,
-        args=[str(MCP_SERVER)],
-        env=[EnvVariable(name="NOTE", value="from-the-editor")],
-    )
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        init = await conn.initialize(protocol_version=1)
-        assert init.agent_capabilities is not None
-        assert init.agent_capabilities.mcp_capabilities is not None
-        assert init.agent_capabilities.mcp_capabilities.http
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[server])).session_id
-        answer = await conn.prompt(session_id=sid, prompt=[text_block("echo")])
-        assert answer.stop_reason == "end_turn"
-    assert editor.permissions[0][0].tool_call_id == "c1"  # MCP tools ask to run by default
-    ended = editor.of_kind("tool_call_update")[-1]
-    assert (ended.status, ended.content[0].content.text) == ("completed", "echo:hi:from-the-editor")
-
-
-async def test_permission_round_trip_and_always(tmp_path: Path, daemons: Daemons) -> None:
-    tools = tool_toml("deploy", make_tool(tmp_path, "deploy", DEPLOY), run='"ask"', **ENV_ARG)
-    env = make_env(
-        tmp_path,
-        [call("call_1", "deploy", env="prod"), call("call_2", "deploy", env="dev"), {"text": "ok"}],
-        tools,
-    )
-    daemons.watch(env)
-    editor = Editor()
-
-    async def always(tool_call: ToolCallUpdate, options: list[PermissionOption]) -> str:
-        return "allow_always"
-
-    editor.choose = always
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
-        answer = await conn.prompt(session_id=sid, prompt=[text_block("deploy twice")])
-        assert answer.stop_reason == "end_turn"
-
-    # Asked once: "always" is remembered for the rest of the turn.
-    assert len(editor.permissions) == 1
-    asked, options = editor.permissions[0]
-    assert asked.tool_call_id == "call_1" and asked.raw_input == {"env": "prod"}
-    assert [o.kind for o in options] == [
-        "allow_once",
-        "allow_always",
-        "reject_once",
-        "reject_always",
-    ]
-    starts = editor.of_kind("tool_call")
-    assert [(s.tool_call_id, s.title, s.status) for s in starts] == [
-        ("call_1", 'deploy(env="prod")', "in_progress"),
-        ("call_2", 'deploy(env="dev")', "in_progress"),
-    ]
-    ends = editor.of_kind("tool_call_update")
-    assert [(e.tool_call_id, e.status, e.content[0].content.text) for e in ends] == [
-        ("call_1", "completed", "deployed prod"),
-        ("call_2", "completed", "deployed dev"),
-    ]
-
-
-async def test_permission_answered_at_a_terminal_closes_the_editors(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    tools = tool_toml("deploy", make_tool(tmp_path, "deploy", DEPLOY), run='"ask"', **ENV_ARG)
-    env = make_env(tmp_path, [call("call_1", "deploy", env="prod"), {"text": "ok"}], tools)
-    daemons.watch(env)
-    editor = Editor()
-    never = asyncio.Event()
-
-    async def wait_forever(tool_call: ToolCallUpdate, options: list[PermissionOption]) -> str:
-        await never.wait()
-        return "reject_once"
-
-    editor.choose = wait_forever
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
-        prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("go")]))
-        await editor.wait_for(lambda: bool(editor.permissions), "the permission request")
-        answered = await run_jp_async(env, "inquiry", "answer", "call_1.permission.run", "true")
-        assert answered.returncode == 0, answered.stderr
-        assert (await asyncio.wait_for(prompt, 30)).stop_reason == "end_turn"
-        never.set()
-    texts = [u.content[0].content.text for u in editor.of_kind("tool_call_update") if u.content]
-    assert texts == ["Answered elsewhere.", "deployed prod"]
-
-
-async def test_ask_user_through_a_form(tmp_path: Path, daemons: Daemons) -> None:
-    ask = call(
-        "call_1",
-        "ask_user",
-        question="Which branch?",
-        answer_type="select",
-        options=["main", "dev"],
-    )
-    again = call("call_2", "ask_user", question="Really?", answer_type="boolean")
-    env = make_env(tmp_path, [ask, again, {"text": "done"}])
-    daemons.watch(env)
-    editor = Editor()
-    answers: list[Any] = [accept("dev"), None]  # then: decline
-
-    async def fill(message: str, mode: Any) -> Any:
-        filler = answers.pop(0)
-        if filler is None:
-            from acp.schema import DeclineElicitationResponse
-
-            return DeclineElicitationResponse(action="decline")
-        return await filler(message, mode)
-
-    editor.fill = fill
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1, client_capabilities=FORMS)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
-        answer = await conn.prompt(session_id=sid, prompt=[text_block("ask me")])
-        assert answer.stop_reason == "end_turn"
-
-    message, mode = editor.forms[0]
-    assert message == "Assistant asks:\n\nWhich branch?"
-    assert mode.session_id == sid
-    schema = mode.requested_schema
-    assert schema.properties["answer"].enum == ["main", "dev"]
-    assert "remember" not in schema.properties  # ask_user's questions are never remembered
-    assert schema.properties["answer"].type == "string"
-    assert editor.forms[1][1].requested_schema.properties["answer"].type == "boolean"
-    assert editor.of_kind("tool_call") == []  # ask_user is hidden, as in `jp`
-    inquiries = [e for e in persisted(env, sid) if e["type"] == "inquiry_response"]
-    assert [(e["outcome"], e.get("answer"), e.get("reason")) for e in inquiries] == [
-        ("answered", "dev", None),
-        ("cancelled", None, "user"),
-    ]
-
-
-async def test_number_and_multi_select_forms(tmp_path: Path, daemons: Daemons) -> None:
-    tools = tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"', **KIND_ARG)
-    calls = [call("c1", "asker", kind="number"), call("c2", "asker", kind="multi_select")]
-    env = make_env(tmp_path, [*calls, {"text": "done"}], tools)
-    daemons.watch(env)
-    editor = Editor()
-    answers = [accept(7), accept(["a", "c"], remember=True)]
-
-    async def fill(message: str, mode: Any) -> Any:
-        return await answers.pop(0)(message, mode)
-
-    editor.fill = fill
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1, client_capabilities=FORMS)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
-        answer = await conn.prompt(session_id=sid, prompt=[text_block("numbers")])
-        assert answer.stop_reason == "end_turn"
-    number = editor.forms[0][1].requested_schema.properties
-    assert (number["answer"].type, number["answer"].minimum, number["answer"].maximum) == (
-        "integer",
-        1,
-        10,
-    )
-    assert editor.forms[0][1].tool_call_id == "c1"
-    assert number["remember"].type == "boolean"  # the question may be remembered
-    picks = editor.forms[1][1].requested_schema.properties["answer"]
-    assert (picks.type, picks.items.enum, picks.min_items) == ("array", ["a", "b", "c"], 1)
-    ends = [u.content[0].content.text for u in editor.of_kind("tool_call_update")]
-    assert ends == ["got 7", "got ['a', 'c']"]
-
-
-async def test_secret_is_never_put_in_a_form(tmp_path: Path, daemons: Daemons) -> None:
-    tools = tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"', **KIND_ARG)
-    env = make_env(tmp_path, [call("call_1", "asker", kind="secret"), {"text": "done"}], tools)
-    daemons.watch(env)
-    editor = Editor()
-    editor.fill = accept("should never be used")
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1, client_capabilities=FORMS)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
-        prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("go")]))
-
-        def noted() -> bool:
-            return any(
-                u.content and "jp inquiry answer" in u.content[0].content.text
-                for u in editor.of_kind("tool_call_update")
-            )
-
-        await editor.wait_for(noted, "a note about the secret question")
-        note = editor.of_kind("tool_call_update")[-1]
-        assert note.tool_call_id == "call_1"
-        text = note.content[0].content.text
-        assert "secret" in text and f"jp attach {sid}" in text
-        # Answered from a terminal, the turn goes on and the prompt ends.
-        answered = await asyncio.to_thread(
-            run_jp, env, "inquiry", "answer", "call_1.q.1", stdin="hunter2\n"
-        )
-        assert answered.returncode == 0, answered.stderr
-        assert (await asyncio.wait_for(prompt, 30)).stop_reason == "end_turn"
-    assert editor.forms == []
-    inquiries = [e for e in persisted(env, sid) if e["type"] == "inquiry_response"]
-    assert [e["outcome"] for e in inquiries] == ["redacted"]
-
-
-async def test_without_forms_a_yes_no_question_is_a_permission_request(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    tools = tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"', **KIND_ARG)
-    env = make_env(tmp_path, [call("call_1", "asker", kind="boolean"), {"text": "done"}], tools)
-    daemons.watch(env)
-    editor = Editor()
-
-    async def yes(tool_call: ToolCallUpdate, options: list[PermissionOption]) -> str:
-        return "yes"
-
-    editor.choose = yes
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
-        answer = await conn.prompt(session_id=sid, prompt=[text_block("go")])
-        assert answer.stop_reason == "end_turn"
-    asked, options = editor.permissions[0]
-    assert [(o.option_id, o.name) for o in options] == [("yes", "Yes"), ("no", "No")]
-    assert "Give a boolean" in (asked.title or "")
-    ends = editor.of_kind("tool_call_update")
-    assert ends[-1].content[0].content.text == "got True"
 
 
 async def test_cancel_keeps_what_was_streamed(tmp_path: Path, daemons: Daemons) -> None:
