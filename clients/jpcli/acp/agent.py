@@ -182,11 +182,10 @@ class JpAgent:
             stored = await session.daemon.request(
                 "conversation/get", {"conversationId": session_id}
             )
-            tools = await session.daemon.request("tool/list")
         except (LinkError, LinkClosed) as exc:
             await self._forget(session)
             raise _error(exc) from None
-        hidden = frozenset(t["name"] for t in tools.get("tools", []) if t.get("hidden"))
+        hidden = await self._hidden_tools(session)
         events = stored.get("events", [])
         running = [t["turnId"] for t in attached.get("runningTurns", [])]
         held, session.held = session.held, None
@@ -309,6 +308,16 @@ class JpAgent:
         await self._cancel_turn(session, turn_id)
 
     # --- internals ------------------------------------------------------------------
+
+    async def _hidden_tools(self, session: Session) -> frozenset[str]:
+        """Names of the tools not to show in a replay (`style.hidden`); none when the
+        workspace's config cannot be read (the replay must not fail over it)."""
+        try:
+            tools = await session.daemon.request("tool/list")
+        except (LinkError, LinkClosed) as exc:
+            log.warning("tool/list failed, replaying every tool call: %s", exc)
+            return frozenset()
+        return frozenset(t["name"] for t in tools.get("tools", []) if t.get("hidden"))
 
     async def _cancel_turn(self, session: Session, turn_id: str) -> None:
         try:
