@@ -1,8 +1,8 @@
 """JSON schemas of the protocol, generated from the pydantic models that define it.
 
 `export_schemas()` maps a name to a standalone JSON Schema (draft 2020-12):
-`<method>.params` and `<method>.result` for each method in `jpd.rpc.methods.METHODS`
-(notifications have params only), `turn/event.params`, `$/cancelRequest.params`,
+`<method>.params` and `<method>.result` for each method of the method table
+(`jpd.protocol.method_table.TABLE`, both directions; notifications have params only),
 `persisted-event` (one line of `events.jsonl`) and `error` (the JSON-RPC error object).
 
 `python -m jpd.schemas --write` stores them in `schemas/protocol.schema.json` at the
@@ -23,10 +23,8 @@ from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
 from jpd.conversation.events import EVENT_ADAPTER
-from jpd.protocol import server_requests as iw
 from jpd.protocol.base import WireModel
-from jpd.protocol.turn_events import TurnEventParams
-from jpd.rpc.methods import METHODS
+from jpd.protocol.method_table import TABLE, ClientRequest, ServerRequest
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "protocol.schema.json"
@@ -42,12 +40,6 @@ class ErrorObject(WireModel):
     """One line, meant for humans; never a traceback."""
     data: Any = None
     """Details where useful: pydantic errors for -32602, `{key, message}` list for -32003."""
-
-
-class CancelRequestParams(WireModel):
-    """Params of the `$/cancelRequest` notification (handled by the RPC layer)."""
-
-    id: int | str
 
 
 class _WireJsonSchema(GenerateJsonSchema):
@@ -139,29 +131,25 @@ def _sorted(value: Any) -> Any:
 def export_schemas() -> dict[str, dict[str, Any]]:
     """Every protocol schema by name, with keys sorted, so the output is deterministic.
 
-    Params use pydantic's validation mode (what the daemon accepts); results and
-    notifications its serialization mode (what the daemon sends). A request method
-    without a result model (`Method.result`) is documented as returning `null`.
+    What the daemon receives (client params, client results) is in pydantic's validation
+    mode, what it sends in its serialization mode. A client request without a result
+    model is documented as returning `null`.
     """
     out: dict[str, dict[str, Any]] = {}
-    for name, method in METHODS.items():
-        out[f"{name}.params"] = _schema(method.params, "validation")
-        if method.notification:
-            continue
-        result = method.result
-        out[f"{name}.result"] = (
-            {"title": "NullResult", "type": "null"}
-            if result is None
-            else _schema(result, "serialization")
+    for name, method in TABLE.items():
+        incoming = method.direction.startswith("client")
+        out[f"{name}.params"] = _schema(
+            method.params, "validation" if incoming else "serialization"
         )
-    out["$/cancelRequest.params"] = _schema(CancelRequestParams, "validation")
-    out["turn/event.params"] = _schema(TurnEventParams, "serialization")
-    # Server-to-client requests and notifications.
-    out["inquiry/prompt.params"] = _schema(iw.InquiryPromptParams, "serialization")
-    out["inquiry/prompt.result"] = _schema(iw.InquiryPromptResult, "validation")
-    out["tool/permission.params"] = _schema(iw.PermissionParams, "serialization")
-    out["tool/permission.result"] = _schema(iw.PermissionResult, "validation")
-    out["inquiry/resolved.params"] = _schema(iw.InquiryResolvedParams, "serialization")
+        if isinstance(method, ClientRequest):
+            result = method.result
+            out[f"{name}.result"] = (
+                {"title": "NullResult", "type": "null"}
+                if result is None
+                else _schema(result, "serialization")
+            )
+        elif isinstance(method, ServerRequest):
+            out[f"{name}.result"] = _schema(method.result, "validation")
     out["persisted-event"] = _persisted_event_schema()
     out["error"] = _schema(ErrorObject, "serialization")
     for schema in out.values():

@@ -20,9 +20,8 @@ import anyio
 
 from jpd.conversation.replay import ReplayFiles
 from jpd.protocol.client_port import ClientLink, Notification
+from jpd.protocol.method_table import TURN_EVENT
 from jpd.protocol.turn_events import TurnEvent, TurnEventParams
-
-TURN_EVENT = "turn/event"
 
 
 @dataclass
@@ -76,7 +75,7 @@ class EventHub:
             channel.buffer.popleft()
         if channel.subscribers:
             # Encoded once, on the first send, for every subscriber.
-            note = Notification(TURN_EVENT, params.to_wire())
+            note = Notification(TURN_EVENT, params)
             for link in list(channel.subscribers.values()):
                 link.send(note)
         return params
@@ -108,10 +107,10 @@ class EventHub:
             first_in_memory = channel.first_in_memory()
             for wire in filed:
                 if oldest <= wire["seq"] < first_in_memory:
-                    link.notify(TURN_EVENT, wire)
+                    link.send(Notification.from_wire(TURN_EVENT, wire))
             for params in channel.buffer:
                 if params.seq > from_seq and params.seq >= oldest:
-                    link.notify(TURN_EVENT, params.to_wire())
+                    link.notify(TURN_EVENT, params)
             channel.subscribers[link.link_id] = link
             return channel.next_seq - 1, oldest
 

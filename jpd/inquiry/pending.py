@@ -19,13 +19,19 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import TaskGroup
 
+from jpd.protocol.base import WireModel
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.errors import InvalidParams, JpdError, NotFound, RequestCancelled
+from jpd.protocol.errors import (
+    InvalidClientResult,
+    InvalidParams,
+    JpdError,
+    NotFound,
+    RequestCancelled,
+)
+from jpd.protocol.method_table import INQUIRY_RESOLVED, ServerRequest
 from jpd.protocol.server_requests import InquiryResolvedParams, PendingInfo
 
 log = logging.getLogger(__name__)
-
-INQUIRY_RESOLVED = "inquiry/resolved"
 
 
 @dataclass(frozen=True)
@@ -51,12 +57,12 @@ class Request:
     """What to ask and how to read the answer."""
 
     info: PendingInfo
-    method: str
-    params: Callable[[str | None], dict[str, Any]]
+    method: ServerRequest[Any, Any]
+    params: Callable[[str | None], WireModel]
     """Builds the request params, given the previous invalid-answer error if any."""
     can_answer: Callable[[ClientLink], bool]
     parse: Callable[[Any], tuple[Any, bool]]
-    """Validates a client's result -> (answer, remember); raises ValueError."""
+    """Validates a client's result (a `method.result`) -> (answer, remember); raises ValueError."""
     parse_direct: Callable[[Any, bool], tuple[Any, bool]]
     """Validates an `inquiry/answer` value -> (answer, remember); raises ValueError."""
 
@@ -187,8 +193,12 @@ class PendingQuestions:
                 except RequestCancelled:
                     self._resolve(pending, Dismissed(by=_who(link)))
                     return
+                except InvalidClientResult as exc:
+                    error = exc.message
+                    continue
                 except (JpdError, Exception) as exc:
-                    log.info("client %s could not answer %s: %s", link.link_id, request.method, exc)
+                    name = request.method.name
+                    log.info("client %s could not answer %s: %s", link.link_id, name, exc)
                     return
                 try:
                     answer, remember = request.parse(result)
@@ -222,7 +232,7 @@ class PendingQuestions:
             conversation_id=info.conversation_id,
             outcome=outcome,
             answered_by=by,
-        ).to_wire()
+        )
         for link in self._everyone():
             link.notify(INQUIRY_RESOLVED, params)
 

@@ -23,6 +23,7 @@ from jpd.inquiry.detached import Automatic, ClientAnswered, UseDefault, apply_de
 from jpd.inquiry.pending import Answer, PendingQuestions, Reply, Request, now
 from jpd.inquiry.recorder import InquiryRecorder
 from jpd.protocol.client_port import ClientLink
+from jpd.protocol.method_table import INQUIRY_PROMPT
 from jpd.protocol.question import Question, validate_answer
 from jpd.protocol.server_requests import (
     InquiryPromptParams,
@@ -231,15 +232,14 @@ class Router:
             ),
         )
 
-        def params(error: str | None) -> dict[str, Any]:
-            return base.model_copy(update={"previous_error": error}).to_wire()
+        def params(error: str | None) -> InquiryPromptParams:
+            return base.model_copy(update={"previous_error": error})
 
         def can_answer(link: ClientLink) -> bool:
             return q.answer_type.type in link.capabilities.prompt_answer_types
 
-        def parse(result: Any) -> tuple[Any, bool]:
-            parsed = InquiryPromptResult.model_validate(result)
-            return validate_answer(q, parsed.answer), parsed.remember
+        def parse(result: InquiryPromptResult) -> tuple[Any, bool]:
+            return validate_answer(q, result.answer), result.remember
 
         def parse_direct(value: Any, remember: bool) -> tuple[Any, bool]:
             return validate_answer(q, value), remember
@@ -256,7 +256,7 @@ class Router:
         )
         return Request(
             info=info,
-            method="inquiry/prompt",
+            method=INQUIRY_PROMPT,
             params=params,
             can_answer=can_answer,
             parse=parse,

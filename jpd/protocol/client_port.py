@@ -1,6 +1,7 @@
-"""What the core knows of a connected client: an id, its capabilities, and two ways to talk.
+"""What the core knows of a connected client: an id, its capabilities, and typed ways to
+talk, keyed by entries of the method table (`jpd.protocol.method_table`).
 
-The rpc layer implements `ClientLink`; the core never sees a transport.
+The rpc layer implements `ClientLink`; the core never sees a transport or a method name.
 """
 
 from __future__ import annotations
@@ -8,11 +9,16 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jpd.protocol.base import WireModel
+from jpd.protocol.method_table import ServerNotification, ServerRequest
 from jpd.protocol.question import AnswerTypeName
+
+P = TypeVar("P", bound=WireModel)
+R = TypeVar("R", bound=WireModel)
 
 
 class ClientCapabilities(BaseModel):
@@ -27,16 +33,32 @@ class ClientCapabilities(BaseModel):
 class Notification:
     """A daemon-to-client notification, encoded once however many clients receive it."""
 
-    __slots__ = ("__dict__", "method", "params")
+    __slots__ = ("__dict__", "_params", "_wire", "method")
 
-    def __init__(self, method: str, params: dict[str, Any]) -> None:
-        self.method = method
-        self.params = params
+    def __init__(self, method: ServerNotification[P], params: P) -> None:
+        self.method: ServerNotification[Any] = method
+        self._params: WireModel | None = params
+        self._wire: dict[str, Any] | None = None
+
+    @classmethod
+    def from_wire(cls, method: ServerNotification[Any], wire: dict[str, Any]) -> Notification:
+        """A notification this daemon dumped before (e.g. filed for replay), sent as it is."""
+        note = cls.__new__(cls)
+        note.method, note._params, note._wire = method, None, wire
+        return note
+
+    @functools.cached_property
+    def wire(self) -> dict[str, Any]:
+        """The params as they go on the wire."""
+        if self._wire is not None:
+            return self._wire
+        assert self._params is not None
+        return self._params.to_wire()
 
     @functools.cached_property
     def body(self) -> bytes:
         """The JSON-RPC message, UTF-8 encoded (computed on first use, then shared)."""
-        message = {"jsonrpc": "2.0", "method": self.method, "params": self.params}
+        message = {"jsonrpc": "2.0", "method": self.method.name, "params": self.wire}
         return json.dumps(message, separators=(",", ":")).encode()
 
 
@@ -58,7 +80,7 @@ class ClientLink(Protocol):
         """The client's workspace, used for `<workspace>/.jp/config.toml` and tools."""
         ...
 
-    def notify(self, method: str, params: dict[str, Any]) -> None:
+    def notify(self, method: ServerNotification[P], params: P) -> None:
         """Queue a notification; never blocks, silently dropped if the client is gone."""
         ...
 
@@ -66,6 +88,9 @@ class ClientLink(Protocol):
         """Queue a prepared notification (as `notify`; its encoding is shared)."""
         ...
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
-        """Send a server-to-client request and await the client's result."""
+    async def request(self, method: ServerRequest[P, R], params: P) -> R:
+        """Send a server-to-client request and await the client's result, validated with
+        `method.result`. Raises `RequestCancelled` when the client cancelled it,
+        `InvalidClientResult` when the result does not fit, `ClientError` for any other
+        error answer, and `ConnectionLost` when the client went away."""
         ...

@@ -76,3 +76,21 @@ class WrongDaemon(JpdError):
     """The client expects another data dir than the daemon serves (protocol.md 5.1)."""
 
     code = -32006
+
+
+class ClientError(JpdError):
+    """A client answered a server-to-client request with an error."""
+
+    code = -32603
+
+
+class InvalidClientResult(ClientError):
+    """A client's result does not fit the method's result model."""
+
+    code = -32602
+
+
+class ConnectionLost(ClientError):
+    """The client went away while the daemon awaited its answer."""
+
+    code = -32603

@@ -4,7 +4,9 @@ pygls gives us dispatch, `$/cancelRequest` and server-to-client request futures.
 We own the read loop (so malformed frames and invalid JSON get -32700 and the
 connection keeps serving), lifecycle gating (-32002 before `initialize`, -32600
 after `shutdown`), param validation with pydantic (-32602 with the errors in
-`data`), and error mapping (typed `JpdError` codes, never a traceback on the wire).
+`data`), and error mapping (`jpd.rpc.errors`: typed `JpdError` codes, never a
+traceback on the wire). The calls in flight in both directions are tracked here, not
+read from pygls' internals; the one private pygls hook is confined to `pygls_private`.
 """
 
 from __future__ import annotations
@@ -14,22 +16,31 @@ import json
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from lsprotocol.converters import get_converter
-from lsprotocol.types import CancelNotification, ResponseError
+from lsprotocol.types import CancelNotification
 from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
-from pygls.protocol import JsonRPCProtocol
 from pygls.server import JsonRPCServer
 
 from jpd.core.daemon import Daemon
-from jpd.protocol.errors import JpdError, RequestCancelled
+from jpd.protocol.errors import (
+    ConnectionLost,
+    InvalidRequest,
+    JpdError,
+    NotInitialized,
+    ParseError,
+)
+from jpd.protocol.method_table import CANCEL_REQUEST, EXIT, INITIALIZE
+from jpd.rpc import errors
 from jpd.rpc.framing import Malformed, Receive, encode_frame, read_frames
-from jpd.rpc.methods import METHODS, EncodedResult, Method
+from jpd.rpc.methods import HANDLERS, Handler, Incoming
+from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
 from jpd.rpc.session import Session
 from jpd.rpc.transport import Host, SingleClientHost
 
@@ -56,32 +67,50 @@ for _name in ("pygls.protocol.json_rpc", "pygls.server"):
     logging.getLogger(_name).addFilter(_QuietRpcErrors())
 
 
-class ConnectionLost(Exception):
-    """The client went away while the daemon awaited its answer."""
-
-
-class _JpdProtocol(JsonRPCProtocol):
+class _JpdProtocol(EncodedResultProtocol):
     """pygls protocol with `$/cancelRequest` typing (lifecycle gating is in `_dispatch`)."""
 
     session: Session
 
     def get_message_type(self, method: str) -> Any:
         # With the plain-dict converter pygls cannot read cancel params unless typed.
-        if method == "$/cancelRequest":
+        if method == CANCEL_REQUEST.name:
             return CancelNotification
         return None
 
-    def _send_response(
-        self, msg_id: Any, result: Any | None = None, error: ResponseError | None = None
-    ) -> None:
-        if error is None and isinstance(result, EncodedResult) and self.writer is not None:
-            head = b'{"jsonrpc": "2.0", "id": %s, "result": ' % json.dumps(msg_id).encode()
-            self.writer.write(head + result.json + b"}")
-            return
-        super()._send_response(msg_id, result=result, error=error)
 
-    def _reply_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
-        self._send_response(msg_id, error=ResponseError(code=code, message=message, data=data))
+class _Calls:
+    """Requests in flight on one connection, both ways (pygls keeps its own books
+    privately; these are ours, so closing needs no pygls internals)."""
+
+    def __init__(self) -> None:
+        self.handling: set[asyncio.Task[Any]] = set()
+        """Handlers of the client's requests; each leaves the set one callback after
+        pygls sent its answer (callbacks run in the order they were added)."""
+        self.awaiting: set[Future[Any]] = set()
+        """Server-to-client requests awaiting the client's answer."""
+
+    def track_handler(self) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.handling.add(task)
+            task.add_done_callback(self.handling.discard)
+
+    def track_request(self, future: Future[Any]) -> None:
+        self.awaiting.add(future)
+        future.add_done_callback(self.awaiting.discard)
+
+    def answers_due(self) -> bool:
+        """A handler returned but pygls has not sent its answer yet."""
+        return any(task.done() for task in self.handling)
+
+    def fail_all(self) -> None:
+        """The client is gone: stop its handlers, fail what awaits its answers."""
+        for task in list(self.handling):
+            task.cancel()
+        for future in list(self.awaiting):
+            if not future.done():
+                future.set_exception(ConnectionLost("the client disconnected"))
 
 
 class _Server(JsonRPCServer):
@@ -110,40 +139,30 @@ class _QueueWriter:
         self._out.close()
 
 
-def _make_handler(daemon: Daemon, session: Session, name: str, method: Method) -> Any:
-    async def handler(params: Any) -> Any:
+def _make_handler(
+    daemon: Daemon, session: Session, calls: _Calls, method: Incoming, handler: Handler
+) -> Any:
+    async def handle(params: Any) -> Any:
+        calls.track_handler()
         try:
             model = method.params.model_validate({} if params is None else params)
         except ValidationError as exc:
-            errors = json.loads(exc.json(include_url=False, include_input=False))
-            first = errors[0] if errors else {}
-            where = ".".join(str(p) for p in first.get("loc", ())) or "params"
-            raise JsonRpcException(
-                code=-32602,
-                message=f"invalid params for {name}: {where}: {first.get('msg', 'invalid')}",
-                data=errors,
-            ) from None
+            raise errors.to_pygls(errors.invalid_params(method.name, exc)) from None
         try:
-            result = await method.handler(daemon, session, model)
-        except JpdError as exc:
-            raise JsonRpcException(code=exc.code, message=exc.message, data=exc.data) from None
-        except (asyncio.CancelledError, JsonRpcException):
+            result = await handler(daemon, session, model)
+        except asyncio.CancelledError:
             raise
-        except Exception as exc:  # never leak a traceback to the wire
-            log.exception("internal error in %s", name)
-            raise JsonRpcException(
-                code=-32603, message=f"internal error in {name}: {type(exc).__name__}"
-            ) from None
+        except Exception as exc:  # typed errors keep their code; anything else: -32603
+            raise errors.to_pygls(errors.from_handler(method.name, exc)) from None
         if result is None or isinstance(result, EncodedResult):
             return result
         return result.to_wire()
 
-    return handler
+    return handle
 
 
-def _error_frame(msg_id: Any, code: int, message: str) -> bytes:
-    body = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
-    return encode_frame(json.dumps(body).encode())
+def _error_frame(msg_id: Any, error: JpdError) -> bytes:
+    return encode_frame(errors.error_body(msg_id, error))
 
 
 async def serve_connection(
@@ -159,6 +178,8 @@ async def serve_connection(
     protocol = server.protocol
     assert isinstance(protocol, _JpdProtocol)
 
+    calls = _Calls()
+
     def send_body(body: bytes) -> None:
         # Notifications arrive encoded (once for all subscribers): frame them directly
         # rather than through pygls' attrs/cattrs path.
@@ -168,21 +189,19 @@ async def serve_connection(
             log.debug("dropping a notification for a closed connection")
 
     async def request(method: str, params: dict[str, Any]) -> Any:
+        future = protocol.send_request(method, params)
+        calls.track_request(future)
         try:
-            return await protocol.send_request_async(method, params)
+            return await asyncio.wrap_future(future)
         except JsonRpcException as exc:
-            if exc.code == RequestCancelled.code:
-                raise RequestCancelled(exc.message) from None
-            raise JpdError(
-                f"client answered {method} with error {exc.code}: {exc.message}"
-            ) from None
+            raise errors.from_client(method, exc) from None
 
     session = Session(send_body, request)
     session.host = host if host is not None else SingleClientHost()
     protocol.session = session
     protocol.set_writer(_QueueWriter(out_send), include_headers=False)
-    for name, method in METHODS.items():
-        protocol.fm.feature(name)(_make_handler(daemon, session, name, method))
+    for method, handler in HANDLERS.items():
+        protocol.fm.feature(method.name)(_make_handler(daemon, session, calls, method, handler))
     daemon.connected(session)
 
     flushed = anyio.Event()
@@ -190,11 +209,11 @@ async def serve_connection(
         tg.start_soon(_write_loop, out_recv, send, session, flushed)
         tg.start_soon(_read_loop, protocol, receive, out_send, session)
         await session.closed.wait()
-        await _flush(protocol, out_send, flushed)
+        await _flush(calls, out_send, flushed)
         tg.cancel_scope.cancel()
     out_send.close()
     daemon.disconnected(session)
-    _fail_pending(protocol)
+    calls.fail_all()
     server.shutdown()  # type: ignore[no-untyped-call]
     return session.exit_code
 
@@ -207,7 +226,7 @@ async def _read_loop(
             return  # closing: the queue no longer takes frames
         if isinstance(frame, Malformed):
             log.warning("malformed frame: %s", frame.reason)
-            out.send_nowait(_error_frame(None, -32700, f"parse error: {frame.reason}"))
+            out.send_nowait(_error_frame(None, ParseError(f"parse error: {frame.reason}")))
             continue
         _dispatch(protocol, frame, out)
         if session.closed.is_set():
@@ -221,32 +240,38 @@ def _dispatch(protocol: _JpdProtocol, body: bytes, out: MemoryObjectSendStream[b
         data = json.loads(body)
     except ValueError as exc:
         log.warning("invalid JSON from client: %s", exc)
-        out.send_nowait(_error_frame(None, -32700, f"parse error: invalid JSON: {exc}"))
+        out.send_nowait(_error_frame(None, ParseError(f"parse error: invalid JSON: {exc}")))
         return
     msg_id = data.get("id") if isinstance(data, dict) else None
     if not isinstance(msg_id, str | int) or isinstance(msg_id, bool):
         msg_id = None
     if isinstance(data, list):
-        out.send_nowait(_error_frame(None, -32600, "invalid request: batches are not supported"))
+        out.send_nowait(
+            _error_frame(None, InvalidRequest("invalid request: batches are not supported"))
+        )
         return
     if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
-        out.send_nowait(_error_frame(msg_id, -32600, "invalid request: not a JSON-RPC 2.0 object"))
+        out.send_nowait(
+            _error_frame(msg_id, InvalidRequest("invalid request: not a JSON-RPC 2.0 object"))
+        )
         return
     if "method" in data:
         if not isinstance(data["method"], str):
             out.send_nowait(
-                _error_frame(msg_id, -32600, "invalid request: method must be a string")
+                _error_frame(msg_id, InvalidRequest("invalid request: method must be a string"))
             )
             return
         data.setdefault("params", None)
-        if not _admit(protocol, data, msg_id):
+        if not _admit(protocol.session, data, msg_id, out):
             return
     try:
         message = protocol.structure_message(data)
     except Exception:  # pygls raises several types here
         log.warning("could not read message %r", data.get("method"))
         if msg_id is not None:
-            out.send_nowait(_error_frame(msg_id, -32600, "invalid request: unreadable message"))
+            out.send_nowait(
+                _error_frame(msg_id, InvalidRequest("invalid request: unreadable message"))
+            )
         return
     try:
         protocol.handle_message(message)
@@ -254,22 +279,25 @@ def _dispatch(protocol: _JpdProtocol, body: bytes, out: MemoryObjectSendStream[b
         log.exception("could not handle message %r", data.get("method") or data.get("id"))
 
 
-def _admit(protocol: _JpdProtocol, data: dict[str, Any], msg_id: Any) -> bool:
+def _admit(
+    session: Session, data: dict[str, Any], msg_id: Any, out: MemoryObjectSendStream[bytes]
+) -> bool:
     """Lifecycle gating: -32002 before `initialize`, -32600 after `shutdown`.
 
     Decided on the decoded dict: pygls' runtime-checkable message protocols make an
     `isinstance` test cost more than the rest of a small request's handling.
     """
-    session = protocol.session
     method = data["method"]
     if "id" in data:
         if session.shutdown_requested:
-            protocol._reply_error(msg_id, -32600, "server is shut down: only `exit` is accepted")
+            error: JpdError = InvalidRequest("server is shut down: only `exit` is accepted")
+            out.send_nowait(_error_frame(msg_id, error))
             return False
-        if not session.initialized and method != "initialize":
-            protocol._reply_error(msg_id, -32002, "server not initialized: send `initialize`")
+        if not session.initialized and method != INITIALIZE.name:
+            error = NotInitialized("server not initialized: send `initialize`")
+            out.send_nowait(_error_frame(msg_id, error))
             return False
-    elif not session.initialized and method not in ("exit", "$/cancelRequest"):
+    elif not session.initialized and method not in (EXIT.name, CANCEL_REQUEST.name):
         log.warning("ignoring notification %r before initialize", method)
         return False
     return True
@@ -300,26 +328,14 @@ async def _write_loop(
         flushed.set()
 
 
-async def _flush(
-    protocol: _JpdProtocol, out: MemoryObjectSendStream[bytes], flushed: anyio.Event
-) -> None:
+async def _flush(calls: _Calls, out: MemoryObjectSendStream[bytes], flushed: anyio.Event) -> None:
     """On close, still deliver what is due: answers of handlers that already returned
     (pygls sends them from a done-callback, one loop step later), then everything queued
     (e.g. the `daemon/stop` answer, or `turn_completed` of turns cancelled on stop)."""
     for _ in range(100):
-        futures = protocol._request_futures.values()
-        if not any(isinstance(f, asyncio.Future) and f.done() for f in futures):
+        if not calls.answers_due():
             break
         await anyio.lowlevel.checkpoint()
     out.close()
     with anyio.move_on_after(_FLUSH_TIMEOUT):
         await flushed.wait()
-
-
-def _fail_pending(protocol: _JpdProtocol) -> None:
-    """Fail server-to-client requests still awaiting this client's answer."""
-    for future in list(protocol._request_futures.values()):
-        if isinstance(future, asyncio.Future):
-            future.cancel()  # a handler of this client's own request
-        elif not future.done():
-            future.set_exception(ConnectionLost("the client disconnected"))

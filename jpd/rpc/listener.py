@@ -32,7 +32,7 @@ import platformdirs
 from jpd.core.daemon import Daemon
 from jpd.private import socket_dir_problem
 from jpd.rpc.boundary import serve_connection
-from jpd.rpc.session import Session
+from jpd.rpc.transport import Requester
 
 log = logging.getLogger(__name__)
 
@@ -291,7 +291,7 @@ class SocketServer:
     def client_count(self) -> int:
         return len(self._connections)
 
-    def request_stop(self, session: Session) -> None:
+    def request_stop(self, session: Requester) -> None:
         self.stop(f"daemon/stop from client {session.link_id} ({session.client_name})")
 
     # --- lifecycle -------------------------------------------------------------------

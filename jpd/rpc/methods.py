@@ -1,7 +1,7 @@
-"""The method table: each JSON-RPC method's params model and its thin handler.
+"""The handlers of the client-to-server methods of the method table, one thin function each.
 
 Handlers receive validated pydantic params and return pydantic results; all logic
-lives in the daemon core.
+lives in the daemon core. Names and models come from `jpd.protocol.method_table`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import functools
 import json
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -18,32 +17,16 @@ from typing import Any
 from jpd.core.daemon import Daemon
 from jpd.llm.registry import KNOWN
 from jpd.protocol import client_requests as wire
-from jpd.protocol.base import WireModel, WireParams
+from jpd.protocol import method_table as mt
+from jpd.protocol.base import WireModel
 from jpd.protocol.client_port import ClientCapabilities
 from jpd.protocol.errors import WrongDaemon
 from jpd.protocol.server_requests import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
+from jpd.rpc.pygls_private import EncodedResult
 from jpd.rpc.session import Session
 
-
-class EncodedResult:
-    """A result already encoded as JSON (large reads sent without a decode/re-encode)."""
-
-    __slots__ = ("json",)
-
-    def __init__(self, json: bytes) -> None:
-        self.json = json
-
-
 Handler = Callable[[Daemon, Session, Any], Awaitable[WireModel | EncodedResult | None]]
-
-
-@dataclass(frozen=True)
-class Method:
-    params: type[WireParams]
-    handler: Handler
-    result: type[WireModel] | None = None
-    """The result model; None for notifications and for methods whose result is null."""
-    notification: bool = False
+Incoming = mt.ClientRequest[Any, Any] | mt.ClientNotification[Any]
 
 
 @functools.cache
@@ -73,7 +56,7 @@ async def initialize(daemon: Daemon, session: Session, p: wire.InitializeParams)
     daemon.client_ready(session)
     return wire.InitializeResult(
         server_info=wire.ServerInfo(version=_version()),
-        capabilities=wire.ServerCapabilities(methods=sorted(METHODS), providers=list(KNOWN)),
+        capabilities=wire.ServerCapabilities(methods=_METHOD_NAMES, providers=list(KNOWN)),
     )
 
 
@@ -237,28 +220,40 @@ async def daemon_stop(daemon: Daemon, session: Session, p: wire.NoParams) -> Wir
     return wire.DaemonStopResult(cancelled_turns=turns)
 
 
-METHODS: dict[str, Method] = {
-    "initialize": Method(wire.InitializeParams, initialize, wire.InitializeResult),
-    "initialized": Method(wire.NoParams, initialized, notification=True),
-    "shutdown": Method(wire.NoParams, shutdown),
-    "exit": Method(wire.NoParams, exit_, notification=True),
-    "turn/start": Method(wire.TurnStartParams, turn_start, wire.TurnStartResult),
-    "turn/cancel": Method(wire.TurnCancelParams, turn_cancel, wire.TurnCancelResult),
-    "turn/wait": Method(wire.TurnWaitParams, turn_wait, wire.TurnWaitResult),
-    "turn/attach": Method(wire.TurnAttachParams, turn_attach, wire.TurnAttachResult),
-    "turn/detach": Method(wire.TurnDetachParams, turn_detach, wire.TurnDetachResult),
-    "turn/list": Method(wire.NoParams, turn_list, wire.TurnListResult),
-    "conversation/list": Method(wire.NoParams, conversation_list, wire.ConversationListResult),
-    "conversation/get": Method(
-        wire.ConversationIdParams, conversation_get, wire.ConversationGetResult
-    ),
-    "conversation/delete": Method(
-        wire.ConversationIdParams, conversation_delete, wire.ConversationDeleteResult
-    ),
-    "tool/list": Method(wire.ToolListParams, tool_list, wire.ToolListResult),
-    "tool/call": Method(wire.ToolCallParams, tool_call, wire.ToolCallResult),
-    "inquiry/list": Method(wire.NoParams, inquiry_list, InquiryListResult),
-    "inquiry/answer": Method(InquiryAnswerParams, inquiry_answer, InquiryAnswerResult),
-    "daemon/status": Method(wire.NoParams, daemon_status, wire.DaemonStatusResult),
-    "daemon/stop": Method(wire.NoParams, daemon_stop, wire.DaemonStopResult),
+HANDLERS: dict[Incoming, Handler] = {
+    mt.INITIALIZE: initialize,
+    mt.INITIALIZED: initialized,
+    mt.SHUTDOWN: shutdown,
+    mt.EXIT: exit_,
+    mt.TURN_START: turn_start,
+    mt.TURN_CANCEL: turn_cancel,
+    mt.TURN_WAIT: turn_wait,
+    mt.TURN_ATTACH: turn_attach,
+    mt.TURN_DETACH: turn_detach,
+    mt.TURN_LIST: turn_list,
+    mt.CONVERSATION_LIST: conversation_list,
+    mt.CONVERSATION_GET: conversation_get,
+    mt.CONVERSATION_DELETE: conversation_delete,
+    mt.TOOL_LIST: tool_list,
+    mt.TOOL_CALL: tool_call,
+    mt.INQUIRY_LIST: inquiry_list,
+    mt.INQUIRY_ANSWER: inquiry_answer,
+    mt.DAEMON_STATUS: daemon_status,
+    mt.DAEMON_STOP: daemon_stop,
 }
+"""Every client-to-server method but `$/cancelRequest` (the rpc layer's own)."""
+
+_METHOD_NAMES = sorted(m.name for m in HANDLERS)
+
+
+def _unhandled() -> list[str]:
+    incoming = {
+        m
+        for m in mt.TABLE.values()
+        if isinstance(m, mt.ClientRequest | mt.ClientNotification) and m is not mt.CANCEL_REQUEST
+    }
+    return sorted(m.name for m in incoming.symmetric_difference(HANDLERS))
+
+
+if _unhandled():  # a method in the table without a handler (or the reverse) is a bug
+    raise RuntimeError(f"method table and handlers disagree on: {', '.join(_unhandled())}")

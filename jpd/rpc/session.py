@@ -9,14 +9,14 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import anyio
 
+from jpd.protocol.base import WireModel
 from jpd.protocol.client_port import ClientCapabilities, Notification
-
-if TYPE_CHECKING:
-    from jpd.rpc.transport import Host
+from jpd.protocol.method_table import ServerNotification, ServerRequest
+from jpd.rpc.transport import Host
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +24,9 @@ _ids = itertools.count(1)
 
 SendBody = Callable[[bytes], None]
 Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+P = TypeVar("P", bound=WireModel)
+R = TypeVar("R", bound=WireModel)
 
 
 class Session:
@@ -55,7 +58,7 @@ class Session:
     def workspace_root(self) -> Path | None:
         return self.workspace_root_
 
-    def notify(self, method: str, params: dict[str, Any]) -> None:
+    def notify(self, method: ServerNotification[P], params: P) -> None:
         """Queue a notification to this client (dropped once the connection closed)."""
         self.send(Notification(method, params))
 
@@ -66,11 +69,12 @@ class Session:
         try:
             self._send_body(notification.body)
         except Exception:  # a dead client must not break a turn
-            log.warning("could not notify client %s of %s", self._link_id, notification.method)
+            name = notification.method.name
+            log.warning("could not notify client %s of %s", self._link_id, name)
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
-        """Send a request to the client and await its result."""
-        return await self._request(method, params)
+    async def request(self, method: ServerRequest[P, R], params: P) -> R:
+        """Send a request to the client and await its result, validated."""
+        return method.read_result(await self._request(method.name, params.to_wire()))
 
     def close(self, exit_code: int) -> None:
         """Mark the connection finished (after `exit` or end of input)."""

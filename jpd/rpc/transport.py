@@ -8,10 +8,22 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from jpd.rpc.session import Session
+
+class Requester(Protocol):
+    """The connection that asked the host to stop (a `Session`)."""
+
+    @property
+    def link_id(self) -> int:
+        """The connection's id."""
+        ...
+
+    client_name: str
+
+    def close(self, exit_code: int) -> None:
+        """End the connection with this exit code."""
+        ...
 
 
 class Host(Protocol):
@@ -30,7 +42,7 @@ class Host(Protocol):
         """Connections currently open (the asking one included)."""
         ...
 
-    def request_stop(self, session: Session) -> None:
+    def request_stop(self, session: Requester) -> None:
         """Begin a clean stop: running turns are cancelled and recorded, then the process
         exits 0. Returns at once; the caller's response is still delivered."""
         ...
@@ -53,5 +65,5 @@ class SingleClientHost:
     def client_count(self) -> int:
         return 1
 
-    def request_stop(self, session: Session) -> None:
+    def request_stop(self, session: Requester) -> None:
         session.close(0)

@@ -17,6 +17,7 @@ from jpd.inquiry.detached import Automatic, ClientAnswered, apply_detached
 from jpd.inquiry.pending import Answer, PendingQuestions, Reply, Request, now
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.detached import DetachedMode, PermissionKind
+from jpd.protocol.method_table import TOOL_PERMISSION
 from jpd.protocol.server_requests import PendingInfo, PermissionParams, PermissionResult
 
 
@@ -86,9 +87,8 @@ class PermissionGate:
             content=content,
         )
 
-        def parse(result: Any) -> tuple[Any, bool]:
-            parsed = PermissionResult.model_validate(result)
-            return parsed.allow, parsed.remember
+        def parse(result: PermissionResult) -> tuple[Any, bool]:
+            return result.allow, result.remember
 
         def parse_direct(value: Any, remember: bool) -> tuple[Any, bool]:
             if not isinstance(value, bool):
@@ -109,8 +109,8 @@ class PermissionGate:
                 asked_at=now(),
                 permission=params,
             ),
-            method="tool/permission",
-            params=lambda _error: params.to_wire(),
+            method=TOOL_PERMISSION,
+            params=lambda _error: params,
             can_answer=can_answer,
             parse=parse,
             parse_direct=parse_direct,

@@ -1,8 +1,9 @@
 """Fakes for unit tests of the orchestration: a client port, an event log, an LLM backend.
 
 `FakeLink` implements `jpd.protocol.client_port.ClientLink`: each server-to-client
-request is handed to its `answer` coroutine (or waits until the test releases it), and
-every call is recorded.
+request is handed, as its wire name and params, to its `answer` coroutine (or waits until
+the test releases it), whose raw result is validated as the rpc layer does; every call is
+recorded in its wire form.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -18,10 +19,14 @@ from jpd.config.models import PartialAssistantConfig
 from jpd.conversation import events as ev
 from jpd.inquiry.pending import PendingQuestions
 from jpd.inquiry.router import BackendError, QuestionContext
+from jpd.protocol.base import WireModel
 from jpd.protocol.client_port import ClientCapabilities, ClientLink, Notification
+from jpd.protocol.method_table import ServerNotification, ServerRequest
 from jpd.protocol.question import ANSWER_TYPE_NAMES
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
+P = TypeVar("P", bound=WireModel)
+R = TypeVar("R", bound=WireModel)
 
 
 class FakeLink:
@@ -57,18 +62,19 @@ class FakeLink:
     def workspace_root(self) -> Path | None:
         return None
 
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        self.notifications.append((method, params))
+    def notify(self, method: ServerNotification[P], params: P) -> None:
+        self.notifications.append((method.name, params.to_wire()))
 
     def send(self, notification: Notification) -> None:
-        self.notifications.append((notification.method, notification.params))
+        self.notifications.append((notification.method.name, notification.wire))
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
-        self.requests.append((method, params))
+    async def request(self, method: ServerRequest[P, R], params: P) -> R:
+        wire = params.to_wire()
+        self.requests.append((method.name, wire))
         self.asked.set()
         if self.answer is None:
             await anyio.sleep_forever()
-        return await self.answer(method, params)
+        return method.read_result(await self.answer(method.name, wire))
 
     def resolved(self) -> list[dict[str, Any]]:
         """The `inquiry/resolved` params this client was sent."""

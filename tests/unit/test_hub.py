@@ -11,7 +11,9 @@ import pytest
 
 from jpd.conversation.replay import ReplayFiles
 from jpd.core.hub import EventHub
+from jpd.protocol.base import WireModel
 from jpd.protocol.client_port import ClientCapabilities, Notification
+from jpd.protocol.method_table import TURN_EVENT, ServerNotification, ServerRequest
 from jpd.protocol.turn_events import TextDeltaEvent, TurnCompleted
 
 CID = "c-hub"
@@ -24,14 +26,14 @@ class FakeLink:
     workspace_root: Path | None = None
     received: list[dict[str, Any]] = field(default_factory=list)
 
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        assert method == "turn/event"
-        self.received.append(params)
+    def notify(self, method: ServerNotification[Any], params: WireModel) -> None:
+        self.send(Notification(method, params))
 
     def send(self, notification: Notification) -> None:
-        self.notify(notification.method, notification.params)
+        assert notification.method is TURN_EVENT
+        self.received.append(notification.wire)
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
+    async def request(self, method: ServerRequest[Any, Any], params: WireModel) -> Any:
         raise AssertionError("no requests expected")
 
     def seqs(self) -> list[int]:

@@ -11,7 +11,14 @@ import pytest
 
 from jpd.inquiry.pending import Answer, Dismissed, Reply, Request, now
 from jpd.protocol.errors import InvalidParams, NotFound, RequestCancelled
-from jpd.protocol.server_requests import PendingInfo
+from jpd.protocol.method_table import INQUIRY_PROMPT
+from jpd.protocol.question import BooleanAnswer, Question
+from jpd.protocol.server_requests import (
+    InquiryPromptParams,
+    InquiryPromptResult,
+    PendingInfo,
+    SourceWire,
+)
 from tests.unit.fakes import Clients, FakeLink, replies
 
 ID = "call_1.q.1"
@@ -20,14 +27,22 @@ ID = "call_1.q.1"
 def request(inquiry_id: str = ID) -> Request:
     """A boolean question: a client result `{"answer": bool}`, a direct answer a bool."""
 
-    def parse(result: Any) -> tuple[Any, bool]:
-        answer = result.get("answer") if isinstance(result, dict) else None
-        if not isinstance(answer, bool):
-            raise ValueError(f"not a boolean: {answer!r}")
-        return answer, bool(result.get("remember"))
+    def parse(result: InquiryPromptResult) -> tuple[Any, bool]:
+        if not isinstance(result.answer, bool):
+            raise ValueError(f"not a boolean: {result.answer!r}")
+        return result.answer, result.remember
 
     def parse_direct(value: Any, remember: bool) -> tuple[Any, bool]:
-        return parse({"answer": value, "remember": remember})
+        return parse(InquiryPromptResult(answer=value, remember=remember))
+
+    prompt = InquiryPromptParams(
+        inquiry_id=inquiry_id,
+        conversation_id="c",
+        turn_id="t",
+        tool_name="x",
+        source=SourceWire(type="tool", name="x"),
+        question=Question(id="q", text="Proceed?", answer_type=BooleanAnswer()),
+    )
 
     return Request(
         info=PendingInfo(
@@ -39,8 +54,8 @@ def request(inquiry_id: str = ID) -> Request:
             deferred=False,
             asked_at=now(),
         ),
-        method="inquiry/prompt",
-        params=lambda error: {"inquiryId": inquiry_id, "previousError": error},
+        method=INQUIRY_PROMPT,
+        params=lambda error: prompt.model_copy(update={"previous_error": error}),
         can_answer=lambda link: "boolean" in link.capabilities.prompt_answer_types,
         parse=parse,
         parse_direct=parse_direct,
@@ -85,7 +100,7 @@ async def test_invalid_answer_goes_back_with_the_error_and_the_question_stays_op
 
     assert reply == Answer(True, True, "client-1")
     first, second = (params for _, params in link.requests)
-    assert first["previousError"] is None
+    assert "previousError" not in first
     assert second["previousError"] == "not a boolean: 'yes'"
 
 

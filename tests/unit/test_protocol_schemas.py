@@ -11,10 +11,10 @@ import pytest
 
 from jpd import schemas
 from jpd.conversation import events as ev
+from jpd.protocol.method_table import TABLE, ClientRequest, ServerRequest
 from jpd.protocol.question import BooleanAnswer, Question
 from jpd.protocol.turn_events import TurnEvent
 from jpd.protocol.usage import TokenUsage
-from jpd.rpc.methods import METHODS
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL_MD = ROOT / "protocol.md"
@@ -42,7 +42,7 @@ def test_committed_schema_file_is_current() -> None:
 @pytest.mark.parametrize(
     ("kind", "names"),
     [
-        ("method", sorted(METHODS)),
+        ("method", sorted(TABLE)),
         ("turn/event kind", TURN_EVENT_KINDS),
         ("persisted event type", PERSISTED_TYPES),
     ],
@@ -61,9 +61,10 @@ def test_protocol_md_names_cancel_request_and_turn_event() -> None:
 
 def test_export_covers_every_method() -> None:
     exported = schemas.export_schemas()
-    for name, method in METHODS.items():
+    for name, method in TABLE.items():
         assert f"{name}.params" in exported
-        assert (f"{name}.result" in exported) is not method.notification
+        has_result = isinstance(method, ClientRequest | ServerRequest)
+        assert (f"{name}.result" in exported) is has_result
     for name in ("turn/event.params", "persisted-event", "error", "$/cancelRequest.params"):
         assert name in exported
     assert all(s["$schema"] == schemas.JSON_SCHEMA_DIALECT for s in exported.values())
@@ -107,9 +108,9 @@ def test_serialization_schemas_match_what_to_wire_sends() -> None:
 
 
 def test_only_shutdown_returns_null() -> None:
-    from jpd.rpc.methods import METHODS
-
-    null_results = {name for name, m in METHODS.items() if not m.notification and m.result is None}
+    null_results = {
+        name for name, m in TABLE.items() if isinstance(m, ClientRequest) and m.result is None
+    }
     assert null_results == {"shutdown"}
     assert schemas.export_schemas()["shutdown.result"]["type"] == "null"
 

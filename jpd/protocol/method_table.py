@@ -1,0 +1,157 @@
+"""The one method table: every JSON-RPC method by name, its params and result models,
+and which side sends it (protocol.md, "Methods").
+
+The rpc boundary registers handlers for the client-to-server entries and frames the
+server-to-client ones; the client port (`ClientLink`) takes these entries instead of
+method names; `jpd.schemas` exports a schema for each. A method exists on the wire
+exactly when it has an entry here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from pydantic import ValidationError
+
+from jpd.protocol import client_requests as c
+from jpd.protocol import server_requests as s
+from jpd.protocol.base import WireModel
+from jpd.protocol.errors import InvalidClientResult
+from jpd.protocol.turn_events import TurnEventParams
+
+Direction = Literal[
+    "client_request", "client_notification", "server_request", "server_notification"
+]
+
+P = TypeVar("P", bound=WireModel)
+R = TypeVar("R", bound=WireModel)
+
+
+@dataclass(frozen=True)
+class ClientRequest(Generic[P, R]):
+    """A request the client sends and the daemon answers; `result` None means `null`."""
+
+    name: str
+    params: type[P]
+    result: type[R] | None
+    direction: ClassVar[Direction] = "client_request"
+
+
+@dataclass(frozen=True)
+class ClientNotification(Generic[P]):
+    """A notification the client sends; nothing is answered."""
+
+    name: str
+    params: type[P]
+    direction: ClassVar[Direction] = "client_notification"
+
+
+@dataclass(frozen=True)
+class ServerRequest(Generic[P, R]):
+    """A request the daemon sends; the client's result is validated with `result`."""
+
+    name: str
+    params: type[P]
+    result: type[R]
+    direction: ClassVar[Direction] = "server_request"
+
+    def read_result(self, raw: Any) -> R:
+        """A client's result, validated; raises `InvalidClientResult` naming the problem."""
+        try:
+            return self.result.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(p) for p in first["loc"]) or "result"
+            raise InvalidClientResult(
+                f"invalid result for {self.name}: {where}: {first['msg']}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class ServerNotification(Generic[P]):
+    """A notification the daemon sends to a client."""
+
+    name: str
+    params: type[P]
+    direction: ClassVar[Direction] = "server_notification"
+
+
+Method = (
+    ClientRequest[Any, Any]
+    | ClientNotification[Any]
+    | ServerRequest[Any, Any]
+    | ServerNotification[Any]
+)
+
+
+class CancelRequestParams(WireModel):
+    """Params of the `$/cancelRequest` notification (handled by the RPC layer)."""
+
+    id: int | str
+
+
+# --- client to server ----------------------------------------------------------------
+
+INITIALIZE = ClientRequest("initialize", c.InitializeParams, c.InitializeResult)
+INITIALIZED = ClientNotification("initialized", c.NoParams)
+SHUTDOWN = ClientRequest[c.NoParams, WireModel]("shutdown", c.NoParams, None)
+EXIT = ClientNotification("exit", c.NoParams)
+CANCEL_REQUEST = ClientNotification("$/cancelRequest", CancelRequestParams)
+TURN_START = ClientRequest("turn/start", c.TurnStartParams, c.TurnStartResult)
+TURN_CANCEL = ClientRequest("turn/cancel", c.TurnCancelParams, c.TurnCancelResult)
+TURN_WAIT = ClientRequest("turn/wait", c.TurnWaitParams, c.TurnWaitResult)
+TURN_ATTACH = ClientRequest("turn/attach", c.TurnAttachParams, c.TurnAttachResult)
+TURN_DETACH = ClientRequest("turn/detach", c.TurnDetachParams, c.TurnDetachResult)
+TURN_LIST = ClientRequest("turn/list", c.NoParams, c.TurnListResult)
+CONVERSATION_LIST = ClientRequest("conversation/list", c.NoParams, c.ConversationListResult)
+CONVERSATION_GET = ClientRequest(
+    "conversation/get", c.ConversationIdParams, c.ConversationGetResult
+)
+CONVERSATION_DELETE = ClientRequest(
+    "conversation/delete", c.ConversationIdParams, c.ConversationDeleteResult
+)
+TOOL_LIST = ClientRequest("tool/list", c.ToolListParams, c.ToolListResult)
+TOOL_CALL = ClientRequest("tool/call", c.ToolCallParams, c.ToolCallResult)
+INQUIRY_LIST = ClientRequest("inquiry/list", c.NoParams, s.InquiryListResult)
+INQUIRY_ANSWER = ClientRequest("inquiry/answer", s.InquiryAnswerParams, s.InquiryAnswerResult)
+DAEMON_STATUS = ClientRequest("daemon/status", c.NoParams, c.DaemonStatusResult)
+DAEMON_STOP = ClientRequest("daemon/stop", c.NoParams, c.DaemonStopResult)
+
+# --- server to client ----------------------------------------------------------------
+
+TURN_EVENT = ServerNotification("turn/event", TurnEventParams)
+INQUIRY_PROMPT = ServerRequest("inquiry/prompt", s.InquiryPromptParams, s.InquiryPromptResult)
+TOOL_PERMISSION = ServerRequest("tool/permission", s.PermissionParams, s.PermissionResult)
+INQUIRY_RESOLVED = ServerNotification("inquiry/resolved", s.InquiryResolvedParams)
+
+TABLE: dict[str, Method] = {
+    m.name: m
+    for m in (
+        INITIALIZE,
+        INITIALIZED,
+        SHUTDOWN,
+        EXIT,
+        CANCEL_REQUEST,
+        TURN_START,
+        TURN_CANCEL,
+        TURN_WAIT,
+        TURN_ATTACH,
+        TURN_DETACH,
+        TURN_LIST,
+        CONVERSATION_LIST,
+        CONVERSATION_GET,
+        CONVERSATION_DELETE,
+        TOOL_LIST,
+        TOOL_CALL,
+        INQUIRY_LIST,
+        INQUIRY_ANSWER,
+        DAEMON_STATUS,
+        DAEMON_STOP,
+        TURN_EVENT,
+        INQUIRY_PROMPT,
+        TOOL_PERMISSION,
+        INQUIRY_RESOLVED,
+    )
+}
+"""Every method, by its wire name."""

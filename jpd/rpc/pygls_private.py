@@ -1,0 +1,39 @@
+"""The one module that uses a private member of pygls, kept small on purpose.
+
+pygls 2.x sends every response through `JsonRPCProtocol._send_response(msg_id, result,
+error)` and serializes `result` with `json.dumps`. A large read (`conversation/get`) is
+already JSON on disk; decoding and re-encoding it would cost more than the rest of the
+request, so a handler may return `EncodedResult` and this protocol writes its bytes
+verbatim. `tests/unit/test_pygls_private.py` fails loudly if a pygls upgrade renames or
+reshapes the hook.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lsprotocol.types import ResponseError
+from pygls.protocol import JsonRPCProtocol
+
+
+class EncodedResult:
+    """A result already encoded as JSON (large reads sent without a decode/re-encode)."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, json: bytes) -> None:
+        self.json = json
+
+
+class EncodedResultProtocol(JsonRPCProtocol):
+    """A pygls protocol that sends an `EncodedResult` as it is."""
+
+    def _send_response(
+        self, msg_id: Any, result: Any | None = None, error: ResponseError | None = None
+    ) -> None:
+        if error is None and isinstance(result, EncodedResult) and self.writer is not None:
+            head = b'{"jsonrpc": "2.0", "id": %s, "result": ' % json.dumps(msg_id).encode()
+            self.writer.write(head + result.json + b"}")
+            return
+        super()._send_response(msg_id, result=result, error=error)

@@ -1,0 +1,71 @@
+"""The pygls private hook `jpd/rpc/pygls_private.py` relies on still exists and is used.
+
+If a pygls upgrade renames `_send_response`, changes its parameters, or stops sending
+handler results through it, these tests fail and name what changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from typing import Any
+
+from lsprotocol.converters import get_converter
+from pygls.protocol import JsonRPCProtocol
+from pygls.server import JsonRPCServer
+
+from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
+
+
+class _Collect:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.sent.append(data)
+
+    def close(self) -> None:
+        pass
+
+
+def test_send_response_keeps_its_name_and_parameters() -> None:
+    hook = getattr(JsonRPCProtocol, "_send_response", None)
+    assert hook is not None, "pygls no longer has JsonRPCProtocol._send_response"
+    params = list(inspect.signature(hook).parameters)
+    assert params == ["self", "msg_id", "result", "error"], params
+
+
+async def _answer(result: Any) -> list[dict[str, Any]]:
+    server = JsonRPCServer(EncodedResultProtocol, get_converter)
+    protocol = server.protocol
+    writer = _Collect()
+    protocol.set_writer(writer, include_headers=False)
+
+    @protocol.fm.feature("x/get")
+    async def handler(params: Any) -> Any:
+        return result
+
+    message = protocol.structure_message(
+        {"jsonrpc": "2.0", "id": 7, "method": "x/get", "params": None}
+    )
+    protocol.handle_message(message)
+    for _ in range(20):  # pygls answers from the handler task's done-callback
+        await asyncio.sleep(0)
+        if writer.sent:
+            break
+    server.shutdown()  # type: ignore[no-untyped-call]
+    return [json.loads(data) for data in writer.sent]
+
+
+async def test_an_encoded_result_is_sent_verbatim_through_the_hook() -> None:
+    encoded = EncodedResult(b'{"events": [{"type": "turn_start"}], "n": 1}')
+    sent = await _answer(encoded)
+    assert sent == [
+        {"jsonrpc": "2.0", "id": 7, "result": {"events": [{"type": "turn_start"}], "n": 1}}
+    ]
+
+
+async def test_other_results_still_go_through_pygls() -> None:
+    sent = await _answer({"plain": True})
+    assert sent == [{"jsonrpc": "2.0", "id": 7, "result": {"plain": True}}]
