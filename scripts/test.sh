@@ -13,5 +13,6 @@ export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff format --check"; ruff format --check jpd clients tests bench
 echo "== ruff check"; ruff check jpd clients tests bench
 echo "== mypy --strict"; mypy jpd clients/jpcli
+echo "== import layers"; lint-imports
 echo "== protocol schemas"; python -m jpd.schemas --check
 echo "== pytest"; python -m pytest "$@"

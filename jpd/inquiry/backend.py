@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from jpd.config import Config, ConfigError
 from jpd.config.models import AssistantConfig, PartialAssistantConfig
+from jpd.inquiry.answer_tool import ANSWER_INQUIRY, ANSWER_INQUIRY_TOOL
 from jpd.inquiry.router import BackendError, QuestionContext
 from jpd.inquiry.trim import context_limit, fit_history
 from jpd.llm import base as llm
@@ -35,7 +36,6 @@ from jpd.protocol.question import validate_answer
 
 log = logging.getLogger(__name__)
 
-ANSWER_INQUIRY = "answer_inquiry"
 MAX_INVALID_RETRIES = 2
 NO_PREFIX_CACHE = frozenset({"local"})
 """Providers for which keeping `tool_choice` buys nothing: force the tool at once."""
@@ -44,31 +44,6 @@ PIN_AT_ONCE = frozenset({"local", "openai-compatible"})
 and choices from the first try: they cannot be relied on to copy a long id. The hosted
 ones keep the parent's tools byte-identical on the first try (their cached prefix starts
 with the tools) and get the pinned schema on any retry after an invalid answer."""
-
-ANSWER_INQUIRY_TOOL = llm.ToolDefinition(
-    name=ANSWER_INQUIRY,
-    description=(
-        "Answer a question from a tool that needs additional input. Call this tool when "
-        "the system indicates a tool requires your input. Use the inquiry_id from the "
-        "question and provide your answer as a JSON string."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "inquiry_id": {
-                "type": "string",
-                "description": "The inquiry ID from the question prompt.",
-            },
-            "answer": {
-                "type": "string",
-                "description": "Your answer, formatted as instructed in the question prompt.",
-            },
-        },
-        "required": ["inquiry_id", "answer"],
-        "additionalProperties": False,
-    },
-    strict=True,
-)
 
 PAUSED = "Tool paused: it is waiting for the answer to a question (inquiry {inquiry_id})."
 WAITING = "Tool still running: its result will follow."

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from jpd.conversation import events as ev
-from jpd.inquiry.backend import ANSWER_INQUIRY, ANSWER_INQUIRY_TOOL
+from jpd.inquiry.answer_tool import ANSWER_INQUIRY, ANSWER_INQUIRY_TOOL
 from jpd.inquiry.router import QuestionContext, Resolved, Router
 from jpd.llm.base import ToolCallPart, ToolDefinition
 from jpd.mcp.model import McpCaller
