@@ -1,8 +1,9 @@
 """Where the daemon's socket and log live, computed as `jpd` computes them.
 
 `jpd` uses `platformdirs`; importing it costs `jp` tens of milliseconds on every run,
-so on Linux this module applies the same rules with the standard library (a unit test
-compares both). Other platforms import `platformdirs` lazily.
+so on Linux this module applies the same rules with the standard library
+(`tests/unit/test_jp_paths.py` compares every path it computes with platformdirs and
+with the daemon, under each XDG setup). Other platforms import `platformdirs` lazily.
 """
 
 from __future__ import annotations

@@ -9,11 +9,9 @@ import os
 import shlex
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 from typing import Any, cast
 
-import platformdirs
 import pytest
 from jpcli import paths
 from jpcli.__main__ import main
@@ -30,39 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "fixtures" / "fake_jpd.py"
 
 
-# --- paths agree with platformdirs (what jpd uses) ---------------------------------------
-
-
-def _platformdirs(name: str) -> str:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return str(getattr(platformdirs, name)("jp"))
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the stdlib port is Linux's")
-@pytest.mark.parametrize("runtime", ["unset", "private", "0755", "relative", "missing", "/tmp"])
-def test_runtime_and_log_dirs_match_platformdirs(
-    runtime: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    private = tmp_path / "xdg"
-    private.mkdir()
-    os.chmod(private, 0o755 if runtime == "0755" else 0o700)
-    values = {
-        "private": str(private),
-        "0755": str(private),
-        "relative": "rel/dir",
-        "missing": str(private / "missing"),
-        "/tmp": "/tmp",
-    }
-    if runtime == "unset":
-        monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    else:
-        monkeypatch.setenv("XDG_RUNTIME_DIR", values[runtime])
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    assert paths.runtime_dir(os.environ) == _platformdirs("user_runtime_dir")
-    assert paths.log_dir(os.environ) == _platformdirs("user_log_dir")
-    monkeypatch.delenv("XDG_STATE_HOME")
-    assert paths.log_dir(os.environ) == _platformdirs("user_log_dir")
+# --- paths (compared with platformdirs in test_jp_paths.py) -----------------------------
 
 
 def test_socket_and_log_overrides() -> None:
