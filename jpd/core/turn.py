@@ -7,6 +7,7 @@ a `turn_end` event, sends a final `turn_completed` and fsyncs the log.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from jpd.protocol.turn_events import (
     UsageReported,
 )
 from jpd.protocol.usage import TokenUsage
-from jpd.tools.base import ToolRunner
+from jpd.tools.base import ToolResultData, ToolRunner
 
 log = logging.getLogger(__name__)
 
@@ -155,23 +156,25 @@ class Turn:
                 return "max_tokens" if reason == "max_tokens" else "end_turn"
             self._open_calls = calls
             names = {call.id: call.name for call in calls}
-            results = await spec.tools.run(calls)
+            await spec.tools.run(calls, on_result=functools.partial(self._call_ended, names))
             self._open_calls = []
-            for result in results:
-                self._record(
-                    ev.ToolCallResponse(
-                        id=result.id, content=result.content, is_error=result.is_error
-                    )
-                )
-                self._publish(
-                    ToolResult(
-                        id=result.id,
-                        content=result.content,
-                        is_error=result.is_error,
-                        hidden=spec.tools.hidden(names.get(result.id, "")),
-                    )
-                )
         raise ProviderError(f"the model kept calling tools for {MAX_CYCLES} rounds; turn stopped")
+
+    def _call_ended(self, names: dict[str, str], result: ToolResultData) -> None:
+        """Record and send a call's result as soon as it ends, not when the slowest of its
+        batch does (protocol.md 9.3)."""
+        self._open_calls = [c for c in self._open_calls if c.id != result.id]
+        self._record(
+            ev.ToolCallResponse(id=result.id, content=result.content, is_error=result.is_error)
+        )
+        self._publish(
+            ToolResult(
+                id=result.id,
+                content=result.content,
+                is_error=result.is_error,
+                hidden=self.spec.tools.hidden(names.get(result.id, "")),
+            )
+        )
 
     async def _call_model(self, tool_choice: llm.ToolChoice) -> llm.FinishReason:
         spec = self.spec

@@ -1,12 +1,13 @@
 """The interface between the turn loop and tool execution.
 
 The turn loop hands the tool calls of one model response to a `ToolRunner` (the tool
-coordinator) and gets one result per call, in call order.
+coordinator) and gets one result per call, each as soon as that call ends
+(`on_result`), then all of them in call order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +23,10 @@ class ToolResultData:
     is_error: bool
 
 
+ResultCallback = Callable[[ToolResultData], None]
+"""Called with each call's result as soon as that call ends."""
+
+
 class ToolRunner(Protocol):
     """Runs the tool calls of one model response."""
 
@@ -29,8 +34,11 @@ class ToolRunner(Protocol):
         """The tools offered to the model."""
         ...
 
-    async def run(self, calls: Sequence[ToolCallPart]) -> list[ToolResultData]:
-        """Run `calls`, returning results in the order of `calls`."""
+    async def run(
+        self, calls: Sequence[ToolCallPart], on_result: ResultCallback | None = None
+    ) -> list[ToolResultData]:
+        """Run `calls`, passing each result to `on_result` when its call ends; returns
+        the results in the order of `calls`."""
         ...
 
     def hidden(self, name: str) -> bool:

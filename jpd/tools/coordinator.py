@@ -23,7 +23,7 @@ from jpd.llm.base import ToolCallPart, ToolDefinition
 from jpd.mcp.model import McpCaller
 from jpd.process_groups import ToolProcesses
 from jpd.protocol.detached import DetachedMode
-from jpd.tools.base import ToolResultData
+from jpd.tools.base import ResultCallback, ToolResultData
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.environment import tool_environment
@@ -90,13 +90,19 @@ class Coordinator:
         tool = self._tools.get(name)
         return tool is not None and tool.config.style.hidden
 
-    async def run(self, calls: Sequence[ToolCallPart]) -> list[ToolResultData]:
-        """Run `calls` concurrently; results in the order of `calls`."""
+    async def run(
+        self, calls: Sequence[ToolCallPart], on_result: ResultCallback | None = None
+    ) -> list[ToolResultData]:
+        """Run `calls` concurrently; each result goes to `on_result` as soon as its call
+        ends (protocol.md 9.3); returns the results in the order of `calls`."""
         results: list[ToolResultData | None] = [None] * len(calls)
 
         async def one(index: int, call: ToolCallPart) -> None:
             content, is_error = await self.run_one(call)
-            results[index] = ToolResultData(id=call.id, content=content, is_error=is_error)
+            result = ToolResultData(id=call.id, content=content, is_error=is_error)
+            results[index] = result
+            if on_result is not None:
+                on_result(result)
 
         async with anyio.create_task_group() as tg:
             for index, call in enumerate(calls):

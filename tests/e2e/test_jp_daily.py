@@ -210,3 +210,26 @@ async def test_inquiry_answer_takes_a_secret_only_hidden_or_from_stdin(
     assert answered.returncode == 0, answered.stderr
     assert run_jp(env, "attach", "--from-seq", "0").stdout == "done\n"
     assert [r["content"].strip() for r in tool_results(env)] == [f"len={len(secret)}"]
+
+
+async def test_each_tool_result_is_sent_when_its_call_ends(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    slow = make_tool(tmp_path, "slow", 'time.sleep(1.5)\nprint("slow done")\n')
+    fast = make_tool(tmp_path, "fast", 'print("fast done")\n')
+    tools = tool_toml("slow", slow, run='"unattended"') + tool_toml(
+        "fast", fast, run='"unattended"'
+    )
+    both = [*call("slow", "c1")["tool_calls"], *call("fast", "c2")["tool_calls"]]
+    env = prompt_env(tmp_path, [{"tool_calls": both}, {"text": "done"}], tools)
+    await daemons.start(env)
+    result = run_jp(env, "query", "--new", "-F", "json", "go")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line)["event"] for line in result.stdout.splitlines()]
+    ends = [e["id"] for e in events if e["kind"] == "tool_result"]
+    assert ends == ["c2", "c1"]  # the fast call is not held back by the slow one
+    [conversation] = (Path(env["JP_DATA_DIR"]) / "conversations").iterdir()
+    recorded = [
+        e["id"] for e in persisted(env, conversation.name) if e["type"] == "tool_call_response"
+    ]
+    assert recorded == ["c2", "c1"]
