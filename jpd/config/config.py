@@ -27,7 +27,7 @@ def merge_tool_config(base: ToolConfig, over: ToolConfig) -> ToolConfig:
 
 class InquiryConfig(ConfigModel):
     assistant: PartialAssistantConfig | None = None
-    """Assistant overrides for LLM inquiries (RFD 034)."""
+    """Assistant overrides for LLM inquiries (protocol.md 10.4)."""
 
 
 class ConversationConfig(ConfigModel):

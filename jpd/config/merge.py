@@ -8,7 +8,7 @@ merge key by key. Scalars and arrays replace. Two exceptions, both deliberate:
 - `command` replaces as a whole: half of one command and half of another is not
   a command anyone wrote.
 - a `detached` table over a `detached` scalar keeps the scalar for the kinds the
-  table leaves out, which is exactly what the RFD 049 cascade would resolve.
+  table leaves out, which is exactly what the detached cascade (protocol.md 10.2) resolves.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ class PartialReasoningConfig(ConfigModel):
 
 
 class PartialAssistantConfig(ConfigModel):
-    """Overrides of `assistant` (RFD 034), e.g. for inquiries; unset keys inherit."""
+    """Overrides of `assistant` (protocol.md 10.4), e.g. for inquiries; unset keys inherit."""
 
     system_prompt: str | None = None
     model: PartialModelConfig | None = None

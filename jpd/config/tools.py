@@ -35,7 +35,7 @@ def _table_or_scalar(value: Any) -> str:
     return "table" if isinstance(value, dict | BaseModel) else "scalar"
 
 
-# --- enable (RFD 081) --------------------------------------------------------------
+# --- enable (protocol.md 9.1) -------------------------------------------------------
 
 _ENABLE_SHORTHANDS: dict[object, dict[str, Any]] = {
     "on": {"state": True, "allow_toggle": "any"},
@@ -98,7 +98,7 @@ class StyleConfig(ConfigModel):
 
 
 class QuestionConfig(ConfigModel):
-    """User settings for one question a tool may ask (RFD 028/049/083)."""
+    """User settings for one question a tool may ask (protocol.md 10.1, 10.2)."""
 
     target: Annotated[
         Annotated[Literal["user", "assistant"], Tag("scalar")]

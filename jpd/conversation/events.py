@@ -67,7 +67,7 @@ class ToolCallResponse(_Event):
     is_error: bool = False
 
 
-# --- inquiries (RFD 082 / 083) -------------------------------------------------------
+# --- inquiries (protocol.md 12.2) -----------------------------------------------------
 
 
 class ToolSource(BaseModel):
@@ -113,7 +113,7 @@ class Answered(_InquiryOutcome):
 
 class Cancelled(_InquiryOutcome):
     outcome: Literal["cancelled"] = "cancelled"
-    # Any string: reasons this build does not know are preserved verbatim (RFD 082).
+    # Any string: reasons this build does not know are preserved verbatim (protocol.md 12.2).
     # A record without a reason predates reasons and was a user cancellation.
     reason: str = "user"
 
@@ -173,7 +173,7 @@ class Sampling(_Event):
 
 
 class TurnEnd(_Event):
-    """How a turn ended; written last in every turn (not in DESIGN.md's minimum, an addition)."""
+    """How a turn ended; written last in every turn (protocol.md 12.1)."""
 
     type: Literal["turn_end"] = "turn_end"
     turn_id: str

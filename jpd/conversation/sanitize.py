@@ -33,12 +33,12 @@ def sanitize(events: list[Event]) -> list[Event]:
 
 
 def sanitize_inquiries(events: list[Event]) -> list[Event]:
-    """Pair inquiry requests and responses within each turn, never across turns (RFD 082).
+    """Pair inquiry requests and responses within each turn, never across turns (protocol.md 12.3).
 
     A response pairs with the earliest unanswered request of the same id in its turn
     (legacy two-part ids may repeat; order decides). A response with no such request is
     dropped; a request left unanswered when its turn ends (a crash or a hard stop) gets
-    a `cancelled` response with reason `user` right after it, the reason RFD 082 gives
+    a `cancelled` response with reason `user` right after it, the reason protocol.md 12.3 gives
     a hard quit. Pure: the input is not modified.
     """
     extra: dict[int, InquiryResponse] = {}

@@ -1,4 +1,4 @@
-"""The LLM inquiry backend (RFD 028/033/034): the model answers a tool's question in
+"""The LLM inquiry backend (protocol.md 10.4): the model answers a tool's question in
 a side request that reuses the parent request's prefix, so the provider's prompt
 cache is hit and only the question message is new.
 
@@ -11,7 +11,7 @@ the model answers without it is `tool_choice` forced. Providers without a prefix
 cache (the embedded model) are forced at once. Nothing of this is persisted except
 the inquiry request/response pair the router writes.
 
-The inquiry assistant (RFD 034: a question's table `target`, then
+The inquiry assistant (protocol.md 10.4: a question's table `target`, then
 `conversation.inquiry.assistant`, then `assistant`) is laid over the parent request:
 only settings that differ from the turn's change, so without overrides the request
 prefix stays byte-identical. On another model the request is trimmed to that model's

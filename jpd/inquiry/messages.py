@@ -1,4 +1,4 @@
-"""The exact texts the model reads when a question cannot be answered (RFD 083)."""
+"""The exact texts the model reads when a question cannot be answered (protocol.md 10.6)."""
 
 from __future__ import annotations
 

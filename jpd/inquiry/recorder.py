@@ -1,4 +1,4 @@
-"""Recording of inquiries (RFD 082): ids with per-turn attempt counters, and the
+"""Recording of inquiries (protocol.md 12.2): ids with per-turn attempt counters, and the
 request/response pair written for every question whatever path answers it.
 
 Secret answers are recorded as `redacted`: the answer reaches the tool in memory only.

@@ -1,4 +1,4 @@
-"""Fitting an inquiry side request into the context of another model (RFD 034).
+"""Fitting an inquiry side request into the context of another model (protocol.md 10.4).
 
 An inquiry normally reuses the turn's model and request prefix, which fit by
 construction. When `conversation.inquiry.assistant` (or a question's `target`)

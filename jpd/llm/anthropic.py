@@ -96,7 +96,8 @@ class AnthropicProvider:
         return f"AnthropicProvider(base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one model call (see `Provider.stream`), with RFD 068 applied."""
+        """Stream one model call (see `Provider.stream`); a forced tool with reasoning on is
+        soft-forced and retried once without reasoning (protocol.md 9.2)."""
         if forced_tool.applies(request, _reasoning_active):
             return forced_tool.soft_forced(request, self._stream_one, _reasoning_active)
         return self._stream_one(request)

@@ -9,7 +9,7 @@ Cache breakpoints (`cache_control`, at most four per request): the last tool,
 the system prompt, and the last two turns. The previous request's cached prefix is
 found through the API's look-back from these breakpoints; marking the turn before
 the last (not only user turns) also caches an assistant turn with tool calls, so an
-inquiry side request (RFD 033) and the follow-up request both read a large tool call
+inquiry side request (protocol.md 10.4) and the follow-up request both read a large tool call
 back from cache instead of paying for it twice.
 """
 
@@ -45,7 +45,7 @@ def thinking_budget(request: ModelRequest) -> int | None:
 
     Thinking is also off when the tool cycle being continued was started by an
     assistant message without a signed thinking block (e.g. the no-reasoning
-    retry of RFD 068): the API rejects thinking there.
+    retry of protocol.md 9.2): the API rejects thinking there.
     """
     if request.reasoning_effort == "off":
         return None

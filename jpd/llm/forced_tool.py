@@ -1,4 +1,4 @@
-"""Soft-forced tool choice and its one retry without reasoning (RFD 068).
+"""Soft-forced tool choice and its one retry without reasoning (protocol.md 9.2).
 
 Anthropic rejects a forced `tool_choice` (`any` or `tool`) while extended
 thinking is on. `soft_forced` then sends `tool_choice: auto` with a system
@@ -94,7 +94,7 @@ async def soft_forced(
     run: StreamFn,
     reasoning_active: Callable[[ModelRequest], bool],
 ) -> AsyncGenerator[StreamEvent, None]:
-    """Stream `request` through `run`, applying RFD 068 when it forces a tool with reasoning.
+    """Stream `request` through `run`; a forced tool with reasoning on follows protocol.md 9.2.
 
     `run` streams one request (retries of transient failures included) and
     must itself never combine a forced tool choice with reasoning.

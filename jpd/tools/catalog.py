@@ -178,7 +178,7 @@ def _mcp_tool(
 def apply_toggles(
     tools: dict[str, EffectiveTool], toggles: Sequence[ToolToggle]
 ) -> dict[str, EffectiveTool]:
-    """RFD 081: a bulk toggle skips tools whose `allow_toggle` refuses it; a named
+    """protocol.md 9.1: a bulk toggle skips tools whose `allow_toggle` refuses it; a named
     toggle that the tool refuses is an error."""
     state = {name: tool.enabled for name, tool in tools.items()}
     for toggle in toggles:

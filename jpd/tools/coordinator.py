@@ -80,7 +80,7 @@ class Coordinator:
         """Enabled tools in name order, then `answer_inquiry` whenever any tool is on.
 
         The list is stable within a turn, so request prefixes stay cacheable, and the
-        inquiry side request can reuse it unchanged (RFD 033).
+        inquiry side request can reuse it unchanged (protocol.md 10.4).
         """
         enabled = tuple(t.definition for _, t in sorted(self._tools.items()) if t.enabled)
         return (*enabled, ANSWER_INQUIRY_TOOL) if enabled else ()
@@ -198,7 +198,7 @@ class Coordinator:
         return result.content, result.is_error
 
     def _source(self, tool: EffectiveTool) -> ev.ToolSource | ev.AssistantSource:
-        # RFD 082: provenance comes from the tool itself, never from user config.
+        # protocol.md 12.2: provenance comes from the tool itself, never from user config.
         if tool.builtin is not None:
             return tool.builtin.inquiry_source()
         return ev.ToolSource(name=tool.name)

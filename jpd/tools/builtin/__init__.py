@@ -1,7 +1,7 @@
 """Built-in tools: the registry that the daemon and tests share.
 
 A built-in declares its default config (description, parameters, enable, run mode),
-the source its questions are recorded with (RFD 082: `tool` unless the tool says
+the source its questions are recorded with (protocol.md 12.2: `tool` unless the tool says
 otherwise; user config cannot change it), and how it runs.
 """
 

@@ -1,4 +1,4 @@
-"""`ask_user`: the assistant asks the human a typed question mid-turn (RFD 083).
+"""`ask_user`: the assistant asks the human a typed question mid-turn (protocol.md 9.5).
 
 The first call checks the arguments and returns one question (id `answer`) that
 only a human may answer (`exclusive`) and that is never remembered for the turn
@@ -179,7 +179,7 @@ class AskUser:
     name = NAME
 
     def default_config(self) -> ToolConfig:
-        """On by default but off by name only (RFD 081 `if_named`); no permission prompts:
+        """On by default but off by name only (`if_named`, protocol.md 9.1); no permission prompts:
         the question itself is the interaction."""
         return ToolConfig.model_validate(
             {
