@@ -181,13 +181,17 @@ class Turn:
         request = llm.ModelRequest(
             model=spec.model_id.split("/", 1)[1],
             system=spec.system,
-            messages=tuple(self._history.messages()),
+            messages=(),
             tools=spec.tools.definitions(),
             tool_choice=tool_choice,
             max_tokens=spec.max_tokens,
             temperature=spec.temperature,
             reasoning_effort=spec.reasoning_effort,
             reasoning_budget=spec.reasoning_budget,
+        ).model_copy(
+            # The messages come from events validated where they entered: copied in, not
+            # validated again one by one on every model call of a long conversation.
+            update={"messages": tuple(self._history.messages())}
         )
         self.last_request = request
         self._partial = _Partial()
