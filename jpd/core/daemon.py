@@ -49,12 +49,16 @@ if TYPE_CHECKING:
     from jpd.config import Config
     from jpd.conversation import events as ev
     from jpd.core.turn import Turn
-    from jpd.llm.base import ToolChoice, ToolDefinition
+    from jpd.inquiry.backend import LlmInquiryBackend
+    from jpd.inquiry.recorder import EventLog
+    from jpd.llm.base import Provider
     from jpd.llm.history import MessageHistory
+    from jpd.llm.registry import ProviderSource
     from jpd.mcp.manager import McpManager
     from jpd.process_groups import ToolProcesses
     from jpd.tools.builtin import BuiltinRegistry
     from jpd.tools.catalog import EffectiveTool
+    from jpd.tools.coordinator import Coordinator
 
 log = logging.getLogger(__name__)
 
@@ -159,91 +163,150 @@ class Daemon:
 
         With `create`, `conversation_id` names a conversation to create (protocol.md 5.5).
         """
-        from jpd.core.turn import Turn, TurnSpec
-        from jpd.core.turn_tools import LateView, make_coordinator
-        from jpd.inquiry.backend import LlmInquiryBackend
-        from jpd.llm.errors import ProviderUnavailable
-        from jpd.llm.history import MessageHistory
-
         renv = self.request_env(link, environment)
+        cfg = await self._turn_config(renv, config, model)
+        providers, provider = self._turn_provider(cfg, renv)
+        history = await self._turn_history(conversation_id, create)
+        turn = await self._assemble_turn(
+            conversation_id=conversation_id or new_conversation_id(),
+            message=message,
+            cfg=cfg,
+            renv=renv,
+            providers=providers,
+            provider=provider,
+            history=history,
+            toggles=toggles or [],
+            detached=detached,
+        )
+        await self._launch(turn, link, is_new=conversation_id is None or create)
+        return self._info(turn)
+
+    async def _turn_config(
+        self, renv: RequestEnv, config: Mapping[str, Any] | None, model: str | None
+    ) -> Config:
+        """The layered config of one turn, with its `config` and `model` layers."""
         overrides: list[tuple[str, Mapping[str, Any]]] = []
         if config:
             overrides.append(("turn/start config", config))
         if model is not None:
             overrides.append(("turn/start model", {"assistant": {"model": {"id": model}}}))
-        cfg = await anyio.to_thread.run_sync(self.load_config, renv.workspace, overrides, renv.env)
+        return await anyio.to_thread.run_sync(self.load_config, renv.workspace, overrides, renv.env)
+
+    def _turn_provider(self, cfg: Config, renv: RequestEnv) -> tuple[ProviderSource, Provider]:
+        """The turn's provider (its key checked now), and the providers of side requests."""
+        from jpd.llm.errors import ProviderUnavailable
+
         providers = self.providers.bound(renv.env)
         try:
-            provider = providers.get(cfg)
+            return providers, providers.get(cfg)
         except ProviderUnavailable as exc:
             raise ProviderUnavailableError(exc.message) from exc
 
-        is_new = conversation_id is None or create
+    async def _turn_history(self, conversation_id: str | None, create: bool) -> MessageHistory:
+        """The messages a turn continues from (none for a new conversation)."""
+        from jpd.llm.history import MessageHistory
+
         if conversation_id is None:
             if create:
                 raise InvalidParams("create needs a conversationId")
-            conversation_id = new_conversation_id()
-            history = MessageHistory()
-        elif create:
+            return MessageHistory()
+        if create:
             self._check_id(conversation_id)
             if await anyio.to_thread.run_sync(self.store.exists, conversation_id):
                 raise InvalidParams(f"conversation {conversation_id} already exists")
-            history = MessageHistory()
-        else:
-            self._check_idle(conversation_id)
-            history = await self._history(conversation_id)
+            return MessageHistory()
+        self._check_idle(conversation_id)
+        return await self._history(conversation_id)
+
+    async def _assemble_turn(
+        self,
+        *,
+        conversation_id: str,
+        message: str,
+        cfg: Config,
+        renv: RequestEnv,
+        providers: ProviderSource,
+        provider: Provider,
+        history: MessageHistory,
+        toggles: list[ToolToggle],
+        detached: Any,
+    ) -> Turn:
+        """The turn with its tools and inquiry backend; nothing reaches the disk yet."""
+        from jpd.core.transcript import Transcript
+        from jpd.core.turn import Turn
+        from jpd.core.turn_setup import turn_spec
+        from jpd.inquiry.backend import LlmInquiryBackend
 
         turn_id = "t-" + secrets.token_hex(6)
-        tools = await self._catalog(cfg, toggles or [], renv.root)
-        view = LateView()
-        backend = LlmInquiryBackend(view, provider, cfg, providers)
-        coordinator = make_coordinator(
-            tools=tools,
-            pending=self.questions,
+        transcript = Transcript(history)
+        backend = LlmInquiryBackend(transcript, provider, cfg, providers)
+        coordinator = self._coordinator(
+            cfg,
+            renv,
+            await self._catalog(cfg, toggles, renv.root),
             log=self.store,
             backend=backend,
-            conversation_id=conversation_id,
-            turn_id=turn_id,
-            root=renv.root,
-            env=renv.env,
+            channel=conversation_id,
+            call_id=turn_id,
             detached=detached,
-            processes=self.tool_processes,
-            provider_keys=cfg.providers.api_key_variables(),
-            mcp=self.mcp.bound(renv.root),
-            on_progress=self._progress_sink(conversation_id, turn_id),
-            sampler=backend,
         )
-        params = cfg.assistant.model.parameters
-        spec = TurnSpec(
+        spec = turn_spec(
+            cfg,
             conversation_id=conversation_id,
             turn_id=turn_id,
             message=message,
-            model_id=cfg.assistant.model.id,
             provider=provider,
             tools=coordinator,
-            history=history,
-            system=cfg.assistant.system_prompt,
-            max_tokens=params.max_tokens,
-            temperature=params.temperature,
-            reasoning_effort=cfg.assistant.reasoning.effort,
-            reasoning_budget=cfg.assistant.reasoning.budget_tokens,
-            first_tool_choice=_tool_choice(cfg.assistant.tool_choice, coordinator.definitions()),
+            transcript=transcript,
             workspace=str(renv.workspace) if renv.workspace else None,
         )
-        # Everything is valid: only now does a new conversation reach the disk.
+        return Turn(spec, self.store, self.hub, datetime.now(UTC))
+
+    async def _launch(self, turn: Turn, link: ClientLink, *, is_new: bool) -> None:
+        """Everything is valid: only now does a new conversation reach the disk."""
+        conversation_id = turn.conversation_id
         if is_new:
             try:
                 await anyio.to_thread.run_sync(self.store.create, conversation_id)
             except ConversationExists:
                 raise InvalidParams(f"conversation {conversation_id} already exists") from None
         self._check_idle(conversation_id)  # again: another turn may have started meanwhile
-        self._remember_history(conversation_id, history)
-        turn = Turn(spec, self.store, self.hub, datetime.now(UTC))
-        view.turn = turn
-        self._turns[turn_id] = turn
+        self._remember_history(conversation_id, turn.transcript.history)
+        self._turns[turn.turn_id] = turn
         self.hub.subscribe(conversation_id, link)
         self._tg.start_soon(self._run_turn, turn)
-        return self._info(turn)
+
+    def _coordinator(
+        self,
+        cfg: Config,
+        renv: RequestEnv,
+        tools: Mapping[str, EffectiveTool],
+        *,
+        log: EventLog,
+        backend: LlmInquiryBackend | None,
+        channel: str,
+        call_id: str,
+        detached: Any,
+    ) -> Coordinator:
+        """The tool coordinator of a turn (with its inquiry backend) or of a `tool/call`."""
+        from jpd.core.turn_tools import make_coordinator
+
+        return make_coordinator(
+            tools=tools,
+            pending=self.questions,
+            log=log,
+            backend=backend,
+            conversation_id=channel,
+            turn_id=call_id,
+            root=renv.root,
+            env=renv.env,
+            detached=detached,
+            processes=self.tool_processes,
+            provider_keys=cfg.providers.api_key_variables(),
+            mcp=self.mcp.bound(renv.root),
+            on_progress=self._progress_sink(channel, call_id) if backend else None,
+            sampler=backend,
+        )
 
     def _busy(self, conversation_id: str) -> bool:
         return any(t.conversation_id == conversation_id for t in self._turns.values())
@@ -374,7 +437,7 @@ class Daemon:
     ) -> tuple[str, bool]:
         """Run one tool outside a turn, through the coordinator (questions included)."""
         from jpd.conversation import events as ev
-        from jpd.core.turn_tools import NullLog, make_coordinator
+        from jpd.core.turn_tools import NullLog
         from jpd.llm.base import ToolCallPart
 
         renv = self.request_env(link, environment)
@@ -389,19 +452,15 @@ class Daemon:
             # Its events would land inside the running turn's window of the log.
             self._check_idle(conversation_id)
             log = self.store
-        coordinator = make_coordinator(
-            tools=await self._catalog(cfg, [], renv.root),
-            pending=self.questions,
+        coordinator = self._coordinator(
+            cfg,
+            renv,
+            await self._catalog(cfg, [], renv.root),
             log=log,
             backend=None,
-            conversation_id=channel,
-            turn_id=call_id,
-            root=renv.root,
-            env=renv.env,
+            channel=channel,
+            call_id=call_id,
             detached=detached,
-            processes=self.tool_processes,
-            provider_keys=cfg.providers.api_key_variables(),
-            mcp=self.mcp.bound(renv.root),
         )
         call = ToolCallPart(id=call_id, name=name, arguments=arguments)
         log.append(channel, ev.ToolCallRequest(id=call_id, name=name, arguments=arguments))
@@ -552,24 +611,3 @@ class Daemon:
             model=turn.spec.model_id,
             started_at=turn.started_at,
         )
-
-
-def _tool_choice(value: str, tools: tuple[ToolDefinition, ...]) -> ToolChoice:
-    """Read `assistant.tool_choice`; a tool name must be one of the turn's tools."""
-    from jpd.llm.base import ToolChoiceAny, ToolChoiceAuto, ToolChoiceNone, ToolChoiceTool
-
-    if value == "auto":
-        return ToolChoiceAuto()
-    if value == "none":
-        return ToolChoiceNone()
-    names = [t.name for t in tools]
-    if value == "any":
-        if not names:
-            raise ConfigInvalid('assistant.tool_choice: "any" needs at least one enabled tool')
-        return ToolChoiceAny()
-    if value not in names:
-        raise ConfigInvalid(
-            f"assistant.tool_choice: {value!r} is not an enabled tool in this turn "
-            f"(enabled: {', '.join(names) or 'none'})"
-        )
-    return ToolChoiceTool(name=value)

@@ -19,9 +19,9 @@ import anyio
 from jpd.conversation import events as ev
 from jpd.core.deltas import DeltaBatcher
 from jpd.core.hub import EventHub
+from jpd.core.transcript import Transcript
 from jpd.llm import base as llm
 from jpd.llm.errors import ProviderError
-from jpd.llm.history import MessageHistory
 from jpd.protocol.turn_events import (
     RetryScheduled,
     StopReason,
@@ -57,7 +57,7 @@ class TurnSpec:
     model_id: str
     provider: llm.Provider
     tools: ToolRunner
-    history: MessageHistory
+    transcript: Transcript
     """The conversation so far; the turn extends it with each event it records."""
     system: str | None = None
     max_tokens: int | None = None
@@ -93,11 +93,11 @@ class Turn:
         self.started_at = started_at
         self._log = log_
         self._hub = hub
-        self._history = spec.history
+        self.transcript = spec.transcript
+        self._history = spec.transcript.history
         self._partial = _Partial()
         self._open_calls: list[llm.ToolCallPart] = []
         self._scope = anyio.CancelScope()
-        self.last_request: llm.ModelRequest | None = None
         self.done = anyio.Event()
         self.stop_reason: StopReason = "cancelled"
 
@@ -108,10 +108,6 @@ class Turn:
     @property
     def turn_id(self) -> str:
         return self.spec.turn_id
-
-    def messages(self) -> list[llm.Message]:
-        """The conversation so far as model messages (for side requests)."""
-        return self._history.messages()
 
     def cancel(self) -> None:
         """Ask the turn to stop; it ends with stop reason `cancelled`."""
@@ -193,7 +189,7 @@ class Turn:
             # validated again one by one on every model call of a long conversation.
             update={"messages": tuple(self._history.messages())}
         )
-        self.last_request = request
+        self.transcript.last_request = request
         self._partial = _Partial()
         reason: llm.FinishReason = "end_turn"
         deltas = DeltaBatcher(self._publish)

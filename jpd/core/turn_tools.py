@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from jpd.inquiry.backend import TurnView
 from jpd.inquiry.pending import PendingQuestions
 from jpd.inquiry.recorder import EventLog, InquiryRecorder
 from jpd.inquiry.router import InquiryBackend, Router
-from jpd.llm.base import Message, ModelRequest
 from jpd.mcp.model import McpCaller
 from jpd.process_groups import ToolProcesses
 from jpd.protocol.detached import DetachedMode
@@ -17,20 +15,6 @@ from jpd.tools.catalog import EffectiveTool
 from jpd.tools.coordinator import CallScope, Coordinator
 from jpd.tools.mcp_call import ProgressSink, Sampler
 from jpd.tools.permissions import PermissionGate
-
-
-class LateView:
-    """Lets the inquiry backend see a turn that is created after its coordinator."""
-
-    def __init__(self) -> None:
-        self.turn: TurnView | None = None
-
-    @property
-    def last_request(self) -> ModelRequest | None:
-        return self.turn.last_request if self.turn else None
-
-    def messages(self) -> list[Message]:
-        return self.turn.messages() if self.turn else []
 
 
 class NullLog:
