@@ -20,14 +20,20 @@ def parse_log(data: bytes, source: str) -> list[Event]:
     mid-append); an invalid line elsewhere is reported with its 1-based line number.
     Either way every other event is kept. Blank lines are ignored.
     """
-    events: list[Event] = []
+    return [event for _, event in parse_lines(data, source)]
+
+
+def parse_lines(data: bytes, source: str) -> list[tuple[bytes, Event]]:
+    """As `parse_log`, each event with the stored line it was read from."""
+    events: list[tuple[bytes, Event]] = []
     lines = data.split(b"\n")
     last = len(lines) - 1  # the segment after the final newline; b"" in a clean file
     for index, raw in enumerate(lines):
-        if not raw.strip():
+        line = raw.strip()
+        if not line:
             continue
         try:
-            events.append(parse_event(raw))
+            events.append((line, parse_event(line)))
         except ValueError as exc:  # pydantic.ValidationError is a ValueError
             what = "torn last line" if index == last else "invalid line"
             log.warning("%s: skipping %s %d: %s", source, what, index + 1, _describe(exc))

@@ -34,7 +34,13 @@ from pathlib import Path
 from types import TracebackType
 
 from jpd.conversation.events import ChatRequest, Event, TurnStart, dump_event, now
-from jpd.conversation.logfile import ends_with_newline, fsync_dir, fsync_file, parse_log
+from jpd.conversation.logfile import (
+    ends_with_newline,
+    fsync_dir,
+    fsync_file,
+    parse_lines,
+    parse_log,
+)
 from jpd.conversation.metadata import (
     ConversationMeta,
     MetaRecord,
@@ -211,6 +217,25 @@ class ConversationStore:
                 raise ConversationNotFound(cid) from None
         events = parse_log(data, str(path))
         return sanitize(events) if sanitized else events
+
+    def load_encoded(self, conversation_id: str) -> bytes:
+        """The sanitized events as one JSON array, each in its stored form.
+
+        What `sanitize` keeps as it was is sent as the line read from disk (no
+        decode/re-encode); only events it adds or changes are encoded.
+        """
+        cid = validate_id(conversation_id)
+        path = self._dir / cid / EVENTS_FILE
+        with self._locked(cid):  # never read half of a line being appended
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise ConversationNotFound(cid) from None
+        pairs = parse_lines(data, str(path))
+        stored = {id(event): line for line, event in pairs}
+        kept = sanitize([event for _, event in pairs])
+        parts = [stored.get(id(e)) or dump_event(e).encode() for e in kept]
+        return b"[" + b",".join(parts) + b"]"
 
     def delete(self, conversation_id: str) -> None:
         """Remove a conversation's directory; raise `ConversationNotFound` if absent."""

@@ -537,16 +537,9 @@ class Daemon:
     async def get_conversation(self, conversation_id: str) -> bytes:
         """The persisted (sanitized) events as one encoded JSON array, in their stored
         form; read, checked and encoded in a worker thread, never on the event loop."""
-        from jpd.conversation.events import dump_event
-
         self._check_id(conversation_id)
-
-        def encode() -> bytes:
-            events = self.store.load(conversation_id)
-            return b"[" + ",".join(dump_event(e) for e in events).encode() + b"]"
-
         try:
-            return await anyio.to_thread.run_sync(encode)
+            return await anyio.to_thread.run_sync(self.store.load_encoded, conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
 

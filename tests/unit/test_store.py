@@ -30,6 +30,7 @@ from jpd.conversation.events import (
     TurnEnd,
     TurnStart,
     dump_event,
+    event_to_json,
     parse_event,
 )
 from jpd.conversation.sanitize import INTERRUPTED_CONTENT
@@ -604,3 +605,30 @@ def test_concurrent_appends_across_more_logs_than_handles(tmp_path: Path) -> Non
     fresh = ConversationStore(tmp_path)
     assert sum(len(fresh.load(cid)) for cid in cids) == 240
     assert sum(fresh.metadata(cid).event_count for cid in cids) == 240
+
+
+# --- load_encoded (conversation/get) ------------------------------------------------
+
+
+def test_load_encoded_is_the_sanitized_events_with_kept_lines_as_stored(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path)
+    store.create(CID)
+    store.append(CID, ChatRequest(content="hi"))
+    store.append(CID, ToolCallRequest(id="c1", name="ls", arguments={}))  # left unanswered
+    store.close()
+    path = tmp_path / "conversations" / CID / "events.jsonl"
+    # A stored line keeps its own spelling (key order, spacing) in the answer.
+    first = json.dumps(
+        {"content": "hi", "timestamp": "2026-01-01T00:00:00Z", "type": "chat_request"}
+    )
+    lines = path.read_bytes().splitlines()
+    path.write_bytes(b"\n".join([first.encode(), *lines[1:]]) + b"\n")
+
+    encoded = ConversationStore(tmp_path).load_encoded(CID)
+    assert encoded.startswith(b"[" + first.encode() + b",")
+    decoded = json.loads(encoded)
+    expected = [event_to_json(e) for e in ConversationStore(tmp_path).load(CID)]
+    assert decoded == expected
+    # sanitize added the interrupted result, encoded like any other event
+    assert decoded[-1]["type"] == "tool_call_response"
+    assert decoded[-1]["content"] == INTERRUPTED_CONTENT
