@@ -1,4 +1,5 @@
-"""The pygls private hook `jpd/rpc/pygls_private.py` relies on still exists and is used.
+"""The pygls private hook `jpd/rpc/pygls_private.py` relies on still exists and is used,
+and no other module of `jpd` touches a private pygls member.
 
 If a pygls upgrade renames `_send_response`, changes its parameters, or stops sending
 handler results through it, these tests fail and name what changed.
@@ -9,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 from lsprotocol.converters import get_converter
@@ -16,6 +19,8 @@ from pygls.protocol import JsonRPCProtocol
 from pygls.server import JsonRPCServer
 
 from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
+
+JPD = Path(__file__).resolve().parents[2] / "jpd"
 
 
 class _Collect:
@@ -69,3 +74,24 @@ async def test_an_encoded_result_is_sent_verbatim_through_the_hook() -> None:
 async def test_other_results_still_go_through_pygls() -> None:
     sent = await _answer({"plain": True})
     assert sent == [{"jsonrpc": "2.0", "id": 7, "result": {"plain": True}}]
+
+
+def test_no_other_module_touches_a_private_pygls_member() -> None:
+    private = {
+        name
+        for cls in (JsonRPCProtocol, JsonRPCServer)
+        for name in dir(cls)
+        if name.startswith("_") and not name.startswith("__")
+    }
+    assert "_send_response" in private
+    pattern = re.compile(r"(?:\.|def )(" + "|".join(sorted(private)) + r")\b")
+    allowed = JPD / "rpc" / "pygls_private.py"
+    # Only jpd.rpc may import pygls at all (the import-linter contracts in pyproject.toml).
+    found = [
+        f"{path.relative_to(JPD.parent)}:{number}: {line.strip()}"
+        for path in sorted((JPD / "rpc").rglob("*.py"))
+        if path != allowed
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert not found, "private pygls members outside jpd/rpc/pygls_private.py:\n" + "\n".join(found)
