@@ -207,7 +207,10 @@ def query(
                 current.set(started_conversation)
             return _print_started(started_conversation, turn_id, output)
         follow = Follow(
-            started_conversation, turn_id, can_prompt=output.can_prompt and not non_interactive
+            started_conversation,
+            turn_id,
+            can_prompt=output.can_prompt and not non_interactive,
+            watch_questions=prompter is None,
         )
         try:
             code = _run_follower(_follower(connection, follow, output, interrupts), None, prompter)
@@ -316,6 +319,7 @@ def attach(
             all_turns=from_seq is not None,
             live=bool(running),
             can_prompt=output.can_prompt and not non_interactive,
+            watch_questions=prompter is None,
         )
         return _run_follower(_follower(connection, follow, output, interrupts), backlog, prompter)
 

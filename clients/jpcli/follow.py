@@ -25,6 +25,7 @@ EXIT_CANCELLED = 130
 
 _POLL = 0.1  # seconds between checks for Ctrl-C (and spinner frames) while waiting
 QUIT_WAIT = 5.0  # seconds a quitting `jp` waits for its cancelled turn to be recorded
+_QUESTION_POLL = 1.0  # seconds between looks for waiting questions while idle
 
 
 class Renderer(Protocol):
@@ -98,6 +99,8 @@ class Follow:
     """Wait for the turn's live events after the backlog (it is running)."""
     can_prompt: bool = False
     """Ctrl-C asks cancel/detach/resume on the terminal; otherwise it cancels."""
+    watch_questions: bool = False
+    """Nobody here answers questions: say once when one waits, and how to answer it."""
 
 
 class Follower:
@@ -122,6 +125,8 @@ class Follower:
         self._last_seq = 0
         self._waiting = "thinking"  # spinner label; "" while text streams
         self._cancel_sent = False
+        self._questions_seen: set[str] = set()
+        self._questions_checked = time.monotonic()
 
     def run(self, backlog: Iterable[Notification] = ()) -> int:
         """Show `backlog`, then live events, until the turn completes; the exit code.
@@ -154,6 +159,7 @@ class Follower:
             if note is None:
                 if self._waiting:
                     self.spinner.tick(self._waiting)
+                self._look_for_questions()
                 continue
             code = self._take(note)
             if code is not None:
@@ -206,6 +212,37 @@ class Follower:
                 self.renderer.summary()
             return self._completed(event)
         return None
+
+    def _look_for_questions(self) -> None:
+        """No silent waits: one line per question that waits for an answer nobody here
+        can give, saying how to answer it."""
+        if not self.follow.watch_questions:
+            return
+        now = time.monotonic()
+        if now - self._questions_checked < _QUESTION_POLL:
+            return
+        self._questions_checked = now
+        try:
+            result = self.connection.request("inquiry/list", {})
+        except RpcError:
+            return
+        for inquiry in (result.get("inquiries") if isinstance(result, dict) else None) or []:
+            if not isinstance(inquiry, dict) or inquiry.get("turnId") != self.follow.turn_id:
+                continue
+            inquiry_id = str(inquiry.get("inquiryId"))
+            if inquiry_id in self._questions_seen:
+                continue
+            self._questions_seen.add(inquiry_id)
+            from jpcli.inquiries import describe
+
+            what = describe(inquiry)
+            value = "(it asks, hidden)" if what.endswith("[secret]") else "VALUE"
+            self.spinner.clear()
+            self._note(
+                f"jp: a question waits: {what}; answer it with: "
+                f"jp inquiry answer {inquiry_id} {value} (or on a terminal: "
+                f"jp attach {self.follow.conversation_id})"
+            )
 
     def _quit(self) -> int:
         self.spinner.clear()

@@ -42,6 +42,19 @@ def jp_in(
     )
 
 
+def start_jp(env: Mapping[str, str], cwd: Path, *args: str) -> subprocess.Popen[str]:
+    """`jp` running in the background without a terminal, its output piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "jpcli", *args],
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def requests_of(env: Mapping[str, str], conversation_id: str) -> list[str]:
     return [
         e["content"] for e in persisted(dict(env), conversation_id) if e["type"] == "chat_request"
@@ -233,3 +246,26 @@ async def test_each_tool_result_is_sent_when_its_call_ends(
         e["id"] for e in persisted(env, conversation.name) if e["type"] == "tool_call_response"
     ]
     assert recorded == ["c2", "c1"]
+
+
+async def test_a_waiting_question_is_announced_once(tmp_path: Path, daemons: Daemons) -> None:
+    from tests.e2e.test_jp_prompts import asker_tool
+
+    env = prompt_env(tmp_path, [call("asker"), {"text": "done"}], asker_tool(tmp_path))
+    await daemons.start(env)
+    process = start_jp(env, tmp_path, "query", "--new", "go")
+    try:
+        [pending] = wait_pending(env)
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        while line.startswith("⚙"):  # the tool call line comes first
+            line = process.stderr.readline()
+        assert line.startswith("jp: a question waits: Proceed? [boolean]; answer it with: ")
+        assert f"jp inquiry answer {pending['inquiryId']} VALUE" in line
+        assert run_jp(env, "inquiry", "answer", pending["inquiryId"], "true").returncode == 0
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert (process.returncode, out) == (0, "done\n")
+    assert "a question waits" not in err  # said once
