@@ -292,7 +292,52 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "acp", help="serve an editor (Zed, JetBrains, Neovim) as an ACP agent on stdio"
     )
+    _add_examples(parser)
     return parser
+
+
+EXAMPLES = {
+    "jp": (
+        'jp query "Explain this error"',
+        'git diff | jp query "review this"',
+        "jp attach",
+    ),
+    "jp query": (
+        'jp query "What does this function do?"',
+        'jp query --new -m anthropic/claude-sonnet-4-5 -s "Be terse." "hi"',
+        'git diff | jp query --conversation c-2026 "review this"',
+    ),
+    "jp attach": ("jp attach", "jp attach c-2026 --from-seq 0"),
+    "jp turn": ("jp turn ls", "jp turn cancel"),
+    "jp turn ls": ("jp turn ls", "jp turn ls -F json"),
+    "jp inquiry": ("jp inquiry ls", "jp inquiry answer call_1.q.1 true"),
+    "jp inquiry ls": ("jp inquiry ls", "jp inquiry ls -F json"),
+    "jp inquiry answer": (
+        "jp inquiry answer call_1.q.1 true",
+        "jp inquiry answer call_1.token.1   # a secret: typed hidden, or piped on stdin",
+    ),
+    "jp conversation": ("jp conversation ls", "jp conversation use c-2026"),
+    "jp conversation ls": ("jp conversation ls", "jp conversation ls -F json"),
+    "jp conversation show": ("jp conversation show c-2026", "jp conversation show c-2026 -F json"),
+    "jp conversation rm": ("jp conversation rm c-20261122T015745-755e70fe",),
+    "jp daemon": ("jp daemon status", "jp daemon stop"),
+    "jp daemon status": ("jp daemon status", "jp daemon status -F json"),
+    "jp daemon stop": ("jp daemon stop",),
+    "jp acp": ("jp acp   # started by the editor, speaking ACP on stdio",),
+}
+
+
+def _add_examples(parser: argparse.ArgumentParser) -> None:
+    """Give `parser` and every subcommand the examples of `EXAMPLES` (in `--help`)."""
+    key = " ".join(word for word in parser.prog.split() if not word.startswith("-"))
+    examples = EXAMPLES.get(key)
+    if examples and not parser.epilog:
+        parser.epilog = _examples(*examples)
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                _add_examples(sub)
 
 
 def _isatty(stream: Any) -> bool:
@@ -515,6 +560,7 @@ def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:
         daemon = SocketDaemon(
             workspace_root=os.getcwd(),
             autostart=args.command != "daemon",
+            check_data_dir=args.command != "daemon",
             progress=lambda done: spinner.clear() if done else spinner.tick("starting jpd"),
             capabilities=capabilities,
             on_connect=on_connect,

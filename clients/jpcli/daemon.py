@@ -111,6 +111,7 @@ class SocketDaemon:
         start_timeout: float = START_TIMEOUT,
         progress: Callable[[bool], None] | None = None,
         on_connect: Callable[[Connection], None] | None = None,
+        check_data_dir: bool = True,
     ) -> None:
         self.env = dict(os.environ if environ is None else environ)
         self.path = os.path.abspath(paths.socket_path(self.env))
@@ -126,6 +127,9 @@ class SocketDaemon:
         self.on_connect = on_connect
         """Called with a new connection before `initialize` (to register request
         handlers before the daemon may send requests)."""
+        self.check_data_dir = check_data_dir
+        """Refuse a daemon serving another data dir (off for `jp daemon ...`, which is
+        about the daemon on the socket, whatever its data)."""
         self.server_info: dict[str, Any] = {}
         self._socket: socket.socket | None = None
         self._connection: Connection | None = None
@@ -146,7 +150,7 @@ class SocketDaemon:
                     self._connection,
                     self.workspace_root,
                     self.capabilities,
-                    data_dir=paths.data_dir(self.env),
+                    data_dir=paths.data_dir(self.env) if self.check_data_dir else None,
                 )
                 return self._connection
             except ConnectionClosed:

@@ -103,7 +103,11 @@ class ScriptedProvider:
             line = request.model_dump_json() + "\n"
             await anyio.to_thread.run_sync(_append, self._record, line)
         if self._next >= len(self._script.responses):
-            raise ProviderError("test provider: script exhausted (no response left)")
+            raise ProviderError(
+                "test provider: script exhausted (no response left; a script plays once "
+                "per daemon, across conversations: restart it with `jp daemon stop`, or "
+                "point providers.test.script at another file)"
+            )
         index = self._next
         response = self._script.responses[index]
         self._next += 1

@@ -655,3 +655,19 @@ def test_query_system_prompt_is_a_config_override(
     code, out, _ = run(["query", "--new", "-s", "Be terse.", "-c", "assistant.x=1", "echo"], capsys)
     assert code == 0
     assert json.loads(out)["config"] == {"assistant": {"x": 1, "system_prompt": "Be terse."}}
+
+
+def test_every_command_help_carries_examples() -> None:
+    import argparse
+
+    from jpcli.__main__ import build_parser
+
+    def walk(parser: argparse.ArgumentParser) -> list[str]:
+        missing = [] if (parser.epilog or "").startswith("examples:") else [parser.prog]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in set(action.choices.values()):
+                    missing += walk(sub)
+        return missing
+
+    assert walk(build_parser()) == []
