@@ -60,11 +60,22 @@ class ToolCallRequest(_Event):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class ToolImage(BaseModel):
+    """An image a tool returned (an MCP tool's image content), base64 encoded."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mime_type: str
+    data: str
+
+
 class ToolCallResponse(_Event):
     type: Literal["tool_call_response"] = "tool_call_response"
     id: str
     content: str
     is_error: bool = False
+    images: list[ToolImage] | None = None
+    """Images shown to the model beside `content` (absent: none)."""
 
 
 # --- inquiries (protocol.md 12.2) -----------------------------------------------------

@@ -161,7 +161,12 @@ class Turn:
         batch does (protocol.md 9.3)."""
         self._open_calls = [c for c in self._open_calls if c.id != result.id]
         self._record(
-            ev.ToolCallResponse(id=result.id, content=result.content, is_error=result.is_error)
+            ev.ToolCallResponse(
+                id=result.id,
+                content=result.content,
+                is_error=result.is_error,
+                images=list(result.images) or None,
+            )
         )
         self._publish(
             ToolResult(

@@ -166,10 +166,22 @@ def _convert(message: Message, *, thinking: bool) -> tuple[str, list[Block]]:
     if isinstance(message, UserMessage):
         return "user", [{"type": "text", "text": message.content}]
     if isinstance(message, ToolResultMessage):
+        content: Any = message.content
+        if message.images:
+            content = [
+                {"type": "text", "text": message.content},
+                *(
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": i.mime_type, "data": i.data},
+                    }
+                    for i in message.images
+                ),
+            ]
         result: Block = {
             "type": "tool_result",
             "tool_use_id": message.tool_call_id,
-            "content": message.content,
+            "content": content,
         }
         if message.is_error:
             result["is_error"] = True

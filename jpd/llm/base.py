@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jpd.conversation.events import ToolImage
 from jpd.protocol.usage import TokenUsage
 
 
@@ -46,6 +47,9 @@ class ToolResultMessage(_Model):
     tool_call_id: str
     content: str
     is_error: bool = False
+    images: tuple[ToolImage, ...] = Field(default=(), exclude_if=lambda images: not images)
+    """Images returned with the result, for providers that take them (left out of dumps
+    when there are none, so records of image-less results keep their shape)."""
 
 
 Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")]

@@ -47,7 +47,10 @@ class MessageHistory:
             self._flush()
             self._done.append(
                 ToolResultMessage.model_construct(
-                    tool_call_id=event.id, content=event.content, is_error=event.is_error
+                    tool_call_id=event.id,
+                    content=event.content,
+                    is_error=event.is_error,
+                    images=tuple(event.images or ()),
                 )
             )
 

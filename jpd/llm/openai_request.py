@@ -19,6 +19,7 @@ from jpd.llm.base import (
     ModelRequest,
     ToolChoice,
     ToolDefinition,
+    ToolResultMessage,
     UserMessage,
 )
 from jpd.llm.request_build import encode_arguments
@@ -65,11 +66,31 @@ def _messages(request: ModelRequest) -> list[Obj]:
     out: list[Obj] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
+    images: list[Obj] = []
     for message in request.messages:
+        if images and not isinstance(message, ToolResultMessage):
+            out.append(_images_message(images))
+            images = []
         converted = _convert(message)
         if converted is not None:
             out.append(converted)
+        if isinstance(message, ToolResultMessage):
+            images += [
+                {"type": "image_url", "image_url": {"url": f"data:{i.mime_type};base64,{i.data}"}}
+                for i in message.images
+            ]
+    if images:
+        out.append(_images_message(images))
     return out
+
+
+def _images_message(images: list[Obj]) -> Obj:
+    """Tool messages carry text only: the images of a batch of tool results follow it
+    in one user message."""
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": "Images from the tool results:"}, *images],
+    }
 
 
 def _convert(message: Message) -> Obj | None:

@@ -63,4 +63,9 @@ def render_result(result: Any) -> McpResult:
         carried = any(_same_json(t, structured) or t == wrapped for t in texts)
         if not carried:
             parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
-    return McpResult("\n".join(parts), bool(result.is_error), structured)
+    images = tuple(
+        (block.mime_type, block.data)
+        for block in result.content
+        if isinstance(block, types.ImageContent)
+    )
+    return McpResult("\n".join(parts), bool(result.is_error), structured, images)

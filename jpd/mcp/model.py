@@ -48,6 +48,8 @@ class McpResult:
     content: str
     is_error: bool
     structured: dict[str, Any] | None = None
+    images: tuple[tuple[str, str], ...] = ()
+    """(MIME type, base64 data) of the image blocks, for providers that take images."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from jpd.conversation.events import ToolImage
 from jpd.llm.base import ToolCallPart, ToolDefinition
 
 
@@ -21,6 +22,7 @@ class ToolResultData:
     id: str
     content: str
     is_error: bool
+    images: tuple[ToolImage, ...] = ()
 
 
 ResultCallback = Callable[[ToolResultData], None]

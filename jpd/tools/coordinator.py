@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from jpd.conversation import events as ev
+from jpd.conversation.events import ToolImage
 from jpd.inquiry.answer_tool import ANSWER_INQUIRY, ANSWER_INQUIRY_TOOL
 from jpd.inquiry.router import QuestionContext, Resolved, Router
 from jpd.llm.base import ToolCallPart, ToolDefinition
@@ -75,6 +76,7 @@ class Coordinator:
         self._router = router
         self._gate = gate
         self._scope = scope
+        self._images: dict[str, tuple[ToolImage, ...]] = {}
 
     def definitions(self) -> tuple[ToolDefinition, ...]:
         """Enabled tools in name order, then `answer_inquiry` whenever any tool is on.
@@ -99,7 +101,8 @@ class Coordinator:
 
         async def one(index: int, call: ToolCallPart) -> None:
             content, is_error = await self.run_one(call)
-            result = ToolResultData(id=call.id, content=content, is_error=is_error)
+            images = self._images.pop(call.id, ())
+            result = ToolResultData(id=call.id, content=content, is_error=is_error, images=images)
             results[index] = result
             if on_result is not None:
                 on_result(result)
@@ -195,6 +198,11 @@ class Coordinator:
         result = await self._scope.mcp.call(
             tool.mcp, dict(call.arguments), hooks, tool.config.timeout
         )
+        if result.images:
+            # Delivered beside the text by `run` (a `tool/call` reports the text only).
+            self._images[call.id] = tuple(
+                ToolImage(mime_type=mime, data=data) for mime, data in result.images
+            )
         return result.content, result.is_error
 
     def _source(self, tool: EffectiveTool) -> ev.ToolSource | ev.AssistantSource:

@@ -146,6 +146,14 @@ async def test_content_kinds_structured_and_is_error(jpd_factory: StartJpd, home
         "a picture:\n[image: image/png, 8 bytes]\n[resource file:///notes/a.txt]\nnote A"
     )
     assert json.loads(weather["content"]) == {"city": "Oslo", "celsius": 21}
+    # The image itself reaches the model beside the text, and the log.
+    [sent] = [m for m in requests(home)[1]["messages"] if m.get("tool_call_id") == "c1"]
+    assert sent["images"] == [{"mime_type": "image/png", "data": "iVBORw0KGgo="}]
+    stored = disk_events(home, started["conversationId"])
+    [picture_event] = [
+        e for e in stored if e.get("id") == "c1" and e["type"] == "tool_call_response"
+    ]
+    assert picture_event["images"] == sent["images"]
     assert broken["isError"] is True
     assert "broken" in broken["content"]
 

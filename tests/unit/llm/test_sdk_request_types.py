@@ -18,6 +18,7 @@ import pytest
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from jpd.conversation.events import ToolImage
 from jpd.llm import anthropic_request, openai_request
 from jpd.llm.base import (
     AssistantMessage,
@@ -75,6 +76,16 @@ CONVERSATION = (
 )
 
 
+PIXEL = ToolImage(mime_type="image/png", data="iVBORw0KGgo=")
+IMAGE_RESULTS = (
+    UserMessage(content="draw"),
+    AssistantMessage(content="", tool_calls=(CALL, CALL.model_copy(update={"id": "call_2"}))),
+    ToolResultMessage(tool_call_id="call_1", content="a picture", images=(PIXEL,)),
+    ToolResultMessage(tool_call_id="call_2", content="another", images=(PIXEL, PIXEL)),
+    AssistantMessage(content="Nice."),
+)
+
+
 def requests() -> dict[str, ModelRequest]:
     base = ModelRequest(model="m", messages=(UserMessage(content="hi"),))
     return {
@@ -103,6 +114,7 @@ def requests() -> dict[str, ModelRequest]:
             }
         ),
         "temperature": base.model_copy(update={"temperature": 0.3}),
+        "tool_result_images": base.model_copy(update={"messages": IMAGE_RESULTS, "tools": (ECHO,)}),
     }
 
 
