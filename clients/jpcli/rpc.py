@@ -318,8 +318,11 @@ class Connection:
             self._closed = reason
             pending = list(self._pending.values())
         for slot in pending:
-            slot.error = reason
-            slot.done.set()
+            # A slot already answered keeps its answer: its caller may not have woken
+            # yet when the peer hangs up right after answering (e.g. `daemon/stop`).
+            if not slot.done.is_set():
+                slot.error = reason
+                slot.done.set()
         self._inbox.put(_CLOSED)
 
     def _route(self, message: dict[str, Any]) -> None:

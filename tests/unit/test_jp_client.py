@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 import pytest
+from jpcli import rpc
 from jpcli.__main__ import main
 from jpcli.daemon import daemon_command
 from jpcli.overrides import parse_config_overrides, parse_value, split_key
@@ -149,6 +150,42 @@ def test_request_returns_result(pair: tuple[Connection, Peer]) -> None:
     connection, peer = pair
     thread = _respond_in_thread(peer, lambda r: {"result": {"echo": r["params"]}})
     assert connection.request("x/y", {"text": UNICODE}) == {"echo": {"text": UNICODE}}
+    thread.join()
+
+
+def test_answer_followed_by_hang_up_is_still_the_result(
+    pair: tuple[Connection, Peer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    connection, peer = pair
+    reader_done = threading.Event()
+    real_put = connection._inbox.put
+
+    def put(item: object) -> None:  # the reader's last act, after failing open requests
+        real_put(item)
+        reader_done.set()
+
+    monkeypatch.setattr(connection._inbox, "put", put)
+
+    def answer_then_hang_up() -> None:
+        request = peer.read()
+        peer.send({"jsonrpc": "2.0", "id": request["id"], "result": {"stopping": True}})
+        peer.close()
+
+    class LateEvent(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            # The caller wakes only after the reader has seen the end of the stream.
+            reader_done.wait(5)
+            return super().wait(timeout)
+
+    class LatePending(rpc._Pending):
+        def __init__(self) -> None:
+            super().__init__()
+            self.done = LateEvent()
+
+    monkeypatch.setattr(rpc, "_Pending", LatePending)
+    thread = threading.Thread(target=answer_then_hang_up)
+    thread.start()
+    assert connection.request("daemon/stop") == {"stopping": True}
     thread.join()
 
 
