@@ -22,7 +22,11 @@ def describe(inquiry: dict[str, Any]) -> str:
     """What is asked: the question (and its choices) or the permission requested."""
     if inquiry.get("kind") == "permission":
         permission = _table(inquiry, "permission")
-        verb = "deliver the result of" if permission.get("kind") == "deliver" else "run"
+        verbs = {
+            "deliver": "deliver the result of",
+            "sampling": "let the model answer the server of",
+        }
+        verb = verbs.get(str(permission.get("kind")), "run")
         return f"permission to {verb} {inquiry.get('toolName', '?')} (answer true or false)"
     question = _table(_table(inquiry, "prompt"), "question")
     answer_type = _table(question, "answerType")

@@ -171,6 +171,17 @@ class Prompts:
                 *_preview(params.get("content")),
             ]
             question = "Deliver the result?"
+        elif params.get("kind") == "sampling":
+            # An MCP server asks the model for a completion (protocol.md 9.7).
+            arguments = params.get("arguments")
+            messages = arguments.get("messages") if isinstance(arguments, dict) else None
+            texts = [m.get("text") for m in messages or [] if isinstance(m, dict)]
+            lines = [
+                self._header("Permission"),
+                f"the MCP server of {params['toolName']} asks the model to answer:",
+                *_preview("\n".join(t for t in texts if isinstance(t, str))),
+            ]
+            question = "Let the model answer it?"
         else:
             lines = [self._header("Permission"), f"the assistant wants to run {call}"]
             question = f"Allow running {params['toolName']}?"

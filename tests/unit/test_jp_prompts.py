@@ -279,6 +279,19 @@ def test_deliver_permission_previews_the_result() -> None:
     assert "… (3 more lines)" in shown and shown.endswith("Deliver the result? [y/n/Y/N] ")
 
 
+def test_sampling_permission_shows_what_the_server_asks() -> None:
+    params = {
+        **permission("sampling"),
+        "toolName": "summarize",
+        "arguments": {"messages": [{"role": "user", "text": "Summarize: long"}], "maxTokens": 50},
+    }
+    fake = FakeIO("y")
+    assert Prompts(fake, color=False).permission(params) == {"allow": True, "remember": False}
+    shown = fake.prompts[0]
+    assert "the MCP server of summarize asks the model to answer:" in shown
+    assert "  │ Summarize: long" in shown and shown.endswith("Let the model answer it? [y/n/Y/N] ")
+
+
 # --- the terminal --------------------------------------------------------------------
 
 
