@@ -9,6 +9,7 @@ Usage:
     jp inquiry ls [-F text|json] | answer [--remember] ID [VALUE]
     jp conversation ls | show ID | use ID | rm ID
     jp daemon status [-F text|json] | stop
+    jp models [-F text|json]
     jp acp
 
 `jp` talks to the shared daemon on its Unix socket (`$JP_SOCKET`, else
@@ -292,6 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "acp", help="serve an editor (Zed, JetBrains, Neovim) as an ACP agent on stdio"
     )
+    models = commands.add_parser(
+        "models", help="providers (usable, or why not), the default model, aliases"
+    )
+    _format_option(models)
     _add_examples(parser)
     return parser
 
@@ -323,6 +328,7 @@ EXAMPLES = {
     "jp daemon": ("jp daemon status", "jp daemon stop"),
     "jp daemon status": ("jp daemon status", "jp daemon status -F json"),
     "jp daemon stop": ("jp daemon stop",),
+    "jp models": ("jp models", "jp models -F json"),
     "jp acp": ("jp acp   # started by the editor, speaking ACP on stdio",),
 }
 
@@ -491,6 +497,12 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
             output=output,
             prompter=prompter,
             current=current,
+        )
+    if command == "models":
+        from jpcli.daemon import client_environment
+
+        return admin.model_list(
+            connection, out=out, as_json=output.json, environment=client_environment()
         )
     if command == "turn" and action == "cancel":
         return admin.turn_cancel(

@@ -192,3 +192,30 @@ def _wait_turn(connection: Connection, turn_id: str) -> str | None:
         return None
     reason = result.get("stopReason") if isinstance(result, dict) else None
     return str(reason or "ended")
+
+
+def model_list(
+    connection: Connection, *, out: TextIO, as_json: bool, environment: dict[str, Any]
+) -> int:
+    """`jp models`: the default model, each provider (usable, or why not), the aliases."""
+    result = connection.request("model/list", {"environment": environment})
+    if as_json:
+        _dump(result, out)
+        return EXIT_OK
+    lines = [f"default model: {result.get('defaultModel', '?')}", "providers:"]
+    for provider in result.get("providers") or []:
+        if not isinstance(provider, dict):
+            continue
+        name = str(provider.get("name", "?"))
+        key = provider.get("keyVariable")
+        if provider.get("available"):
+            state = "ready" + (f" (key in ${key})" if key else "")
+        else:
+            state = f"unavailable: {one_line(str(provider.get('problem', '?')), 100)}"
+        lines.append(f"  {name:<18} {state}")
+    aliases = result.get("aliases") or {}
+    if isinstance(aliases, dict) and aliases:
+        lines.append("aliases (use with -m):")
+        lines += [f"  {alias} = {target}" for alias, target in sorted(aliases.items())]
+    out.write("\n".join(lines) + "\n")
+    return EXIT_OK

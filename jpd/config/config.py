@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field, ValidationError
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, ValidationError
 
 from jpd.config.errors import from_validation_error
 from jpd.config.mcp import McpConfig
@@ -11,6 +13,7 @@ from jpd.config.models import (
     AssistantConfig,
     ConfigModel,
     DaemonConfig,
+    ModelId,
     PartialAssistantConfig,
     ProvidersConfig,
 )
@@ -35,6 +38,15 @@ class ConversationConfig(ConfigModel):
     inquiry: InquiryConfig = InquiryConfig()
 
 
+def _check_alias(name: str) -> str:
+    if not name or "/" in name:
+        raise ValueError(f"an alias is a name without '/', got {name!r}")
+    return name
+
+
+AliasName = Annotated[str, AfterValidator(_check_alias)]
+
+
 class Config(ConfigModel):
     """The effective configuration: every key has a default."""
 
@@ -43,6 +55,12 @@ class Config(ConfigModel):
     conversation: ConversationConfig = ConversationConfig()
     daemon: DaemonConfig = DaemonConfig()
     mcp: McpConfig = McpConfig()
+    aliases: dict[AliasName, ModelId] = Field(default_factory=dict)
+    """`[aliases] fast = "anthropic/claude-haiku-4-5"`: short names for `turn/start` `model`."""
+
+    def resolve_model(self, model: str) -> str:
+        """An alias's model id, else `model` itself."""
+        return self.aliases.get(model, model)
 
     def tool_names(self) -> list[str]:
         """Names of the tools configured under `conversation.tools` (without `'*'`)."""

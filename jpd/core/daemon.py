@@ -184,13 +184,20 @@ class Daemon:
     async def _turn_config(
         self, renv: RequestEnv, config: Mapping[str, Any] | None, model: str | None
     ) -> Config:
-        """The layered config of one turn, with its `config` and `model` layers."""
+        """The layered config of one turn, with its `config` and `model` layers; `model`
+        may be one of the config's `aliases`."""
+        from jpd.config import ConfigError
+
         overrides: list[tuple[str, Mapping[str, Any]]] = []
         if config:
             overrides.append(("turn/start config", config))
-        if model is not None:
-            overrides.append(("turn/start model", {"assistant": {"model": {"id": model}}}))
-        return await anyio.to_thread.run_sync(self.load_config, renv.workspace, overrides, renv.env)
+        cfg = await anyio.to_thread.run_sync(self.load_config, renv.workspace, overrides, renv.env)
+        if model is None:
+            return cfg
+        try:
+            return cfg.with_model(cfg.resolve_model(model), source="turn/start model")
+        except ConfigError as exc:
+            raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
 
     def _turn_provider(self, cfg: Config, renv: RequestEnv) -> tuple[ProviderSource, Provider]:
         """The turn's provider (its key checked now), and the providers of side requests."""
@@ -417,6 +424,17 @@ class Daemon:
             self.hub.publish(conversation_id, turn_id, event)
 
         return publish
+
+    async def list_models(
+        self, link: ClientLink, environment: ClientEnvironment | None = None
+    ) -> tuple[Config, list[tuple[str, str | None]]]:
+        """The request's config and, per known provider, why it is unusable (None: usable)."""
+        from jpd.llm.registry import KNOWN
+
+        renv = self.request_env(link, environment)
+        cfg = await anyio.to_thread.run_sync(self.load_config, renv.workspace, None, renv.env)
+        statuses = [(name, self.providers.unavailable(name, cfg, renv.env)) for name in KNOWN]
+        return cfg, statuses
 
     async def list_tools(
         self, link: ClientLink, environment: ClientEnvironment | None = None

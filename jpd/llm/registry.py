@@ -62,6 +62,39 @@ class ProviderRegistry:
             self._cache[key] = provider
         return provider
 
+    def unavailable(
+        self, name: str, config: Config, env: Mapping[str, str] | None = None
+    ) -> str | None:
+        """Why provider `name` cannot be used with `config` and `env` (None: it can),
+        without creating it (no model is loaded, no request is sent)."""
+        source = self._env if env is None else env
+        try:
+            if name == "test" and config.providers.test.script is None:
+                raise ProviderUnavailable("needs a script: set providers.test.script")
+            if name == "local":
+                import importlib.util
+
+                from jpd.llm.model_files import INSTALL_HINT, resolve_model_path
+
+                if importlib.util.find_spec("llama_cpp") is None:
+                    raise ProviderUnavailable(f"llama-cpp-python is not installed: {INSTALL_HINT}")
+                model = config.assistant.model
+                resolve_model_path(
+                    model.name if model.provider == "local" else "smollm2",
+                    config.providers.local.model_path,
+                )
+            if name == "openai-compatible" and config.providers.openai_compatible.base_url is None:
+                raise ProviderUnavailable("set providers.openai_compatible.base_url")
+            if name in ("anthropic", "openai", "openai-compatible"):
+                variables = _variables(config, name)
+                if variables:
+                    _require_key(source, variables[0], name)
+        except ProviderUnavailable as exc:
+            return exc.message
+        except Exception as exc:  # e.g. a missing model file
+            return str(exc)
+        return None
+
     def bound(self, env: Mapping[str, str] | None) -> ProviderSource:
         """This registry for one request's environment."""
         return _Bound(self, env)
@@ -153,6 +186,14 @@ def _require_key(env: Mapping[str, str], variable: str, provider: str) -> None:
     from jpd.llm.transport import read_api_key
 
     read_api_key(env, variable, provider)
+
+
+def key_variable(config: Config, name: str) -> str | None:
+    """The variable provider `name` reads its API key from (None: it needs none)."""
+    if name in ("anthropic", "openai", "openai-compatible"):
+        variables = _variables(config, name)
+        return variables[0] if variables else None
+    return None
 
 
 def _variables(config: Config, name: str) -> tuple[str, ...]:

@@ -202,6 +202,31 @@ class ToolCallResult(WireModel):
     is_error: bool
 
 
+# --- models --------------------------------------------------------------------------
+
+
+class ModelListParams(WireParams):
+    environment: ClientEnvironment | None = Field(default=None, repr=False)
+    """The client's environment: its config file and keys decide what is listed."""
+
+
+class ProviderStatus(WireModel):
+    name: str
+    available: bool
+    key_variable: str | None = None
+    """The environment variable its API key is read from (hosted providers)."""
+    problem: str | None = None
+    """Why it cannot be used now (absent when `available`)."""
+
+
+class ModelListResult(WireModel):
+    default_model: str
+    """`assistant.model.id`: what a turn uses without `model`."""
+    aliases: dict[str, str]
+    """`[aliases]`: names accepted as `turn/start` `model`."""
+    providers: list[ProviderStatus]
+
+
 # --- conversations -------------------------------------------------------------------
 
 

@@ -104,6 +104,7 @@ TURN_WAIT = ClientRequest("turn/wait", c.TurnWaitParams, c.TurnWaitResult)
 TURN_ATTACH = ClientRequest("turn/attach", c.TurnAttachParams, c.TurnAttachResult)
 TURN_DETACH = ClientRequest("turn/detach", c.TurnDetachParams, c.TurnDetachResult)
 TURN_LIST = ClientRequest("turn/list", c.NoParams, c.TurnListResult)
+MODEL_LIST = ClientRequest("model/list", c.ModelListParams, c.ModelListResult)
 CONVERSATION_LIST = ClientRequest("conversation/list", c.NoParams, c.ConversationListResult)
 CONVERSATION_GET = ClientRequest(
     "conversation/get", c.ConversationIdParams, c.ConversationGetResult
@@ -139,6 +140,7 @@ TABLE: dict[str, Method] = {
         TURN_ATTACH,
         TURN_DETACH,
         TURN_LIST,
+        MODEL_LIST,
         CONVERSATION_LIST,
         CONVERSATION_GET,
         CONVERSATION_DELETE,

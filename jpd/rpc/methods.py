@@ -127,6 +127,26 @@ async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireM
     return wire.TurnListResult(turns=daemon.running_turns(), inquiries=daemon.pending_inquiries())
 
 
+async def model_list(daemon: Daemon, session: Session, p: wire.ModelListParams) -> WireModel:
+    """Providers (usable or why not), the default model and the aliases."""
+    from jpd.llm.registry import key_variable
+
+    cfg, statuses = await daemon.list_models(session, p.environment)
+    return wire.ModelListResult(
+        default_model=cfg.assistant.model.id,
+        aliases=dict(cfg.aliases),
+        providers=[
+            wire.ProviderStatus(
+                name=name,
+                available=problem is None,
+                key_variable=key_variable(cfg, name),
+                problem=problem,
+            )
+            for name, problem in statuses
+        ],
+    )
+
+
 async def conversation_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
     """Every stored conversation, most recently updated first."""
     return wire.ConversationListResult(conversations=await daemon.list_conversations())
@@ -231,6 +251,7 @@ HANDLERS: dict[Incoming, Handler] = {
     mt.TURN_ATTACH: turn_attach,
     mt.TURN_DETACH: turn_detach,
     mt.TURN_LIST: turn_list,
+    mt.MODEL_LIST: model_list,
     mt.CONVERSATION_LIST: conversation_list,
     mt.CONVERSATION_GET: conversation_get,
     mt.CONVERSATION_DELETE: conversation_delete,

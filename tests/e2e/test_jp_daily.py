@@ -269,3 +269,27 @@ async def test_a_waiting_question_is_announced_once(tmp_path: Path, daemons: Dae
             process.kill()
     assert (process.returncode, out) == (0, "done\n")
     assert "a question waits" not in err  # said once
+
+
+async def test_models_and_aliases(tmp_path: Path, daemons: Daemons) -> None:
+    env = socket_env(tmp_path)
+    config = Path(env["JP_CONFIG"])
+    config.write_text(config.read_text() + '[aliases]\nfast = "test/scripted"\n')
+    await daemons.start({k: v for k, v in env.items() if k != "ANTHROPIC_API_KEY"})
+    client = {k: v for k, v in env.items() if k != "ANTHROPIC_API_KEY"}
+    listed = run_jp(client, "models")
+    assert listed.returncode == 0, listed.stderr
+    assert "default model: test/scripted" in listed.stdout
+    assert re.search(r"^  test +ready$", listed.stdout, re.M)
+    assert re.search(r"^  anthropic +unavailable: .*ANTHROPIC_API_KEY", listed.stdout, re.M)
+    assert "  fast = test/scripted" in listed.stdout
+    keyed = run_jp({**client, "ANTHROPIC_API_KEY": "k"}, "models", "-F", "json")
+    providers = {p["name"]: p for p in json.loads(keyed.stdout)["providers"]}
+    assert providers["anthropic"]["available"] and providers["anthropic"]["keyVariable"] == (
+        "ANTHROPIC_API_KEY"
+    )
+    aliased = run_jp(client, "query", "--new", "-m", "fast", "-F", "json", "hi")
+    assert aliased.returncode == 0, aliased.stderr
+    assert json.loads(aliased.stdout.splitlines()[0])["event"]["model"] == "test/scripted"
+    unknown = run_jp(client, "query", "--new", "-m", "nope", "hi")
+    assert unknown.returncode == 1 and "model id must be '<provider>/<model>'" in unknown.stderr
