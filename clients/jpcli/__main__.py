@@ -10,6 +10,7 @@ Usage:
     jp conversation ls | show ID | use ID | rm ID
     jp daemon status [-F text|json] | stop
     jp models [-F text|json]
+    jp completion bash|zsh|fish
     jp acp
 
 `jp` talks to the shared daemon on its Unix socket (`$JP_SOCKET`, else
@@ -272,6 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
         "ls", aliases=["list"], help="list conversations, newest first (* = this workspace's)"
     )
     _format_option(conversation_ls)
+    conversation_ls.add_argument(
+        "--ids", action="store_true", help="only the ids, one per line (for scripts)"
+    )
     show = actions.add_parser("show", help="print a conversation's events and token usage")
     show.add_argument("id", metavar="ID", help="id or unique prefix")
     _format_option(show)
@@ -293,6 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "acp", help="serve an editor (Zed, JetBrains, Neovim) as an ACP agent on stdio"
     )
+    completion = commands.add_parser(
+        "completion", help="print a shell completion script (conversation ids included)"
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
     models = commands.add_parser(
         "models", help="providers (usable, or why not), the default model, aliases"
     )
@@ -329,6 +337,11 @@ EXAMPLES = {
     "jp daemon status": ("jp daemon status", "jp daemon status -F json"),
     "jp daemon stop": ("jp daemon stop",),
     "jp models": ("jp models", "jp models -F json"),
+    "jp completion": (
+        'eval "$(jp completion bash)"   # in ~/.bashrc',
+        'eval "$(jp completion zsh)"    # in ~/.zshrc',
+        "jp completion fish > ~/.config/fish/completions/jp.fish",
+    ),
     "jp acp": ("jp acp   # started by the editor, speaking ACP on stdio",),
 }
 
@@ -436,6 +449,11 @@ def main(argv: list[str] | None = None) -> int:
 
             return acp_main()
         inputs = _query_inputs(parser, args) if args.command in ("query", "q") else {}
+        if args.command == "completion":
+            from jpcli.completion import SHELLS
+
+            sys.stdout.write(SHELLS[args.shell](parser))
+            return EXIT_OK
     except SystemExit as exc:  # argparse: --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     return _run(args, inputs)
@@ -533,7 +551,9 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
         daemon.close()
         return code
     if action in ("ls", "list"):
-        return commands.conversation_list(connection, out=out, as_json=output.json, current=current)
+        return commands.conversation_list(
+            connection, out=out, as_json=output.json, current=current, ids_only=args.ids
+        )
     if action == "show":
         return commands.conversation_show(
             connection, args.id, out=out, err=err, as_json=output.json

@@ -357,11 +357,15 @@ def conversation_list(
     out: TextIO,
     as_json: bool = False,
     current: CurrentConversations | None = None,
+    ids_only: bool = False,
 ) -> int:
     """`jp conversation ls`: a header, then one line per conversation, newest first;
-    `*` marks this workspace's current conversation."""
+    `*` marks this workspace's current conversation. `ids_only`: the ids alone."""
     result = connection.request("conversation/list", {})
     conversations = [c for c in result.get("conversations") or [] if isinstance(c, dict)]
+    if ids_only:
+        out.writelines(f"{c.get('conversationId')}\n" for c in conversations)
+        return EXIT_OK
     if as_json:
         out.write(json.dumps(result, ensure_ascii=False) + "\n")
         return EXIT_OK

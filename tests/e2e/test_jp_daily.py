@@ -293,3 +293,40 @@ async def test_models_and_aliases(tmp_path: Path, daemons: Daemons) -> None:
     assert json.loads(aliased.stdout.splitlines()[0])["event"]["model"] == "test/scripted"
     unknown = run_jp(client, "query", "--new", "-m", "nope", "hi")
     assert unknown.returncode == 1 and "model id must be '<provider>/<model>'" in unknown.stderr
+
+
+def complete_bash(env: Mapping[str, str], script: str, *words: str) -> list[str]:
+    """Run the bash completion function on `words` (the last is being typed)."""
+    bin_dir = str(Path(sys.executable).parent)
+    quoted = " ".join(f'"{w}"' for w in words)
+    program = (
+        f"{script}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; _jp; "
+        'printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    result = subprocess.run(
+        ["bash", "-c", program],
+        env={**env, "PATH": bin_dir + ":" + env.get("PATH", "")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return [line for line in result.stdout.splitlines() if line]
+
+
+async def test_bash_completion_knows_commands_and_conversation_ids(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = socket_env(tmp_path)
+    await daemons.start(env)
+    conversation_id, _ = started_ids(jp_in(env, tmp_path, "query", "--detach", "hi"))
+    script = run_jp(env, "completion", "bash").stdout
+    assert complete_bash(env, script, "jp", "conv") == ["conversation"]
+    assert complete_bash(env, script, "jp", "turn", "") == ["ls", "list", "cancel"]
+    assert complete_bash(env, script, "jp", "attach", "c-") == [conversation_id]
+    assert complete_bash(env, script, "jp", "conversation", "use", "") == [conversation_id]
+    assert complete_bash(env, script, "jp", "query", "--conversation", "") == [conversation_id]
+    for shell in ("zsh", "fish"):
+        other = run_jp(env, "completion", shell)
+        assert other.returncode == 0 and "jp conversation ls --ids" in other.stdout
