@@ -5,8 +5,10 @@ be tested with scripted lines. Standard library only.
 
 Booleans take `y`/`n`; uppercase `Y`/`N` also remember the answer for the rest of the
 turn (`remember: true`), offered only when the question's persistence allows it. A
-select question shows numbered options and answers with the option's text. Empty
-input takes the default when there is one. Invalid input is explained and asked again.
+select question shows numbered options and answers with the option's text; a
+multi_select one takes several numbers or names (`1,3` or `1 3`); a number question
+takes a number within its bounds. Empty input takes the default when there is one.
+Invalid input is explained and asked again.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ RESET = "\x1b[0m"
 _PREVIEW_LINES = 8
 _PREVIEW_WIDTH = 160
 _YES = ("y", "yes")
-ANSWER_TYPES = ("boolean", "select", "text", "secret")
+ANSWER_TYPES = ("boolean", "select", "text", "secret", "number", "multi_select")
 """The answer types `jp` can prompt (declared in `initialize`); the daemon sends no others."""
 _NO = ("n", "no")
 
@@ -75,6 +77,58 @@ def parse_select(line: str, options: list[str], default: str | None = None) -> s
     raise ValueError(f"please choose a number from 1 to {len(options)}")
 
 
+def parse_number(
+    line: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    integer: bool = False,
+    default: float | None = None,
+) -> int | float:
+    """A number within `minimum`..`maximum` (whole with `integer`); empty takes `default`."""
+    text = line.strip()
+    if not text and default is not None:
+        return default
+    wanted = "a whole number" if integer else "a number"
+    try:
+        value: int | float = int(text) if integer else float(text)
+    except ValueError:
+        raise ValueError(f"please type {wanted}") from None
+    if isinstance(value, float) and value.is_integer() and "." not in text and "e" not in text:
+        value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"please type {wanted} of at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"please type {wanted} of at most {maximum}")
+    return value
+
+
+def parse_multi_select(
+    line: str,
+    options: list[str],
+    *,
+    min_items: int | None = None,
+    max_items: int | None = None,
+    default: list[str] | None = None,
+) -> list[str]:
+    """Options chosen by number or text, separated by commas or spaces, in the order
+    given (no repeats); empty takes `default` (else none)."""
+    text = line.strip()
+    if not text:
+        chosen = list(default or [])
+    else:
+        chosen = []
+        for word in text.replace(",", " ").split():
+            choice = parse_select(word, options)
+            if choice not in chosen:
+                chosen.append(choice)
+    if min_items is not None and len(chosen) < min_items:
+        raise ValueError(f"please choose at least {min_items}")
+    if max_items is not None and len(chosen) > max_items:
+        raise ValueError(f"please choose at most {max_items}")
+    return chosen
+
+
 def _yes_no(value: bool) -> str:
     return "yes" if value else "no"
 
@@ -118,7 +172,72 @@ class Prompts:
             if not isinstance(options, list) or not options:
                 raise BadPrompt("a select question needs answerType.options")
             return self._select(intro, text, [str(o) for o in options], default)
+        if kind == "multi_select":
+            options = answer_type.get("options")
+            if not isinstance(options, list) or not options:
+                raise BadPrompt("a multi_select question needs answerType.options")
+            return self._multi(intro, text, [str(o) for o in options], answer_type, default)
+        if kind == "number":
+            return self._number(intro, text, answer_type, default)
         return self._text(intro, text, default, secret=kind == "secret")
+
+    def _number(
+        self, intro: str, text: str, answer_type: dict[str, Any], default: Any
+    ) -> dict[str, Any]:
+        low, high = answer_type.get("minimum"), answer_type.get("maximum")
+        bounds = {
+            "minimum": low if isinstance(low, int | float) else None,
+            "maximum": high if isinstance(high, int | float) else None,
+            "integer": bool(answer_type.get("integer")),
+        }
+        fallback = default if isinstance(default, int | float) else None
+        shown = f" (default: {fallback})" if fallback is not None else ""
+        span = ""
+        if bounds["minimum"] is not None or bounds["maximum"] is not None:
+            span = f" [{'' if low is None else low}..{'' if high is None else high}]"
+        ask = f"{text}{span}{shown} "
+        prompt = f"{intro}{ask}"
+        while True:
+            line = self.io.read_line(prompt)
+            try:
+                value = parse_number(line, default=fallback, **bounds)  # type: ignore[arg-type]
+            except ValueError as exc:
+                prompt = f"jp: {exc}\n{ask}"
+                continue
+            return {"answer": value, "remember": False}
+
+    def _multi(
+        self,
+        intro: str,
+        text: str,
+        options: list[str],
+        answer_type: dict[str, Any],
+        default: Any,
+    ) -> dict[str, Any]:
+        fallback = [d for d in default if d in options] if isinstance(default, list) else None
+        low, high = answer_type.get("minItems"), answer_type.get("maxItems")
+        listing = "".join(f"  {n}. {option}\n" for n, option in enumerate(options, 1))
+        shown = (
+            f" (default: {', '.join(str(options.index(d) + 1) for d in fallback)})"
+            if fallback
+            else ""
+        )
+        ask = f"Choose any of 1-{len(options)}, e.g. 1,3{shown}: "
+        prompt = f"{intro}{text}\n{listing}{ask}"
+        while True:
+            line = self.io.read_line(prompt)
+            try:
+                chosen = parse_multi_select(
+                    line,
+                    options,
+                    min_items=low if isinstance(low, int) else None,
+                    max_items=high if isinstance(high, int) else None,
+                    default=fallback,
+                )
+            except ValueError as exc:
+                prompt = f"jp: {exc}\n{ask}"
+                continue
+            return {"answer": chosen, "remember": False}
 
     def _boolean(self, intro: str, text: str, default: Any, can_remember: bool) -> dict[str, Any]:
         fallback = default if isinstance(default, bool) else None

@@ -330,3 +330,35 @@ async def test_bash_completion_knows_commands_and_conversation_ids(
     for shell in ("zsh", "fish"):
         other = run_jp(env, "completion", shell)
         assert other.returncode == 0 and "jp conversation ls --ids" in other.stdout
+
+
+MULTI_TOOL = """
+if "q" not in answers:
+    print(json.dumps({"type": "needs_input", "question": {
+        "id": "q", "text": "Which colours?",
+        "answer_type": {"type": "multi_select", "options": ["red", "green", "blue"]}}}))
+elif "n" not in answers:
+    print(json.dumps({"type": "needs_input", "question": {
+        "id": "n", "text": "How many?",
+        "answer_type": {"type": "number", "integer": True, "minimum": 1, "maximum": 9}}}))
+else:
+    print("got=" + json.dumps([answers["q"], answers["n"]]))
+"""
+
+
+async def test_multi_select_and_number_questions_at_the_terminal(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    tools = tool_toml("asker", make_tool(tmp_path, "asker", MULTI_TOOL), run='"unattended"')
+    env = prompt_env(tmp_path, [call("asker"), {"text": "done"}], tools)
+    await daemons.start(env)
+    child = spawn_jp(env, "query", "--new", "go")
+    child.expect(r"Choose any of 1-3")
+    child.sendline("3,1")
+    child.expect(r"How many\? \[1\.\.9\]")
+    child.sendline("12")
+    child.expect("at most 9")
+    child.sendline("4")
+    child.expect("done")
+    assert finish(child) == 0
+    assert [r["content"].strip() for r in tool_results(env)] == ['got=[["blue", "red"], 4]']

@@ -567,7 +567,9 @@ def test_who_asks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("jpcli.tty.tty_available", lambda path="/dev/tty": False)
     assert not _asks(parse(["query", "-F", "json", "hi"]))  # no terminal: never
     assert CAPABILITIES == {
-        "prompt": {"answerTypes": ["boolean", "select", "text", "secret"]},
+        "prompt": {
+            "answerTypes": ["boolean", "select", "text", "secret", "number", "multi_select"]
+        },
         "permission": True,
     }
 
@@ -707,3 +709,23 @@ def test_prompt_modules_import_only_the_standard_library() -> None:
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
     )
     assert result.stdout == "[]\n"
+
+
+def test_number_and_multi_select_parsing() -> None:
+    from jpcli.prompts import parse_multi_select, parse_number
+
+    assert parse_number("3", integer=True, minimum=1, maximum=5) == 3
+    assert parse_number("2.5") == 2.5
+    assert parse_number("", default=7) == 7
+    with pytest.raises(ValueError, match="at most 5"):
+        parse_number("9", maximum=5)
+    with pytest.raises(ValueError, match="whole number"):
+        parse_number("2.5", integer=True)
+    options = ["red", "green", "blue"]
+    assert parse_multi_select("3, 1", options) == ["blue", "red"]
+    assert parse_multi_select("green blue green", options) == ["green", "blue"]
+    assert parse_multi_select("", options, default=["red"]) == ["red"]
+    with pytest.raises(ValueError, match="at least 2"):
+        parse_multi_select("1", options, min_items=2)
+    with pytest.raises(ValueError, match="number from 1 to 3"):
+        parse_multi_select("7", options)
