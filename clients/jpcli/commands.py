@@ -402,7 +402,9 @@ def conversation_show(
         out.write(json.dumps(result, ensure_ascii=False) + "\n")
         return EXIT_OK
     for event in events:
-        out.write(format_persisted_event(event) + "\n")
+        # Checkpoints are partial copies of output shown whole in its chat_response.
+        if event.get("type") != "chat_checkpoint":
+            out.write(format_persisted_event(event) + "\n")
     total = total_usage(events)
     if total:
         out.write(total + "\n")

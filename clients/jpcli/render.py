@@ -258,9 +258,10 @@ def format_persisted_event(event: dict[str, Any]) -> str:
     if kind == "chat_request":
         return "user:\n" + _indent(event.get("content", ""))
     if kind == "chat_response":
+        cut = " (interrupted)" if event.get("interrupted") else ""
         if event.get("reasoning") is not None and event.get("message") is None:
-            return "assistant (reasoning):\n" + _indent(event["reasoning"])
-        return "assistant:\n" + _indent(event.get("message") or "")
+            return f"assistant (reasoning){cut}:\n" + _indent(event["reasoning"])
+        return f"assistant{cut}:\n" + _indent(event.get("message") or "")
     if kind == "tool_call_request":
         call = format_tool_call(str(event.get("name", "?")), event.get("arguments"), 400)
         return f"{call}  [{event.get('id')}]"

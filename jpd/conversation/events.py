@@ -51,6 +51,26 @@ class ChatResponse(_Event):
     signature: str | None = None
     """Provider signature of a reasoning block (Anthropic), needed to send it back."""
     usage: TokenUsage | None = None
+    interrupted: bool | None = None
+    """True when the daemon stopped while this output streamed: it is what the last
+    checkpoints held (written by recovery, protocol.md section 12.4)."""
+
+
+class ChatCheckpoint(_Event):
+    """Assistant output saved while it streams, so a crash loses at most a moment of it.
+
+    `message`/`reasoning` are the text streamed since the previous checkpoint of the
+    same model call; `discard` voids the call's earlier checkpoints (the call is retried).
+    Not part of the conversation sent to models: the `chat_response` written when the
+    call ends holds the whole output, and recovery turns checkpoints left without one
+    into an interrupted `chat_response` (protocol.md section 12.4).
+    """
+
+    type: Literal["chat_checkpoint"] = "chat_checkpoint"
+    turn_id: str
+    message: str | None = None
+    reasoning: str | None = None
+    discard: bool | None = None
 
 
 class ToolCallRequest(_Event):
@@ -76,6 +96,8 @@ class ToolCallResponse(_Event):
     is_error: bool = False
     images: list[ToolImage] | None = None
     """Images shown to the model beside `content` (absent: none)."""
+    interrupted: bool | None = None
+    """True for the response recovery writes for a call the daemon stopped during."""
 
 
 # --- inquiries (protocol.md 12.2) -----------------------------------------------------
@@ -108,6 +130,7 @@ CancellationReason = Literal[
     "no_prompt_backend",
     "assistant_routing_denied",
     "invalid_static_answer",
+    "daemon_stopped",
 ]
 """The reasons this build writes (protocol.md section 12.2); any string is read back."""
 
@@ -188,7 +211,8 @@ class TurnEnd(_Event):
 
     type: Literal["turn_end"] = "turn_end"
     turn_id: str
-    stop_reason: Literal["end_turn", "max_tokens", "cancelled", "error"]
+    stop_reason: Literal["end_turn", "max_tokens", "cancelled", "error", "interrupted"]
+    """`interrupted`: the daemon stopped during the turn (written by recovery)."""
     error: str | None = None
 
 
@@ -196,6 +220,7 @@ Event = Annotated[
     TurnStart
     | ChatRequest
     | ChatResponse
+    | ChatCheckpoint
     | ToolCallRequest
     | ToolCallResponse
     | InquiryRequest

@@ -48,6 +48,7 @@ from jpd.settings import Settings
 if TYPE_CHECKING:
     from jpd.config import Config
     from jpd.conversation import events as ev
+    from jpd.conversation.turn_lock import TurnLock
     from jpd.core.turn import Turn
     from jpd.inquiry.backend import LlmInquiryBackend
     from jpd.inquiry.recorder import EventLog
@@ -84,6 +85,10 @@ class Daemon:
         self._tool_processes: ToolProcesses | None = None
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
         self._mcp: McpManager | None = None
+        self._turn_locks: dict[str, TurnLock] = {}
+        # Turns a stopped daemon left open are closed before any turn starts.
+        self._recovered = anyio.Event()
+        task_group.start_soon(self._recover_all)
 
     # --- configuration -------------------------------------------------------------
 
@@ -279,6 +284,7 @@ class Daemon:
                 raise InvalidParams(f"conversation {conversation_id} already exists") from None
         self._check_idle(conversation_id)  # again: another turn may have started meanwhile
         self._remember_history(conversation_id, turn.transcript.history)
+        self._turn_locks[turn.turn_id] = await self._lock_turn(conversation_id)
         self._turns[turn.turn_id] = turn
         self.hub.subscribe(conversation_id, link)
         self._tg.start_soon(self._run_turn, turn)
@@ -327,6 +333,9 @@ class Daemon:
             await turn.run()
         finally:
             self._turns.pop(turn.turn_id, None)
+            lock = self._turn_locks.pop(turn.turn_id, None)
+            if lock is not None:
+                lock.release()
             with anyio.CancelScope(shield=True):
                 await self._settle(turn.conversation_id)
 
@@ -588,6 +597,7 @@ class Daemon:
             return MessageHistory(self.store.load(conversation_id))
 
         try:
+            await self._recover(conversation_id)  # closes a turn a stopped daemon left
             return await anyio.to_thread.run_sync(build)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
@@ -598,12 +608,46 @@ class Daemon:
         while len(self._histories) > HISTORY_CACHE:
             self._histories.popitem(last=False)
 
-    async def _load(self, conversation_id: str) -> list[ev.Event]:
-        self._check_id(conversation_id)
+    # --- recovery (protocol.md section 12.4) ---------------------------------------
+
+    async def _recover_all(self) -> None:
+        from jpd.conversation.recovery import recover_all
+
         try:
-            return await anyio.to_thread.run_sync(self.store.load, conversation_id)
+            await anyio.to_thread.run_sync(recover_all, self.store)
+        except Exception:  # recovery also runs per conversation when it is loaded
+            log.exception("recovering conversations left open failed")
+        finally:
+            self._recovered.set()
+
+    async def _recover(self, conversation_id: str) -> None:
+        """Close the conversation's last turn if a stopped daemon left it open."""
+        from jpd.conversation.recovery import lock_turn, recover
+
+        await self._recovered.wait()
+
+        def run() -> None:
+            lock = lock_turn(self.store, conversation_id)
+            if lock is None:
+                return  # another daemon runs a turn here: it is not ours to close
+            try:
+                recover(self.store, conversation_id)
+            finally:
+                lock.release()
+
+        await anyio.to_thread.run_sync(run)
+
+    async def _lock_turn(self, conversation_id: str) -> TurnLock:
+        """The conversation's turn lock, held while this daemon runs a turn there."""
+        from jpd.conversation.recovery import lock_turn
+
+        try:
+            lock = await anyio.to_thread.run_sync(lock_turn, self.store, conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
+        if lock is None:
+            raise Busy(f"conversation {conversation_id} has a turn running in another jpd")
+        return lock
 
     @staticmethod
     def _check_id(conversation_id: str) -> None:

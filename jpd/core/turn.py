@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 import anyio
 
 from jpd.conversation import events as ev
+from jpd.core.checkpoints import Checkpointer
 from jpd.core.deltas import DeltaBatcher
 from jpd.core.hub import EventHub
 from jpd.core.transcript import Transcript
@@ -100,6 +101,9 @@ class Turn:
         self._scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.stop_reason: StopReason = "cancelled"
+        self._checkpoints = Checkpointer(
+            spec.turn_id, lambda event: log_.append(spec.conversation_id, event)
+        )
 
     @property
     def conversation_id(self) -> str:
@@ -196,6 +200,7 @@ class Turn:
         )
         self.transcript.last_request = request
         self._partial = _Partial()
+        self._checkpoints.start_call()
         reason: llm.FinishReason = "end_turn"
         deltas = DeltaBatcher(self._publish)
 
@@ -206,6 +211,7 @@ class Turn:
         failure: Exception | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(deltas.run)
+            tg.start_soon(self._checkpoints.run)
             try:
                 reason = await self._consume(request, deltas, emit)
             except Exception as exc:  # re-raised below, not wrapped in an ExceptionGroup
@@ -228,12 +234,14 @@ class Turn:
             if isinstance(item, llm.TextDelta):
                 partial.texts.append(item.text)
                 deltas.add("text", item.text)
+                self._checkpoints.text(item.text)
             elif isinstance(item, llm.ReasoningDelta):
                 partial.reasoning += item.text
                 if item.signature:
                     partial.signature = item.signature
                 if item.text:
                     deltas.add("reasoning", item.text)
+                    self._checkpoints.reasoning(item.text)
             elif isinstance(item, llm.ToolCallEvent):
                 partial.calls.append(
                     llm.ToolCallPart(id=item.id, name=item.name, arguments=item.arguments)
@@ -252,6 +260,7 @@ class Turn:
             elif isinstance(item, llm.Retry):
                 # A retried call starts over: drop what the failed attempt produced.
                 self._partial = partial = _Partial()
+                self._checkpoints.retry()
                 emit(RetryScheduled(attempt=item.attempt, delay=item.delay, reason=item.reason))
             elif isinstance(item, llm.Finish):
                 reason = item.reason
