@@ -47,7 +47,6 @@ from jpd.settings import Settings
 # config, the turn loop, tools, inquiries and providers load with the first use.
 if TYPE_CHECKING:
     from jpd.config import Config
-    from jpd.conversation import events as ev
     from jpd.conversation.turn_lock import TurnLock
     from jpd.core.turn import Turn
     from jpd.inquiry.backend import LlmInquiryBackend

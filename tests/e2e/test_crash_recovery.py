@@ -4,6 +4,7 @@ streamed text is lost (protocol.md section 12.4)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import signal
@@ -102,6 +103,7 @@ async def test_a_kill_while_streaming_loses_at_most_one_checkpoint_interval(
 
 
 SLEEPER = """
+open(os.path.join(os.getcwd(), "running"), "w").close()
 time.sleep(600)
 """
 
@@ -117,8 +119,11 @@ async def test_a_kill_while_a_tool_runs_ends_the_call_and_the_turn(
         + tool_toml("slow", make_tool(tmp_path, "slow", SLEEPER), run='"unattended"')
     )
     daemon, client = await start(daemons, env)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    await client.initialize(workspaceRoot=str(workspace))
     started = await client.request("turn/start", {"message": "run it"})
-    await client.wait_event(started["turnId"], "tool_call")
+    await wait_for((workspace / "running").exists, "the tool to run")
     await kill(daemon, client)
     events = await reopened(daemons, env, started["conversationId"])
     check_whole(events)
@@ -154,9 +159,10 @@ async def test_a_question_pending_at_a_kill_is_cancelled_because_the_daemon_stop
     async def asked() -> bool:
         return bool((await client.request("inquiry/list"))["inquiries"])
 
-    for _ in range(500):
-        if await asked():
-            break
+    deadline = asyncio.get_running_loop().time() + 60
+    while not await asked():
+        assert asyncio.get_running_loop().time() < deadline, "the question was never asked"
+        await asyncio.sleep(0.05)
     await kill(daemon, client)
     events = await reopened(daemons, env, started["conversationId"])
     check_whole(events)
