@@ -140,3 +140,10 @@ class FakeBackend:
         if isinstance(self.value, BackendError):
             raise self.value
         return self.value
+
+
+async def until_pending(questions: PendingQuestions) -> None:
+    """Yield until an asking task has registered its question (no fixed sleep)."""
+    with anyio.fail_after(10):
+        while not questions.pending():  # noqa: ASYNC110 - polling state the test owns
+            await anyio.sleep(0.001)

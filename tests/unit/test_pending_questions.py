@@ -19,7 +19,7 @@ from jpd.protocol.server_requests import (
     PendingInfo,
     SourceWire,
 )
-from tests.unit.fakes import Clients, FakeLink, replies
+from tests.unit.fakes import Clients, FakeLink, replies, until_pending
 
 ID = "call_1.q.1"
 
@@ -179,7 +179,7 @@ async def test_defer_offers_the_question_to_a_client_that_comes_later() -> None:
             result.append(await pending.ask(request(), wait=True, wait_limit=30))
 
         tg.start_soon(ask)
-        await anyio.sleep(0.01)
+        await until_pending(pending)
         [info] = pending.pending()
         assert info.deferred
         newcomer = FakeLink(7, answer=replies({"answer": True}))
@@ -199,7 +199,7 @@ async def test_inquiry_answer_from_any_client() -> None:
             result.append(await pending.ask(request(), wait=True, wait_limit=30))
 
         tg.start_soon(ask)
-        await anyio.sleep(0.01)
+        await until_pending(pending)
         with pytest.raises(InvalidParams, match=r"invalid answer for call_1\.q\.1"):
             pending.answer(ID, "maybe", False, by="client-3")
         with pytest.raises(NotFound):

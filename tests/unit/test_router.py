@@ -17,7 +17,7 @@ from jpd.inquiry.router import BackendError, Failed, QuestionContext, Resolved, 
 from jpd.protocol.detached import DetachedMode
 from jpd.protocol.errors import RequestCancelled
 from jpd.protocol.question import Question
-from tests.unit.fakes import Clients, FakeBackend, FakeLink, FakeLog, replies
+from tests.unit.fakes import Clients, FakeBackend, FakeLink, FakeLog, replies, until_pending
 
 TIMEOUT = 0.01
 
@@ -299,7 +299,7 @@ async def test_defer_is_answered_by_a_client_that_comes_later() -> None:
             result.append(await setup.ask(mode="defer", fallback="deny", timeout=30))
 
         tg.start_soon(ask)
-        await anyio.sleep(0.01)
+        await until_pending(setup.pending)
         newcomer = FakeLink(5, answer=replies({"answer": True}))
         setup.clients.links.append(newcomer)
         setup.pending.client_ready(newcomer)
