@@ -565,6 +565,8 @@ class Daemon:
         form; read, checked and encoded in a worker thread, never on the event loop."""
         self._check_id(conversation_id)
         try:
+            if not self._busy(conversation_id):
+                await self._recover(conversation_id)  # closes a turn a stopped daemon left
             return await anyio.to_thread.run_sync(self.store.load_encoded, conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
