@@ -404,9 +404,17 @@ async def test_assistant_answers_through_answer_inquiry_with_cache_friendly_requ
     requests = [json.loads(x) for x in (home / "requests.jsonl").read_text().splitlines()]
     parent, first, forced, retry, follow = requests
     # Same tools and system; the parent's messages are a prefix of the side request's.
-    for side in (first, forced, retry):
+    for side in (first, forced):
         assert side["tools"] == parent["tools"] and side["system"] == parent["system"]
+    for side in (first, forced, retry):
         assert side["messages"][: len(parent["messages"])] == parent["messages"]
+    # After an invalid answer the retry pins answer_inquiry to this inquiry (protocol.md
+    # 10.4); every other tool stays as it was.
+    others = [t for t in parent["tools"] if t["name"] != "answer_inquiry"]
+    assert [t for t in retry["tools"] if t["name"] != "answer_inquiry"] == others
+    (pinned,) = [t for t in retry["tools"] if t["name"] == "answer_inquiry"]
+    assert pinned["parameters"]["properties"]["inquiry_id"]["enum"] == ["call_1.q.1"]
+    assert retry["system"] == parent["system"]
     assert first["tool_choice"] == parent["tool_choice"] == {"type": "auto"}
     assert forced["tool_choice"] == {"type": "tool", "name": "answer_inquiry"}
     assert "yes" in retry["messages"][-1]["content"]  # the invalid answer was fed back
