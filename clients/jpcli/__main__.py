@@ -11,6 +11,7 @@ Usage:
     jp daemon status [-F text|json] | stop
     jp models [-F text|json]
     jp completion bash|zsh|fish
+    jp config path | init [--force]
     jp acp
 
 `jp` talks to the shared daemon on its Unix socket (`$JP_SOCKET`, else
@@ -297,6 +298,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "acp", help="serve an editor (Zed, JetBrains, Neovim) as an ACP agent on stdio"
     )
+    config = commands.add_parser("config", help="config files: where they are, a starter")
+    config_actions = config.add_subparsers(dest="action", metavar="ACTION")
+    config_actions.add_parser("path", help="the user and workspace config files")
+    init = config_actions.add_parser("init", help="write a commented starter user config")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
     completion = commands.add_parser(
         "completion", help="print a shell completion script (conversation ids included)"
     )
@@ -337,6 +343,9 @@ EXAMPLES = {
     "jp daemon status": ("jp daemon status", "jp daemon status -F json"),
     "jp daemon stop": ("jp daemon stop",),
     "jp models": ("jp models", "jp models -F json"),
+    "jp config": ("jp config path", "jp config init"),
+    "jp config path": ("jp config path",),
+    "jp config init": ("jp config init", "JP_CONFIG=~/work.toml jp config init"),
     "jp completion": (
         'eval "$(jp completion bash)"   # in ~/.bashrc',
         'eval "$(jp completion zsh)"    # in ~/.zshrc',
@@ -440,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        needs_action = ("conversation", "c", "turn", "daemon", "inquiry")
+        needs_action = ("conversation", "c", "turn", "daemon", "inquiry", "config")
         if args.command is None or (args.command in needs_action and not args.action):
             parser.print_usage(sys.stderr)
             return EXIT_USAGE
@@ -449,6 +458,14 @@ def main(argv: list[str] | None = None) -> int:
 
             return acp_main()
         inputs = _query_inputs(parser, args) if args.command in ("query", "q") else {}
+        if args.command == "config":
+            from jpcli import config_files
+
+            if args.action == "path":
+                return config_files.config_path(os.environ, os.getcwd(), out=sys.stdout)
+            return config_files.config_init(
+                os.environ, force=args.force, out=sys.stdout, err=sys.stderr
+            )
         if args.command == "completion":
             from jpcli.completion import SHELLS
 

@@ -74,7 +74,8 @@ def load_config(
     env: Mapping[str, str] | None = None,
     overrides: Sequence[tuple[str, Mapping[str, Any]]] = (),
 ) -> Config:
-    """Load and merge every layer; raise `ConfigError` naming the first bad layer.
+    """Load and merge every layer; raise `ConfigError` listing the problems of every
+    bad layer at once (each with its source, key and, for files, line).
 
     `overrides` are `(source_name, nested_dict)` pairs applied in order (e.g.
     `("turn/start config", {...})`, `("-c", parse_assignment(...))`); relative
@@ -82,15 +83,24 @@ def load_config(
     from a worker thread in async code.
     """
     layers: list[Config] = []
+    problems: list[ConfigError] = []
     paths = [user_config_path(env)]
     if workspace is not None:
         paths.append(workspace_config_path(workspace))
     for path in paths:
-        data = read_toml_layer(path)
-        if data is not None:
-            layers.append(validate_layer(data, source=str(path), base_dir=path.parent))
+        try:
+            data = read_toml_layer(path)
+            if data is not None:
+                layers.append(validate_layer(data, source=str(path), base_dir=path.parent))
+        except ConfigError as exc:
+            problems.append(_with_lines(exc, path))
     for source, override in overrides:
-        layers.append(validate_layer(override, source=source, base_dir=workspace))
+        try:
+            layers.append(validate_layer(override, source=source, base_dir=workspace))
+        except ConfigError as exc:
+            problems.append(exc)
+    if problems:
+        raise _combined(problems)
 
     merged = Config()
     for layer in layers:
@@ -100,6 +110,64 @@ def load_config(
         return Config.model_validate(whole)
     except ValidationError as exc:
         raise from_validation_error(exc, source=_MERGED_SOURCE, data=whole) from None
+
+
+def _with_lines(error: ConfigError, path: Path) -> ConfigError:
+    """`error` with `source` and, where the key can be found in the file, `line` on
+    every problem."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    for problem in error.errors:
+        problem["source"] = str(path)
+        line = _key_line(lines, problem.get("key", "")) if lines else None
+        if line is not None:
+            problem["line"] = str(line)
+    return error
+
+
+_HEADER = re.compile(r"^\s*\[+\s*([^\]]*?)\s*\]+")
+
+
+def _key_line(lines: list[str], key: str) -> int | None:
+    """The 1-based line that sets `key` (a best effort: the last segment assigned under
+    a table header that, with the assignment's dotted prefix, makes up the key)."""
+    parts = key.split(".")
+    if not key:
+        return None
+    table: list[str] = []
+    fallback: int | None = None
+    for number, text in enumerate(lines, 1):
+        header = _HEADER.match(text)
+        if header:
+            table = [p.strip().strip("\"'") for p in header.group(1).split(".")]
+            if table == parts:
+                fallback = fallback or number
+            continue
+        if "=" not in text:
+            continue
+        left = text.split("=", 1)[0].strip()
+        dotted = [p.strip().strip("\"'") for p in left.split(".")]
+        full = table + dotted
+        if full == parts:
+            return number
+        if fallback is None and full == parts[: len(full)]:
+            fallback = number  # a table or inline table that holds the key
+    return fallback
+
+
+def _combined(problems: list[ConfigError]) -> ConfigError:
+    """One `ConfigError` carrying every problem of every layer."""
+    if len(problems) == 1:  # one layer: its error lists all its problems already
+        return problems[0]
+    errors = [e | {"source": e.get("source", p.source)} for p in problems for e in p.errors]
+    shown = "; ".join(
+        f"{e['source']}{':' + e['line'] if e.get('line') else ''}: "
+        f"{e['key'] + ': ' if e.get('key') else ''}{e['message']}"
+        for e in errors
+    )
+    return ConfigError(f"{len(errors)} problems: {shown}", key="", source="config", errors=errors)
 
 
 # --- -c key=value -------------------------------------------------------------------

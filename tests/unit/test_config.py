@@ -164,7 +164,31 @@ def test_unknown_key_names_key_and_file(user_file: Path, env: dict[str, str]) ->
     assert info.value.key == "assistant.modle"
     assert info.value.source == str(user_file)
     assert info.value.message == "unknown key"
-    assert info.value.errors == [{"key": "assistant.modle", "message": "unknown key"}]
+    assert info.value.errors == [
+        {"key": "assistant.modle", "message": "unknown key", "source": str(user_file), "line": "2"}
+    ]
+
+
+def test_every_problem_of_every_layer_at_once_with_lines(
+    user_file: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    write(user_file, '[assistant]\nmodle = "x"\n\n[daemon]\nidle_timeout = -1\n')
+    workspace = tmp_path / "ws"
+    (workspace / ".jp").mkdir(parents=True)
+    (workspace / ".jp" / "config.toml").write_text('assistant.model.id = "nope"\n')
+
+    with pytest.raises(ConfigError) as info:
+        load_config(env=env, workspace=workspace)
+
+    located = [(e["source"], e.get("line"), e["key"]) for e in info.value.errors]
+    ws_file = str(workspace / ".jp" / "config.toml")
+    assert located == [
+        (str(user_file), "2", "assistant.modle"),
+        (str(user_file), "5", "daemon.idle_timeout"),
+        (ws_file, "1", "assistant.model.id"),
+    ]
+    assert str(info.value).startswith("config: 3 problems: ")
+    assert f"{user_file}:5: daemon.idle_timeout: " in str(info.value)
 
 
 def test_wrong_type_names_key_and_file(
