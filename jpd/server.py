@@ -15,6 +15,7 @@ from jpd.core.daemon import Daemon
 from jpd.private import make_private_dir
 from jpd.protocol.errors import ConfigInvalid
 from jpd.rpc.listener import SocketClaim, SocketServer, default_socket_path
+from jpd.rpc.outbox import ConnectionLimits
 from jpd.rpc.stdio import serve_stdio
 from jpd.settings import Settings
 
@@ -48,6 +49,7 @@ class Server:
         async with anyio.create_task_group() as tg:
             daemon = Daemon(self.settings, tg)
             try:
+                # Default limits: reading the config here would cost every start-up.
                 code = await serve_stdio(daemon, in_fd, out_fd)
             finally:
                 with anyio.CancelScope(shield=True):
@@ -74,7 +76,9 @@ class Server:
                 async with anyio.create_task_group() as tg:
                     daemon = Daemon(self.settings, tg)
                     idle = self._idle_timeout(daemon)
-                    server = SocketServer(daemon, claim.path, idle_timeout=idle)
+                    server = SocketServer(
+                        daemon, claim.path, idle_timeout=idle, limits=self._limits(daemon)
+                    )
                     tg.start_soon(_stop_on_signals, server, signals)
                     log.info("jpd (pid %d) listening on %s", os.getpid(), claim.path)
                     await server.serve(listener)
@@ -83,6 +87,19 @@ class Server:
                 claim.release()
         log.info("jpd (pid %d) stopped: %s", os.getpid(), server.stop_reason)
         return 0
+
+    @staticmethod
+    def _limits(daemon: Daemon) -> ConnectionLimits:
+        try:
+            cfg = daemon.load_config(None).daemon
+        except ConfigInvalid as exc:
+            log.warning("%s; default connection limits", exc.message)
+            return ConnectionLimits()
+        return ConnectionLimits(
+            max_frame=cfg.max_frame_bytes,
+            send_queue=cfg.send_queue_bytes,
+            stall_timeout=cfg.client_stall_timeout,
+        )
 
     @staticmethod
     def _idle_timeout(daemon: Daemon) -> float:

@@ -181,3 +181,9 @@ class DaemonConfig(ConfigModel):
     log_level: Annotated[str, AfterValidator(_check_log_level)] = "WARNING"
     replay_buffer: Annotated[int, Field(ge=0)] = 10000
     """Events kept in memory per conversation for `turn/attach` replay."""
+    max_frame_bytes: Annotated[int, Field(ge=1024)] = 64 * 1024 * 1024
+    """Largest incoming message body; a larger frame is refused and skipped unread."""
+    send_queue_bytes: Annotated[int, Field(ge=4096)] = 8 * 1024 * 1024
+    """Bytes queued for one client before it lags (its `turn/event`s stop)."""
+    client_stall_timeout: Annotated[float, Field(gt=0)] = 60.0
+    """Seconds a write to a client may block before the client is dropped as stuck."""

@@ -18,7 +18,7 @@ from jpd.protocol import client_requests as c
 from jpd.protocol import server_requests as s
 from jpd.protocol.base import WireModel
 from jpd.protocol.errors import InvalidClientResult
-from jpd.protocol.turn_events import TurnEventParams
+from jpd.protocol.turn_events import TurnEventParams, TurnLaggedParams
 
 Direction = Literal[
     "client_request", "client_notification", "server_request", "server_notification"
@@ -122,6 +122,7 @@ DAEMON_STOP = ClientRequest("daemon/stop", c.NoParams, c.DaemonStopResult)
 # --- server to client ----------------------------------------------------------------
 
 TURN_EVENT = ServerNotification("turn/event", TurnEventParams)
+TURN_LAGGED = ServerNotification("turn/lagged", TurnLaggedParams)
 INQUIRY_PROMPT = ServerRequest("inquiry/prompt", s.InquiryPromptParams, s.InquiryPromptResult)
 TOOL_PERMISSION = ServerRequest("tool/permission", s.PermissionParams, s.PermissionResult)
 INQUIRY_RESOLVED = ServerNotification("inquiry/resolved", s.InquiryResolvedParams)
@@ -151,6 +152,7 @@ TABLE: dict[str, Method] = {
         DAEMON_STATUS,
         DAEMON_STOP,
         TURN_EVENT,
+        TURN_LAGGED,
         INQUIRY_PROMPT,
         TOOL_PERMISSION,
         INQUIRY_RESOLVED,

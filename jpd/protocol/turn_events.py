@@ -96,3 +96,12 @@ class TurnEventParams(WireModel):
     turn_id: str
     seq: int
     event: TurnEvent
+
+
+class TurnLaggedParams(WireModel):
+    """Params of the `turn/lagged` notification: the client fell behind, so the daemon
+    stopped sending it this conversation's events; re-attach with `fromSeq`."""
+
+    conversation_id: str
+    from_seq: int
+    """The seq of the last event this client was sent (`turn/attach` `fromSeq`)."""

@@ -14,14 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any
 
 import anyio
 import anyio.lowlevel
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from lsprotocol.converters import get_converter
 from lsprotocol.types import CancelNotification
 from pydantic import ValidationError
@@ -29,17 +27,28 @@ from pygls.exceptions import JsonRpcException
 from pygls.server import JsonRPCServer
 
 from jpd.core.daemon import Daemon
+from jpd.protocol.client_port import Notification
 from jpd.protocol.errors import (
     ConnectionLost,
     InvalidRequest,
     JpdError,
+    MethodNotFound,
     NotInitialized,
     ParseError,
 )
-from jpd.protocol.method_table import CANCEL_REQUEST, EXIT, INITIALIZE
+from jpd.protocol.method_table import (
+    CANCEL_REQUEST,
+    EXIT,
+    INITIALIZE,
+    TURN_EVENT,
+    TURN_LAGGED,
+)
+from jpd.protocol.turn_events import TurnLaggedParams
 from jpd.rpc import errors
 from jpd.rpc.framing import Malformed, Receive, encode_frame, read_frames
+from jpd.rpc.inbound import Refused, read_message
 from jpd.rpc.methods import HANDLERS, Handler, Incoming
+from jpd.rpc.outbox import ConnectionLimits, Outbox
 from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
 from jpd.rpc.session import Session
 from jpd.rpc.transport import Host, SingleClientHost
@@ -126,14 +135,11 @@ class _QueueWriter:
     protocol.md section 2 says: pygls would add a `Content-Type` header) and queue them
     for the writer task, so sends never block."""
 
-    def __init__(self, out: MemoryObjectSendStream[bytes]) -> None:
+    def __init__(self, out: Outbox) -> None:
         self._out = out
 
     def write(self, data: bytes) -> None:
-        try:
-            self._out.send_nowait(encode_frame(data))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            log.debug("dropping %d bytes for a closed connection", len(data))
+        self._out.put(encode_frame(data))
 
     def close(self) -> None:
         self._out.close()
@@ -145,10 +151,10 @@ def _make_handler(
     async def handle(params: Any) -> Any:
         calls.track_handler()
         try:
-            model = method.params.model_validate({} if params is None else params)
-        except ValidationError as exc:
-            raise errors.to_pygls(errors.invalid_params(method.name, exc)) from None
-        try:
+            try:
+                model = method.params.model_validate({} if params is None else params)
+            except ValidationError as exc:
+                raise errors.invalid_params(method.name, exc) from None
             result = await handler(daemon, session, model)
         except asyncio.CancelledError:
             raise
@@ -166,27 +172,48 @@ def _error_frame(msg_id: Any, error: JpdError) -> bytes:
 
 
 async def serve_connection(
-    daemon: Daemon, receive: Receive, send: Send, host: Host | None = None
+    daemon: Daemon,
+    receive: Receive,
+    send: Send,
+    host: Host | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> int:
     """Serve one client until `exit` or end of input; returns the exit code.
 
     `host` is the process serving the connection (`daemon/status`, `daemon/stop`);
     default: a single-client host that stops by ending this connection.
     """
-    out_send, out_recv = anyio.create_memory_object_stream[bytes](max_buffer_size=math.inf)
+    limits = limits if limits is not None else ConnectionLimits()
+    session: Session | None = None
+
+    def lagged_frame(conversation_id: str, from_seq: int) -> bytes:
+        params = TurnLaggedParams(conversation_id=conversation_id, from_seq=from_seq)
+        return encode_frame(Notification(TURN_LAGGED, params).body)
+
+    def stuck() -> None:
+        if session is not None:
+            session.close(1)
+
+    outbox = Outbox(limits.send_queue, lagged_frame, stuck)
     server = _Server(_JpdProtocol, get_converter)
     protocol = server.protocol
     assert isinstance(protocol, _JpdProtocol)
 
     calls = _Calls()
 
-    def send_body(body: bytes) -> None:
+    def send_notification(notification: Notification) -> None:
         # Notifications arrive encoded (once for all subscribers): frame them directly
         # rather than through pygls' attrs/cattrs path.
-        try:
-            out_send.send_nowait(encode_frame(body))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            log.debug("dropping a notification for a closed connection")
+        frame = encode_frame(notification.body)
+        if notification.method is not TURN_EVENT:
+            outbox.put(frame)
+            return
+        params = notification.wire
+        if not outbox.put_event(params["conversationId"], params["seq"], frame):
+            # Lagging (protocol.md 7.3): stop sending it this conversation, so its
+            # questions go to the other clients or the detached policy.
+            assert session is not None
+            daemon.detach(session, params["conversationId"])
 
     async def request(method: str, params: dict[str, Any]) -> Any:
         future = protocol.send_request(method, params)
@@ -196,22 +223,26 @@ async def serve_connection(
         except JsonRpcException as exc:
             raise errors.from_client(method, exc) from None
 
-    session = Session(send_body, request)
+    session = Session(send_notification, request)
+    outbox.label = f"client {session.link_id}"
+    session.on_attach = outbox.reattached
     session.host = host if host is not None else SingleClientHost()
     protocol.session = session
-    protocol.set_writer(_QueueWriter(out_send), include_headers=False)
+    protocol.set_writer(_QueueWriter(outbox), include_headers=False)
     for method, handler in HANDLERS.items():
         protocol.fm.feature(method.name)(_make_handler(daemon, session, calls, method, handler))
     daemon.connected(session)
 
     flushed = anyio.Event()
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_write_loop, out_recv, send, session, flushed)
-        tg.start_soon(_read_loop, protocol, receive, out_send, session)
+        tg.start_soon(_write_loop, outbox, send, session, flushed, limits.stall_timeout)
+        tg.start_soon(
+            _read_loop, protocol, receive, outbox, session, limits.max_frame, limits.max_nesting
+        )
         await session.closed.wait()
-        await _flush(calls, out_send, flushed)
+        await _flush(calls, outbox, flushed)
         tg.cancel_scope.cancel()
-    out_send.close()
+    outbox.close()
     daemon.disconnected(session)
     calls.fail_all()
     server.shutdown()  # type: ignore[no-untyped-call]
@@ -219,69 +250,64 @@ async def serve_connection(
 
 
 async def _read_loop(
-    protocol: _JpdProtocol, receive: Receive, out: MemoryObjectSendStream[bytes], session: Session
+    protocol: _JpdProtocol,
+    receive: Receive,
+    out: Outbox,
+    session: Session,
+    max_frame: int,
+    max_nesting: int,
 ) -> None:
-    async for frame in read_frames(receive):
+    async for frame in read_frames(receive, max_frame):
         if session.closed.is_set():
             return  # closing: the queue no longer takes frames
         if isinstance(frame, Malformed):
             log.warning("malformed frame: %s", frame.reason)
-            out.send_nowait(_error_frame(None, ParseError(f"parse error: {frame.reason}")))
+            out.put(_error_frame(None, ParseError(f"parse error: {frame.reason}")))
             continue
-        _dispatch(protocol, frame, out)
+        _dispatch(protocol, frame, out, max_nesting)
         if session.closed.is_set():
             return
+        await out.wait_room()
     # End of input without `exit`: the client is gone.
     session.close(session.exit_code if session.closed.is_set() else 1)
 
 
-def _dispatch(protocol: _JpdProtocol, body: bytes, out: MemoryObjectSendStream[bytes]) -> None:
-    try:
-        data = json.loads(body)
-    except ValueError as exc:
-        log.warning("invalid JSON from client: %s", exc)
-        out.send_nowait(_error_frame(None, ParseError(f"parse error: invalid JSON: {exc}")))
+def _dispatch(protocol: _JpdProtocol, body: bytes, out: Outbox, max_nesting: int) -> None:
+    read = read_message(body, max_nesting)
+    if isinstance(read, Refused):
+        log.warning("refused message: %s", read.message)
+        if read.answer:
+            out.put(_error_frame(read.msg_id, _REFUSALS[read.code](read.message)))
         return
-    msg_id = data.get("id") if isinstance(data, dict) else None
-    if not isinstance(msg_id, str | int) or isinstance(msg_id, bool):
-        msg_id = None
-    if isinstance(data, list):
-        out.send_nowait(
-            _error_frame(None, InvalidRequest("invalid request: batches are not supported"))
-        )
+    data, msg_id, method = read.data, read.msg_id, read.method
+    if method == EXIT.name:
+        # LSP: whatever its params (and even with an id, which gets its answer first).
+        if msg_id is not None:
+            answer = {"jsonrpc": "2.0", "id": msg_id, "result": None}
+            out.put(encode_frame(json.dumps(answer).encode()))
+        session = protocol.session
+        session.close(0 if session.shutdown_requested else 1)
         return
-    if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
-        out.send_nowait(
-            _error_frame(msg_id, InvalidRequest("invalid request: not a JSON-RPC 2.0 object"))
-        )
+    if method is not None and not _admit(protocol.session, data, msg_id, out):
         return
-    if "method" in data:
-        if not isinstance(data["method"], str):
-            out.send_nowait(
-                _error_frame(msg_id, InvalidRequest("invalid request: method must be a string"))
-            )
-            return
-        data.setdefault("params", None)
-        if not _admit(protocol.session, data, msg_id, out):
-            return
     try:
         message = protocol.structure_message(data)
-    except Exception:  # pygls raises several types here
-        log.warning("could not read message %r", data.get("method"))
-        if msg_id is not None:
-            out.send_nowait(
-                _error_frame(msg_id, InvalidRequest("invalid request: unreadable message"))
-            )
-        return
-    try:
         protocol.handle_message(message)
-    except Exception:  # one bad message (e.g. a late answer) must not end the connection
-        log.exception("could not handle message %r", data.get("method") or data.get("id"))
+    except Exception as exc:  # one bad message (e.g. a late answer) must not end the connection
+        if method is None or msg_id is None:
+            log.exception("could not handle message %r", method or msg_id)
+        else:
+            out.put(_error_frame(msg_id, errors.from_handler(method, exc)))
 
 
-def _admit(
-    session: Session, data: dict[str, Any], msg_id: Any, out: MemoryObjectSendStream[bytes]
-) -> bool:
+_REFUSALS: dict[int, type[JpdError]] = {
+    ParseError.code: ParseError,
+    InvalidRequest.code: InvalidRequest,
+    MethodNotFound.code: MethodNotFound,
+}
+
+
+def _admit(session: Session, data: dict[str, Any], msg_id: Any, out: Outbox) -> bool:
     """Lifecycle gating: -32002 before `initialize`, -32600 after `shutdown`.
 
     Decided on the decoded dict: pygls' runtime-checkable message protocols make an
@@ -291,11 +317,11 @@ def _admit(
     if "id" in data:
         if session.shutdown_requested:
             error: JpdError = InvalidRequest("server is shut down: only `exit` is accepted")
-            out.send_nowait(_error_frame(msg_id, error))
+            out.put(_error_frame(msg_id, error))
             return False
         if not session.initialized and method != INITIALIZE.name:
             error = NotInitialized("server not initialized: send `initialize`")
-            out.send_nowait(_error_frame(msg_id, error))
+            out.put(_error_frame(msg_id, error))
             return False
     elif not session.initialized and method not in (EXIT.name, CANCEL_REQUEST.name):
         log.warning("ignoring notification %r before initialize", method)
@@ -304,31 +330,30 @@ def _admit(
 
 
 async def _write_loop(
-    out: MemoryObjectReceiveStream[bytes], send: Send, session: Session, flushed: anyio.Event
+    out: Outbox, send: Send, session: Session, flushed: anyio.Event, stall_timeout: float
 ) -> None:
     try:
-        async with out:
-            async for first in out:
-                # Send everything already queued in one write: one syscall (and, on
-                # stdio, one thread hop) per burst instead of one per frame.
-                chunks = [first]
-                while len(chunks) < 256:
-                    try:
-                        chunks.append(out.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                data = b"".join(chunks)
-                try:
+        # Everything already queued goes in one write: one syscall (and, on stdio, one
+        # thread hop) per burst instead of one per frame.
+        while (data := await out.take()) is not None:
+            try:
+                with anyio.move_on_after(stall_timeout) as scope:
                     await send(data)
-                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    log.warning("client connection lost while writing")
-                    session.close(1)
-                    return
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                log.warning("client connection lost while writing")
+                session.close(1)
+                return
+            if scope.cancelled_caught:
+                # It reads nothing: drop it, so what it was asked goes to others (7.3).
+                log.warning("client stuck: no write progress for %gs; closing it", stall_timeout)
+                out.close()
+                session.close(1)
+                return
     finally:
         flushed.set()
 
 
-async def _flush(calls: _Calls, out: MemoryObjectSendStream[bytes], flushed: anyio.Event) -> None:
+async def _flush(calls: _Calls, out: Outbox, flushed: anyio.Event) -> None:
     """On close, still deliver what is due: answers of handlers that already returned
     (pygls sends them from a done-callback, one loop step later), then everything queued
     (e.g. the `daemon/stop` answer, or `turn_completed` of turns cancelled on stop)."""

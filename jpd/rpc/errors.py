@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from typing import Any
 
 from pydantic import ValidationError
@@ -54,11 +55,18 @@ def invalid_params(method: str, exc: ValidationError) -> InvalidParams:
 
 
 def from_handler(method: str, exc: Exception) -> JpdError:
-    """What a client sees of an exception a handler raised."""
+    """What a client sees of an exception a handler raised: typed errors as they are;
+    anything else as -32603 with an error id, under which the traceback is logged
+    (protocol.md section 3)."""
     if isinstance(exc, JpdError):
         return exc
-    log.error("internal error in %s", method, exc_info=exc)
-    return InternalError(f"internal error in {method}: {type(exc).__name__}")
+    error_id = secrets.token_hex(4)
+    log.error("internal error in %s (error id %s)", method, error_id, exc_info=exc)
+    return InternalError(
+        f"internal error in {method}: {type(exc).__name__} "
+        f"(error id {error_id}; details in the daemon log)",
+        data={"errorId": error_id},
+    )
 
 
 def from_client(method: str, exc: JsonRpcException) -> JpdError:

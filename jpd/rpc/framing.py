@@ -27,10 +27,13 @@ class Malformed:
 Receive = Callable[[], Awaitable[bytes]]
 
 
-async def read_frames(receive: Receive) -> AsyncIterator[bytes | Malformed]:
+async def read_frames(
+    receive: Receive, max_body: int = MAX_BODY
+) -> AsyncIterator[bytes | Malformed]:
     """Yield message bodies (or `Malformed` markers) until the input ends.
 
-    `receive` returns the next chunk of bytes, or b"" at end of input.
+    `receive` returns the next chunk of bytes, or b"" at end of input. A body longer
+    than `max_body` is reported and skipped as it arrives, never held whole.
     """
     buf = bytearray()
     eof = False
@@ -63,8 +66,8 @@ async def read_frames(receive: Receive) -> AsyncIterator[bytes | Malformed]:
             yield Malformed("frame without a Content-Length header")
             continue
         length = int(matches[-1].group(1))
-        if length > MAX_BODY:
-            yield Malformed(f"frame of {length} bytes exceeds the {MAX_BODY}-byte limit")
+        if length > max_body:
+            yield Malformed(f"frame of {length} bytes exceeds the {max_body}-byte limit")
             while length > 0:
                 if not buf and not await fill():
                     return

@@ -32,6 +32,7 @@ import platformdirs
 from jpd.core.daemon import Daemon
 from jpd.private import socket_dir_problem
 from jpd.rpc.boundary import serve_connection
+from jpd.rpc.outbox import ConnectionLimits
 from jpd.rpc.transport import Requester
 
 log = logging.getLogger(__name__)
@@ -269,8 +270,16 @@ class SocketServer:
     get their `turn_completed`), then hangs up every client.
     """
 
-    def __init__(self, daemon: Daemon, path: Path, *, idle_timeout: float = 0.0) -> None:
+    def __init__(
+        self,
+        daemon: Daemon,
+        path: Path,
+        *,
+        idle_timeout: float = 0.0,
+        limits: ConnectionLimits | None = None,
+    ) -> None:
         self.daemon = daemon
+        self._limits = limits
         self._path = path
         self._idle_timeout = idle_timeout
         self._started = time.monotonic()
@@ -361,7 +370,9 @@ class SocketServer:
         try:
             async with stream:
                 if not self._stop.is_set():
-                    await serve_connection(self.daemon, connection.receive, connection.send, self)
+                    await serve_connection(
+                        self.daemon, connection.receive, connection.send, self, self._limits
+                    )
         except Exception:  # one broken connection must never take the daemon down
             log.exception("connection failed")
         finally:

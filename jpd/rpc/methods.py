@@ -107,6 +107,7 @@ async def turn_wait(daemon: Daemon, session: Session, p: wire.TurnWaitParams) ->
 
 async def turn_attach(daemon: Daemon, session: Session, p: wire.TurnAttachParams) -> WireModel:
     """Subscribe to a conversation's events, replaying those after `fromSeq`."""
+    session.on_attach(p.conversation_id)
     last, oldest = await daemon.attach(session, p.conversation_id, p.from_seq)
     running = [t for t in daemon.running_turns() if t.conversation_id == p.conversation_id]
     return wire.TurnAttachResult(

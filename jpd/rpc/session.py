@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 _ids = itertools.count(1)
 
-SendBody = Callable[[bytes], None]
+SendNotification = Callable[[Notification], None]
 Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 P = TypeVar("P", bound=WireModel)
@@ -32,9 +32,9 @@ R = TypeVar("R", bound=WireModel)
 class Session:
     """One client connection, as seen by the daemon core (implements `ClientLink`)."""
 
-    def __init__(self, send_body: SendBody, request: Request) -> None:
+    def __init__(self, send_notification: SendNotification, request: Request) -> None:
         self._link_id = next(_ids)
-        self._send_body = send_body
+        self._send_notification = send_notification
         self._request = request
         self.capabilities_: ClientCapabilities = ClientCapabilities()
         self.workspace_root_: Path | None = None
@@ -45,6 +45,9 @@ class Session:
         self.exit_code = 1
         self.host: Host | None = None
         """The process serving this connection (set by the rpc boundary)."""
+        self.on_attach: Callable[[str], None] = lambda conversation_id: None
+        """Called before `turn/attach` replays a conversation (the boundary resumes the
+        events it stopped sending a lagging client)."""
 
     @property
     def link_id(self) -> int:
@@ -67,7 +70,7 @@ class Session:
         if self.closed.is_set():
             return
         try:
-            self._send_body(notification.body)
+            self._send_notification(notification)
         except Exception:  # a dead client must not break a turn
             name = notification.method.name
             log.warning("could not notify client %s of %s", self._link_id, name)

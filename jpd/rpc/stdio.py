@@ -15,6 +15,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from jpd.core.daemon import Daemon
 from jpd.rpc.boundary import serve_connection
+from jpd.rpc.outbox import ConnectionLimits
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -72,7 +73,9 @@ def claim_stdout() -> int:
     return protocol_fd
 
 
-async def serve_stdio(daemon: Daemon, in_fd: int, out_fd: int) -> int:
+async def serve_stdio(
+    daemon: Daemon, in_fd: int, out_fd: int, limits: ConnectionLimits | None = None
+) -> int:
     """Serve one client over the given file descriptors; returns the exit code."""
 
     if _is_pipe(in_fd):
@@ -104,4 +107,4 @@ async def serve_stdio(daemon: Daemon, in_fd: int, out_fd: int) -> int:
             return
         await anyio.to_thread.run_sync(_write_all, out_fd, data)
 
-    return await serve_connection(daemon, receive, send)
+    return await serve_connection(daemon, receive, send, limits=limits)

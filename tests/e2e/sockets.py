@@ -202,6 +202,8 @@ class SocketClient:
         # method -> async handler(params) returning a result or raising RpcError.
         self.handlers: dict[str, Any] = {}
         self.closed = asyncio.Event()
+        self.reattach_on_lag = False
+        """Re-attach from `fromSeq` on `turn/lagged`, as a conforming client does."""
         self._next_id = 1
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._changed = asyncio.Condition()
@@ -259,6 +261,26 @@ class SocketClient:
             await self.writer.wait_closed()
         await self._stop_reading()
 
+    async def pause_reading(self) -> None:
+        """Stop reading the socket (a stuck client): the daemon's writes back up."""
+        await self._stop_reading()
+
+    def resume_reading(self) -> None:
+        """Read again after `pause_reading`."""
+        self._task = asyncio.create_task(self._read_loop())
+
+    async def wait_notification(self, method: str) -> dict[str, Any]:
+        """Wait until a notification `method` (not `turn/event`) arrives; returns it."""
+
+        def found() -> dict[str, Any] | None:
+            return next((n for n in self.notifications if n["method"] == method), None)
+
+        async with asyncio.timeout(TIMEOUT), self._changed:
+            await self._changed.wait_for(lambda: found() is not None)
+        message = found()
+        assert message is not None
+        return message
+
     async def _stop_reading(self) -> None:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -300,6 +322,9 @@ class SocketClient:
             # Answer server-to-client requests concurrently with reading.
             asyncio.get_running_loop().create_task(self._answer(message))
             return
+        if message.get("method") == "turn/lagged" and self.reattach_on_lag:
+            params = {k: message["params"][k] for k in ("conversationId", "fromSeq")}
+            asyncio.get_running_loop().create_task(self.request("turn/attach", params))
         if "method" in message and message["method"] != "turn/event":
             async with self._changed:
                 self.notifications.append(message)

@@ -235,9 +235,12 @@ async def test_an_unexpected_error_is_32603_without_path_or_traceback() -> None:
         response = await client.call("conversation/list")
         assert "result" in await client.call("turn/list")  # still serving
     error = response["error"]
+    error_id = error["data"]["errorId"]
     assert error == {
         "code": -32603,
-        "message": "internal error in conversation/list: FileNotFoundError",
+        "message": f"internal error in conversation/list: FileNotFoundError "
+        f"(error id {error_id}; details in the daemon log)",
+        "data": {"errorId": error_id},
     }
     assert "jp/conversations" not in json.dumps(response)
 
