@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from jpd.conversation.events import Event, parse_event
+from jpd.conversation.gc_pause import gc_paused
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +29,16 @@ def parse_lines(data: bytes, source: str) -> list[tuple[bytes, Event]]:
     events: list[tuple[bytes, Event]] = []
     lines = data.split(b"\n")
     last = len(lines) - 1  # the segment after the final newline; b"" in a clean file
-    for index, raw in enumerate(lines):
-        line = raw.strip()
-        if not line:
-            continue
-        try:
-            events.append((line, parse_event(line)))
-        except ValueError as exc:  # pydantic.ValidationError is a ValueError
-            what = "torn last line" if index == last else "invalid line"
-            log.warning("%s: skipping %s %d: %s", source, what, index + 1, _describe(exc))
+    with gc_paused(len(lines)):  # no collector pauses for other clients (see gc_pause)
+        for index, raw in enumerate(lines):
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                events.append((line, parse_event(line)))
+            except ValueError as exc:  # pydantic.ValidationError is a ValueError
+                what = "torn last line" if index == last else "invalid line"
+                log.warning("%s: skipping %s %d: %s", source, what, index + 1, _describe(exc))
     return events
 
 

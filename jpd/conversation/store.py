@@ -34,6 +34,7 @@ from pathlib import Path
 from types import TracebackType
 
 from jpd.conversation.events import ChatRequest, Event, TurnStart, dump_event, now
+from jpd.conversation.gc_pause import gc_paused
 from jpd.conversation.logfile import (
     ends_with_newline,
     fsync_dir,
@@ -215,8 +216,9 @@ class ConversationStore:
                 data = path.read_bytes()
             except FileNotFoundError:
                 raise ConversationNotFound(cid) from None
-        events = parse_log(data, str(path))
-        return sanitize(events) if sanitized else events
+        with gc_paused(data.count(b"\n")):  # see gc_pause: no collector pauses for others
+            events = parse_log(data, str(path))
+            return sanitize(events) if sanitized else events
 
     def load_encoded(self, conversation_id: str) -> bytes:
         """The sanitized events as one JSON array, each in its stored form.
@@ -231,11 +233,12 @@ class ConversationStore:
                 data = path.read_bytes()
             except FileNotFoundError:
                 raise ConversationNotFound(cid) from None
-        pairs = parse_lines(data, str(path))
-        stored = {id(event): line for line, event in pairs}
-        kept = sanitize([event for _, event in pairs])
-        parts = [stored.get(id(e)) or dump_event(e).encode() for e in kept]
-        return b"[" + b",".join(parts) + b"]"
+        with gc_paused(data.count(b"\n")):  # see gc_pause: no collector pauses for others
+            pairs = parse_lines(data, str(path))
+            stored = {id(event): line for line, event in pairs}
+            kept = sanitize([event for _, event in pairs])
+            parts = [stored.get(id(e)) or dump_event(e).encode() for e in kept]
+            return b"[" + b",".join(parts) + b"]"
 
     def delete(self, conversation_id: str) -> None:
         """Remove a conversation's directory; raise `ConversationNotFound` if absent."""

@@ -590,12 +590,15 @@ class Daemon:
         if history is not None:
             self._histories.move_to_end(conversation_id)
             return history
+        from jpd.conversation.gc_pause import gc_paused
         from jpd.llm.history import MessageHistory
 
         self._check_id(conversation_id)
 
         def build() -> MessageHistory:
-            return MessageHistory(self.store.load(conversation_id))
+            events = self.store.load(conversation_id)
+            with gc_paused(len(events)):  # no collector pauses for other clients
+                return MessageHistory(events)
 
         try:
             await self._recover(conversation_id)  # closes a turn a stopped daemon left
