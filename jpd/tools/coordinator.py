@@ -132,10 +132,10 @@ class Coordinator:
         config = tool.config
         if config.run == "skip":
             return (f"The {call.name} tool call was skipped by configuration (run = skip).", True)
-        if config.run == "ask" and not await self._gate.allowed(
-            "run", call.name, config, call.id, call.arguments
-        ):
-            return (f"The user denied this tool call ({call.name}).", True)
+        if config.run == "ask":
+            refused = await self._gate.refusal("run", call.name, config, call.id, call.arguments)
+            if refused is not None:
+                return (f"This tool call ({call.name}) was denied by {refused}.", True)
 
         content, is_error = await self._execute(tool, call)
 
@@ -144,10 +144,12 @@ class Coordinator:
                 f"The {call.name} tool ran, but its result is not shared (result = skip).",
                 is_error,
             )
-        if config.result == "ask" and not await self._gate.allowed(
-            "deliver", call.name, config, call.id, call.arguments, content
-        ):
-            return (f"The user declined to share the result of {call.name}.", True)
+        if config.result == "ask":
+            refused = await self._gate.refusal(
+                "deliver", call.name, config, call.id, call.arguments, content
+            )
+            if refused is not None:
+                return (f"The result of {call.name} was withheld by {refused}.", True)
         return content, is_error
 
     async def _execute(self, tool: EffectiveTool, call: ToolCallPart) -> tuple[str, bool]:

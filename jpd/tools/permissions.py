@@ -42,9 +42,21 @@ class PermissionGate:
     ) -> bool:
         """Whether the tool may run (`run`), its result go to the model (`deliver`), or
         its MCP server have the model complete a message (`sampling`)."""
+        return await self.refusal(kind, tool_name, tool, call_id, arguments, content) is None
+
+    async def refusal(
+        self,
+        kind: PermissionKind,
+        tool_name: str,
+        tool: ToolConfig,
+        call_id: str,
+        arguments: dict[str, Any],
+        content: str | None = None,
+    ) -> str | None:
+        """None when allowed, else who refused: the user, or which detached policy."""
         key = (kind, tool_name)
         if key in self.remembered:
-            return self.remembered[key]
+            return None if self.remembered[key] else "the user (remembered for this turn)"
         request = self._request(kind, tool_name, call_id, arguments, content)
         reply = await self.pending.ask(request, wait=False, wait_limit=None)
         if reply is None:
@@ -52,20 +64,27 @@ class PermissionGate:
             async def wait(limit: float) -> Reply | None:
                 return await self.pending.ask(request, wait=True, wait_limit=limit)
 
-            verdict = await apply_detached(
-                # A sampling request is governed like running the tool (section 9.7).
-                tool.detached_policy("run" if kind == "sampling" else kind, self.detached_override),
-                wait,
+            # A sampling request is governed like running the tool (section 9.7).
+            policy = tool.detached_policy(
+                "run" if kind == "sampling" else kind, self.detached_override
             )
+            verdict = await apply_detached(policy, wait)
             if not isinstance(verdict, ClientAnswered):
-                return isinstance(verdict, Automatic)
+                if isinstance(verdict, Automatic):
+                    return None
+                if policy.mode == "defer":
+                    return (
+                        f"the detached policy: nobody answered within {policy.timeout:g}s "
+                        f"(defer), then its fallback {policy.fallback!r} applied"
+                    )
+                return f"the detached policy {policy.mode!r} (no client could ask the user)"
             reply = verdict.reply
         if not isinstance(reply, Answer):
-            return False
+            return "the user (the request was dismissed)"
         allow = bool(reply.value)
         if reply.remember:
             self.remembered[key] = allow
-        return allow
+        return None if allow else "the user"
 
     def _request(
         self,

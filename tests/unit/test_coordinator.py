@@ -156,9 +156,9 @@ async def test_a_tool_that_keeps_asking_is_stopped() -> None:
     ("config", "expected"),
     [
         ({"run": "skip"}, "was skipped by configuration (run = skip)"),
-        ({"run": "ask"}, "The user denied this tool call (a)."),
+        ({"run": "ask"}, "This tool call (a) was denied by the detached policy 'deny'"),
         ({"result": "skip"}, "its result is not shared (result = skip)"),
-        ({"result": "ask"}, "The user declined to share the result of a."),
+        ({"result": "ask"}, "The result of a was withheld by the detached policy 'deny'"),
     ],
 )
 async def test_run_and_result_settings(config: dict[str, Any], expected: str) -> None:
