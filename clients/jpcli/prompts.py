@@ -7,8 +7,10 @@ Booleans take `y`/`n`; uppercase `Y`/`N` also remember the answer for the rest o
 turn (`remember: true`), offered only when the question's persistence allows it. A
 select question shows numbered options and answers with the option's text; a
 multi_select one takes several numbers or names (`1,3` or `1 3`); a number question
-takes a number within its bounds. Empty input takes the default when there is one.
-Invalid input is explained and asked again.
+takes a number within its bounds. A choice, choices or number ending in `!` (`2!`) is
+also remembered for the rest of the turn, when the question's persistence allows it.
+Empty input takes the default when there is one. Invalid input is explained and asked
+again.
 """
 
 from __future__ import annotations
@@ -139,6 +141,15 @@ class Prompts:
     def __init__(self, io: PromptIO, *, color: bool = True) -> None:
         self.io = io
         self.color = color
+        self._can_remember = True
+
+    def _remember_mark(self, line: str) -> tuple[str, bool]:
+        """A choice or number ending in `!` is remembered for the rest of the turn (when
+        the question allows it)."""
+        text = line.rstrip()
+        if self._can_remember and text.endswith("!"):
+            return text[:-1], True
+        return line, False
 
     # --- inquiry/prompt --------------------------------------------------------------
 
@@ -164,8 +175,9 @@ class Prompts:
             lines.append(f"jp: that answer was refused: {one_line(str(error), 300)}")
         intro = "\n".join(lines) + "\n"
         default = question.get("default")
+        can_remember = question.get("persistence", "turn") != "none"
+        self._can_remember = can_remember
         if kind == "boolean":
-            can_remember = question.get("persistence", "turn") != "none"
             return self._boolean(intro, text, default, can_remember)
         if kind == "select":
             options = answer_type.get("options")
@@ -198,13 +210,13 @@ class Prompts:
         ask = f"{text}{span}{shown} "
         prompt = f"{intro}{ask}"
         while True:
-            line = self.io.read_line(prompt)
+            line, remember = self._remember_mark(self.io.read_line(prompt))
             try:
                 value = parse_number(line, default=fallback, **bounds)  # type: ignore[arg-type]
             except ValueError as exc:
                 prompt = f"jp: {exc}\n{ask}"
                 continue
-            return {"answer": value, "remember": False}
+            return {"answer": value, "remember": remember}
 
     def _multi(
         self,
@@ -225,7 +237,7 @@ class Prompts:
         ask = f"Choose any of 1-{len(options)}, e.g. 1,3{shown}: "
         prompt = f"{intro}{text}\n{listing}{ask}"
         while True:
-            line = self.io.read_line(prompt)
+            line, remember = self._remember_mark(self.io.read_line(prompt))
             try:
                 chosen = parse_multi_select(
                     line,
@@ -237,7 +249,7 @@ class Prompts:
             except ValueError as exc:
                 prompt = f"jp: {exc}\n{ask}"
                 continue
-            return {"answer": chosen, "remember": False}
+            return {"answer": chosen, "remember": remember}
 
     def _boolean(self, intro: str, text: str, default: Any, can_remember: bool) -> dict[str, Any]:
         fallback = default if isinstance(default, bool) else None
@@ -260,9 +272,9 @@ class Prompts:
         ask = f"Choose 1-{len(options)}{shown}: "
         prompt = f"{intro}{text}\n{listing}{ask}"
         while True:
-            line = self.io.read_line(prompt)
+            line, remember = self._remember_mark(self.io.read_line(prompt))
             try:
-                return {"answer": parse_select(line, options, fallback), "remember": False}
+                return {"answer": parse_select(line, options, fallback), "remember": remember}
             except ValueError as exc:
                 prompt = f"jp: {exc}\n{ask}"
 

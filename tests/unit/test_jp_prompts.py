@@ -729,3 +729,34 @@ def test_number_and_multi_select_parsing() -> None:
         parse_multi_select("1", options, min_items=2)
     with pytest.raises(ValueError, match="number from 1 to 3"):
         parse_multi_select("7", options)
+
+
+def test_a_choice_ending_in_bang_is_remembered_when_allowed() -> None:
+    from jpcli.prompts import Prompts
+
+    class Lines:
+        def __init__(self, *lines: str) -> None:
+            self.lines = list(lines)
+
+        def write(self, text: str) -> None:
+            pass
+
+        def read_line(self, prompt: str, *, secret: bool = False) -> str:
+            return self.lines.pop(0)
+
+    def ask(persistence: str, line: str) -> Any:
+        params = {
+            "toolName": "t",
+            "question": {
+                "id": "q",
+                "text": "Branch?",
+                "answerType": {"type": "select", "options": ["main", "dev"]},
+                "persistence": persistence,
+            },
+        }
+        return Prompts(Lines(line), color=False).inquiry(params)
+
+    assert ask("turn", "2!") == {"answer": "dev", "remember": True}
+    assert ask("turn", "2") == {"answer": "dev", "remember": False}
+    with pytest.raises(IndexError):  # "2!" is not a choice when it cannot be remembered
+        ask("none", "2!")
