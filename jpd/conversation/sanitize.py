@@ -29,6 +29,9 @@ _BATCH_TYPES = (ToolCallRequest, ToolCallResponse, InquiryRequest, InquiryRespon
 
 def sanitize(events: list[Event]) -> list[Event]:
     """Repair tool-call pairing, then inquiry pairing (see the two functions below)."""
+    # Checked per distinct type: pydantic's isinstance is slow on 100,000 events.
+    if not any(issubclass(kind, _BATCH_TYPES) for kind in {type(event) for event in events}):
+        return list(events)  # nothing to pair: both passes would copy it unchanged
     return sanitize_inquiries(sanitize_tool_calls(events))
 
 

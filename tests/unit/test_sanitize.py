@@ -52,7 +52,10 @@ def test_empty_and_tool_free_logs_are_unchanged() -> None:
         msg("hello", 2),
         TurnEnd(turn_id="t1", stop_reason="end_turn", timestamp=at(3)),
     ]
-    assert sanitize(events) == events
+    kept = sanitize(events)
+    assert kept == events
+    assert kept is not events  # a copy, as when there is something to repair
+    assert all(a is b for a, b in zip(kept, events, strict=True))
 
 
 def test_paired_calls_are_unchanged() -> None:
