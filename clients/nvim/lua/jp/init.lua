@@ -36,6 +36,17 @@ local function register()
   registered = true
   client.on_notification("turn/event", on_turn_event)
   client.on_notification("inquiry/resolved", prompt.resolved)
+  client.on_notification("turn/lagged", function(params)
+    -- This Neovim fell behind and was unsubscribed (protocol.md 7.3): re-attach from
+    -- where it stopped; events already shown are skipped by their seq.
+    if known[params.conversationId] then
+      client.request(
+        "turn/attach",
+        { conversationId = params.conversationId, fromSeq = params.fromSeq },
+        function() end
+      )
+    end
+  end)
   client.on_notification("$/disconnected", function()
     vim.notify("jp: disconnected from the daemon (its turns keep running)", vim.log.levels.WARN)
   end)
