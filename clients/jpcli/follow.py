@@ -181,6 +181,9 @@ class Follower:
 
     def _take(self, note: Notification) -> int | None:
         params = note.params
+        if note.method == "turn/lagged" and isinstance(params, dict):
+            self._reattach(params)
+            return None
         if note.method != "turn/event" or not isinstance(params, dict):
             return None
         if params.get("conversationId") != self.follow.conversation_id:
@@ -212,6 +215,17 @@ class Follower:
                 self.renderer.summary()
             return self._completed(event)
         return None
+
+    def _reattach(self, params: dict[str, Any]) -> None:
+        """We fell behind and were unsubscribed (protocol.md 7.3): attach again from
+        where the daemon says; what was already shown is skipped by its seq."""
+        if params.get("conversationId") != self.follow.conversation_id:
+            return
+        from_seq = params.get("fromSeq")
+        attach: dict[str, Any] = {"conversationId": self.follow.conversation_id}
+        if isinstance(from_seq, int):
+            attach["fromSeq"] = from_seq
+        self.connection.request("turn/attach", attach)
 
     def _look_for_questions(self) -> None:
         """No silent waits: one line per question that waits for an answer nobody here

@@ -155,6 +155,39 @@ def test_follower_all_turns_and_exit_codes(reason: str, code: int) -> None:
     assert out.getvalue() == "before now\n"
 
 
+class _AttachRecorder:
+    """Stands for the connection: records the re-attach a lagging follower sends."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, Any]] = []
+
+    def request(self, method: str, params: Any = None, timeout: float | None = None) -> Any:
+        self.requests.append((method, params))
+        return {}
+
+
+def test_a_lagging_follower_reattaches_from_the_seq_it_is_given() -> None:
+    connection = _AttachRecorder()
+    out = io.StringIO()
+    follower = Follower(
+        cast(Connection, connection),
+        Follow("c1", "t1", live=False),
+        json_lines=JsonLines(out, io.StringIO()),
+        spinner=Spinner(io.StringIO(), enabled=False),
+        interrupts=Interrupts(),
+    )
+    backlog = [
+        _event(1, "text_delta", text="a"),
+        Notification("turn/lagged", {"conversationId": "c2", "fromSeq": 9}),  # not ours
+        Notification("turn/lagged", {"conversationId": "c1", "fromSeq": 1}),
+        _event(2, "text_delta", text="b"),
+        _event(3, "turn_completed", stopReason="end_turn"),
+    ]
+    assert follower.run(backlog) == 0
+    assert connection.requests == [("turn/attach", {"conversationId": "c1", "fromSeq": 1})]
+    assert [json.loads(line)["seq"] for line in out.getvalue().splitlines()] == [1, 2, 3]
+
+
 # --- commands without a daemon -----------------------------------------------------------
 
 
