@@ -37,6 +37,13 @@ class TurnStart(_Event):
     """The client's workspace root the turn ran in (absolute), when it had one."""
 
 
+class TurnResume(_Event):
+    """An interrupted turn continues under the same id (`turn/resume`, protocol.md 12.4)."""
+
+    type: Literal["turn_resume"] = "turn_resume"
+    turn_id: str
+
+
 class ChatRequest(_Event):
     type: Literal["chat_request"] = "chat_request"
     content: str
@@ -218,6 +225,7 @@ class TurnEnd(_Event):
 
 Event = Annotated[
     TurnStart
+    | TurnResume
     | ChatRequest
     | ChatResponse
     | ChatCheckpoint

@@ -17,7 +17,7 @@ from pathlib import Path
 from jpd.conversation import events as ev
 from jpd.conversation.paths import EVENTS_FILE, is_valid_id
 from jpd.conversation.store import ConversationNotFound, ConversationStore
-from jpd.conversation.turn_lock import TurnLock, last_turn_is_open, try_lock
+from jpd.conversation.turn_lock import TurnLock, last_turn_is_open, reverse_lines, try_lock
 
 log = logging.getLogger(__name__)
 
@@ -26,11 +26,12 @@ INTERRUPTED_TURN = "the daemon stopped during this turn"
 
 
 def open_turn(events: Sequence[ev.Event]) -> str | None:
-    """The id of the log's last turn when it has no `turn_end`, else None."""
+    """The id of the log's last turn when it has no `turn_end` after its start (or its
+    latest `turn_resume`), else None."""
     for event in reversed(events):
         if isinstance(event, ev.TurnEnd):
             return None
-        if isinstance(event, ev.TurnStart):
+        if isinstance(event, ev.TurnStart | ev.TurnResume):
             return event.turn_id
     return None
 
@@ -58,7 +59,8 @@ def recovery_events(events: Sequence[ev.Event]) -> list[ev.Event]:
     turn_id = open_turn(events)
     if turn_id is None:
         return []
-    start = max(i for i, e in enumerate(events) if isinstance(e, ev.TurnStart))
+    # A resumed turn's earlier parts were closed by an earlier recovery.
+    start = max(i for i, e in enumerate(events) if isinstance(e, ev.TurnStart | ev.TurnResume))
     turn = events[start:]
     out: list[ev.Event] = []
     answered = {e.id for e in turn if isinstance(e, ev.InquiryResponse)}
@@ -83,6 +85,28 @@ def recovery_events(events: Sequence[ev.Event]) -> list[ev.Event]:
             )
     out.append(ev.TurnEnd(turn_id=turn_id, stop_reason="interrupted", error=INTERRUPTED_TURN))
     return out
+
+
+def interrupted_turn(log_file: Path) -> ev.TurnStart | None:
+    """The `turn_start` of the log's last turn when that turn ended `interrupted` (it can
+    be resumed, protocol.md 12.4), else None. Reads the log backwards: a tail read."""
+    ended = False
+    for line in reverse_lines(log_file):
+        if b'"type":"turn_end"' in line:
+            if not ended and b'"stop_reason":"interrupted"' not in line:
+                return None
+            ended = True
+        elif b'"type":"turn_resume"' in line and not ended:
+            return None  # open: running, or not recovered yet
+        elif b'"type":"turn_start"' in line:
+            if not ended:
+                return None
+            try:
+                event = ev.parse_event(line)
+            except ValueError:
+                return None
+            return event if isinstance(event, ev.TurnStart) else None
+    return None
 
 
 # --- applying it to the store --------------------------------------------------------
@@ -137,3 +161,19 @@ def recover_all(store: ConversationStore) -> int:
         finally:
             lock.release()
     return recovered
+
+
+def resumable_turns(store: ConversationStore) -> dict[str, ev.TurnStart]:
+    """Conversation id -> `turn_start` of its last turn when that turn ended
+    `interrupted`; a tail read per conversation."""
+    try:
+        entries = list(os.scandir(store.root / "conversations"))
+    except FileNotFoundError:
+        return {}
+    found: dict[str, ev.TurnStart] = {}
+    for entry in entries:
+        if is_valid_id(entry.name):
+            start = interrupted_turn(Path(entry.path) / EVENTS_FILE)
+            if start is not None:
+                found[entry.name] = start
+    return found

@@ -94,13 +94,17 @@ def sanitize_tool_calls(events: list[Event]) -> list[Event]:
     Pairing is by id, in order: each response answers the earliest unanswered request
     with the same id, so an id reused in a later turn pairs correctly. A response
     arriving after its request's batch has closed is an orphan (the request was already
-    given a synthetic result). Pure: the input list and its events are not modified.
+    given a synthetic result), except a response to a call whose latest response was
+    `interrupted`: a resumed turn re-ran that call, and the new result supersedes the
+    interrupted one (protocol.md 12.4). Pure: the input list and its events are not
+    modified.
     """
     out: list[Event] = []
     # Unanswered requests of the current batch: id -> request positions, oldest first.
     unanswered: dict[str, deque[int]] = {}
     batch_requests: list[ToolCallRequest] = []
     answered: set[int] = set()
+    interrupted: set[str] = set()  # ids whose latest response is a recovery's interrupted one
 
     def close_batch() -> None:
         if not unanswered:
@@ -133,7 +137,12 @@ def sanitize_tool_calls(events: list[Event]) -> list[Event]:
         elif isinstance(event, ToolCallResponse):
             waiting = unanswered.get(event.id)
             if not waiting:
+                if event.id in interrupted and not event.interrupted:
+                    interrupted.discard(event.id)
+                    out.append(event)  # a resumed turn's result for a re-run call
                 continue  # orphan: nothing to answer
+            if event.interrupted:
+                interrupted.add(event.id)
             answered.add(waiting.popleft())
             if not waiting:
                 del unanswered[event.id]

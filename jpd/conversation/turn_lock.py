@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 LOCK_FILE = "turn.lock"
 _TAIL_CHUNK = 64 * 1024
 _START = b'"type":"turn_start"'
 _END = b'"type":"turn_end"'
+_RESUME = b'"type":"turn_resume"'
 
 
 class TurnLock:
@@ -49,7 +51,7 @@ def try_lock(directory: Path) -> TurnLock | None:
 
 
 def last_turn_is_open(log: Path) -> bool:
-    """Whether the log's last `turn_start` has no `turn_end` after it.
+    """Whether the log's last `turn_start` (or `turn_resume`) has no `turn_end` after it.
 
     Reads the log backwards from its end, so checking a long conversation costs a
     chunk, not the whole file. Event lines are compact JSON, where these markers
@@ -64,11 +66,34 @@ def last_turn_is_open(log: Path) -> bool:
                 start = max(0, position - _TAIL_CHUNK)
                 fh.seek(start)
                 chunk = fh.read(position - start) + carry
-                last_start, last_end = chunk.rfind(_START), chunk.rfind(_END)
+                last_start = max(chunk.rfind(_START), chunk.rfind(_RESUME))
+                last_end = chunk.rfind(_END)
                 if last_start != -1 or last_end != -1:
                     return last_start > last_end
-                carry = chunk[: len(_START)]
+                carry = chunk[: len(_RESUME)]
                 position = start
     except FileNotFoundError:
         return False
     return False
+
+
+def reverse_lines(log: Path) -> Iterator[bytes]:
+    """The log's lines, last first, read backwards a chunk at a time (none if absent)."""
+    try:
+        fh = open(log, "rb")  # noqa: SIM115 - a generator keeps it open while iterated
+    except FileNotFoundError:
+        return
+    with fh:
+        position = fh.seek(0, os.SEEK_END)
+        rest = b""
+        while position > 0:
+            start = max(0, position - _TAIL_CHUNK)
+            fh.seek(start)
+            lines = (fh.read(position - start) + rest).split(b"\n")
+            position = start
+            rest = lines.pop(0)
+            for line in reversed(lines):
+                if line.strip():
+                    yield line
+        if rest.strip():
+            yield rest

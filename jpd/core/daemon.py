@@ -6,6 +6,7 @@ task group, so they outlive the request that started them.
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 from collections import OrderedDict
@@ -47,6 +48,8 @@ from jpd.settings import Settings
 # config, the turn loop, tools, inquiries and providers load with the first use.
 if TYPE_CHECKING:
     from jpd.config import Config
+    from jpd.conversation.events import TurnStart
+    from jpd.conversation.resume import ResumePlan
     from jpd.conversation.turn_lock import TurnLock
     from jpd.core.turn import Turn
     from jpd.inquiry.backend import LlmInquiryBackend
@@ -85,6 +88,9 @@ class Daemon:
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
         self._mcp: McpManager | None = None
         self._turn_locks: dict[str, TurnLock] = {}
+        # Conversation id -> its interrupted last turn (protocol.md 12.4), found by the
+        # start-up scan and kept up to date, so `turn/list` reads no log.
+        self._resumable: dict[str, TurnInfo] = {}
         # Turns a stopped daemon left open are closed before any turn starts.
         self._recovered = anyio.Event()
         task_group.start_soon(self._recover_all)
@@ -185,6 +191,52 @@ class Daemon:
         await self._launch(turn, link, is_new=conversation_id is None or create)
         return self._info(turn)
 
+    async def resume_turn(
+        self,
+        link: ClientLink,
+        conversation_id: str,
+        turn_id: str,
+        detached: Any = None,
+        environment: ClientEnvironment | None = None,
+    ) -> TurnInfo:
+        """Continue an interrupted turn under its id (protocol.md 12.4): interrupted tool
+        calls run again, a cut output is continued, then the turn goes on as usual."""
+        from jpd.conversation.resume import NotResumable, TurnNotFound, plan_resume
+        from jpd.llm.base import ToolChoiceAuto
+
+        self._check_id(conversation_id)
+        self._check_idle(conversation_id)
+        history = await self._history(conversation_id)  # recovers the turn if still open
+        try:
+            events = await anyio.to_thread.run_sync(
+                functools.partial(self.store.load, conversation_id, sanitized=False)
+            )
+            plan = plan_resume(events, turn_id)
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        except TurnNotFound:
+            raise NotFound(f"conversation {conversation_id} has no turn {turn_id}") from None
+        except NotResumable as exc:
+            raise InvalidParams(str(exc)) from None
+        renv = self.request_env(link, environment)
+        cfg = await self._turn_config(renv, None, plan.model)
+        providers, provider = self._turn_provider(cfg, renv)
+        turn = await self._assemble_turn(
+            conversation_id=conversation_id,
+            message="",
+            cfg=cfg,
+            renv=renv,
+            providers=providers,
+            provider=provider,
+            history=history,
+            toggles=[],
+            detached=detached,
+            resume=plan,
+        )
+        turn.spec.first_tool_choice = ToolChoiceAuto()  # the turn's first call was made
+        await self._launch(turn, link, is_new=False)
+        return self._info(turn)
+
     async def _turn_config(
         self, renv: RequestEnv, config: Mapping[str, Any] | None, model: str | None
     ) -> Config:
@@ -241,14 +293,16 @@ class Daemon:
         history: MessageHistory,
         toggles: list[ToolToggle],
         detached: Any,
+        resume: ResumePlan | None = None,
     ) -> Turn:
-        """The turn with its tools and inquiry backend; nothing reaches the disk yet."""
+        """The turn with its tools and inquiry backend; nothing reaches the disk yet.
+        With `resume`, it continues that interrupted turn under its id."""
         from jpd.core.transcript import Transcript
         from jpd.core.turn import Turn
         from jpd.core.turn_setup import turn_spec
         from jpd.inquiry.backend import LlmInquiryBackend
 
-        turn_id = "t-" + secrets.token_hex(6)
+        turn_id = resume.turn_id if resume else "t-" + secrets.token_hex(6)
         transcript = Transcript(history)
         backend = LlmInquiryBackend(transcript, provider, cfg, providers)
         coordinator = self._coordinator(
@@ -260,6 +314,7 @@ class Daemon:
             channel=conversation_id,
             call_id=turn_id,
             detached=detached,
+            resume=resume,
         )
         spec = turn_spec(
             cfg,
@@ -271,6 +326,7 @@ class Daemon:
             transcript=transcript,
             workspace=str(renv.workspace) if renv.workspace else None,
         )
+        spec.resume = resume
         return Turn(spec, self.store, self.hub, datetime.now(UTC))
 
     async def _launch(self, turn: Turn, link: ClientLink, *, is_new: bool) -> None:
@@ -282,8 +338,10 @@ class Daemon:
             except ConversationExists:
                 raise InvalidParams(f"conversation {conversation_id} already exists") from None
         self._check_idle(conversation_id)  # again: another turn may have started meanwhile
-        self._remember_history(conversation_id, turn.transcript.history)
         self._turn_locks[turn.turn_id] = await self._lock_turn(conversation_id)
+        self._check_idle(conversation_id)  # and again after the lock's await
+        self._remember_history(conversation_id, turn.transcript.history)
+        self._resumable.pop(conversation_id, None)  # no longer the last turn, or resumed
         self._turns[turn.turn_id] = turn
         self.hub.subscribe(conversation_id, link)
         self._tg.start_soon(self._run_turn, turn)
@@ -299,6 +357,7 @@ class Daemon:
         channel: str,
         call_id: str,
         detached: Any,
+        resume: ResumePlan | None = None,
     ) -> Coordinator:
         """The tool coordinator of a turn (with its inquiry backend) or of a `tool/call`."""
         from jpd.core.turn_tools import make_coordinator
@@ -318,6 +377,7 @@ class Daemon:
             mcp=self.mcp.bound(renv.root),
             on_progress=self._progress_sink(channel, call_id) if backend else None,
             sampler=backend,
+            resumed=resume,
         )
 
     def _busy(self, conversation_id: str) -> bool:
@@ -368,6 +428,12 @@ class Daemon:
             raise NotFound(f"no running turn {turn_id}")
         await turn.done.wait()
         return turn.stop_reason
+
+    async def list_turns(self) -> list[TurnInfo]:
+        """Running turns, oldest first, then resumable ones, oldest first (protocol.md 5.10)."""
+        await self._recovered.wait()
+        resumable = sorted(self._resumable.values(), key=lambda t: t.started_at)
+        return [*self.running_turns(), *resumable]
 
     def running_turns(self) -> list[TurnInfo]:
         """Turns currently running, oldest first."""
@@ -582,6 +648,7 @@ class Daemon:
             raise NotFound(str(exc)) from exc
         await self.hub.forget(conversation_id)
         self._histories.pop(conversation_id, None)
+        self._resumable.pop(conversation_id, None)
 
     async def _history(self, conversation_id: str) -> MessageHistory:
         """The conversation's messages: kept from its last turn, else loaded and built
@@ -615,31 +682,50 @@ class Daemon:
     # --- recovery (protocol.md section 12.4) ---------------------------------------
 
     async def _recover_all(self) -> None:
-        from jpd.conversation.recovery import recover_all
+        from jpd.conversation.recovery import recover_all, resumable_turns
 
         try:
             await anyio.to_thread.run_sync(recover_all, self.store)
+            found = await anyio.to_thread.run_sync(resumable_turns, self.store)
+            for conversation_id, start in found.items():
+                self._note_resumable(conversation_id, start)
         except Exception:  # recovery also runs per conversation when it is loaded
             log.exception("recovering conversations left open failed")
         finally:
             self._recovered.set()
 
+    def _note_resumable(self, conversation_id: str, start: TurnStart) -> None:
+        if self._busy(conversation_id):
+            return
+        self._resumable[conversation_id] = TurnInfo(
+            turn_id=start.turn_id,
+            conversation_id=conversation_id,
+            model=start.model or "",
+            started_at=start.timestamp,
+            resumable=True,
+        )
+
     async def _recover(self, conversation_id: str) -> None:
         """Close the conversation's last turn if a stopped daemon left it open."""
-        from jpd.conversation.recovery import lock_turn, recover
+        from jpd.conversation.paths import EVENTS_FILE
+        from jpd.conversation.recovery import interrupted_turn, lock_turn, recover
 
         await self._recovered.wait()
 
-        def run() -> None:
+        def run() -> TurnStart | None:
             lock = lock_turn(self.store, conversation_id)
             if lock is None:
-                return  # another daemon runs a turn here: it is not ours to close
+                return None  # another daemon runs a turn here: it is not ours to close
             try:
-                recover(self.store, conversation_id)
+                if not recover(self.store, conversation_id):
+                    return None
             finally:
                 lock.release()
+            return interrupted_turn(self.store.conversation_dir(conversation_id) / EVENTS_FILE)
 
-        await anyio.to_thread.run_sync(run)
+        start = await anyio.to_thread.run_sync(run)
+        if start is not None:
+            self._note_resumable(conversation_id, start)
 
     async def _lock_turn(self, conversation_id: str) -> TurnLock:
         """The conversation's turn lock, held while this daemon runs a turn there."""

@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 import anyio
 
 from jpd.conversation import events as ev
+from jpd.conversation.resume import CONTINUE_INSTRUCTION, ResumePlan
 from jpd.core.checkpoints import Checkpointer
 from jpd.core.deltas import DeltaBatcher
 from jpd.core.hub import EventHub
@@ -69,6 +70,8 @@ class TurnSpec:
     """`tool_choice` of the turn's first model call; later calls use `auto`."""
     workspace: str | None = None
     """The client's workspace root, recorded in `turn_start`."""
+    resume: ResumePlan | None = None
+    """Set when the turn continues an interrupted one (`turn/resume`, protocol.md 12.4)."""
 
 
 @dataclass
@@ -143,11 +146,14 @@ class Turn:
 
     async def _cycles(self) -> StopReason:
         spec = self.spec
-        self._record(
-            ev.TurnStart(turn_id=spec.turn_id, model=spec.model_id, workspace=spec.workspace)
-        )
-        self._record(ev.ChatRequest(content=spec.message))
-        self._publish(TurnStarted(model=spec.model_id))
+        if spec.resume is not None:
+            await self._resume(spec.resume)
+        else:
+            self._record(
+                ev.TurnStart(turn_id=spec.turn_id, model=spec.model_id, workspace=spec.workspace)
+            )
+            self._record(ev.ChatRequest(content=spec.message))
+            self._publish(TurnStarted(model=spec.model_id))
         for cycle in range(MAX_CYCLES):
             choice = spec.first_tool_choice if cycle == 0 else llm.ToolChoiceAuto()
             reason = await self._call_model(choice)
@@ -159,6 +165,29 @@ class Turn:
             await spec.tools.run(calls, on_result=functools.partial(self._call_ended, names))
             self._open_calls = []
         raise ProviderError(f"the model kept calling tools for {MAX_CYCLES} rounds; turn stopped")
+
+    async def _resume(self, plan: ResumePlan) -> None:
+        """Continue an interrupted turn: re-run its interrupted calls, or ask the model to
+        go on with an output cut while it streamed; the model is called next as usual."""
+        self._record(ev.TurnResume(turn_id=self.turn_id))
+        self._publish(TurnStarted(model=self.spec.model_id))
+        if plan.continue_output:
+            self._record(ev.ChatRequest(content=CONTINUE_INSTRUCTION))
+        if plan.rerun:
+            calls = [
+                llm.ToolCallPart(id=r.id, name=r.name, arguments=r.arguments) for r in plan.rerun
+            ]
+            for call in calls:
+                hidden = self.spec.tools.hidden(call.name)
+                self._publish(
+                    ToolCallStarted(
+                        id=call.id, name=call.name, arguments=call.arguments, hidden=hidden
+                    )
+                )
+            self._open_calls = calls
+            names = {call.id: call.name for call in calls}
+            await self.spec.tools.run(calls, on_result=functools.partial(self._call_ended, names))
+            self._open_calls = []
 
     def _call_ended(self, names: dict[str, str], result: ToolResultData) -> None:
         """Record and send a call's result as soon as it ends, not when the slowest of its

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from jpd.conversation.resume import ResumePlan
 from jpd.inquiry.pending import PendingQuestions
 from jpd.inquiry.recorder import EventLog, InquiryRecorder
 from jpd.inquiry.router import InquiryBackend, Router
@@ -43,10 +44,14 @@ def make_coordinator(
     mcp: McpCaller | None = None,
     on_progress: ProgressSink | None = None,
     sampler: Sampler | None = None,
+    resumed: ResumePlan | None = None,
 ) -> Coordinator:
     """A coordinator over `tools` with its own turn cache, attempt counters and
     permission memory."""
-    router = Router(pending, InquiryRecorder(log, conversation_id), backend)
+    recorder = InquiryRecorder(log, conversation_id)
+    if resumed is not None:
+        recorder.seed(resumed.attempts)
+    router = Router(pending, recorder, backend)
     gate = PermissionGate(pending, conversation_id, turn_id, detached_override=detached)
     scope = CallScope(
         conversation_id=conversation_id,
@@ -60,5 +65,6 @@ def make_coordinator(
         on_progress=on_progress,
         sampler=sampler,
         record=lambda event: log.append(conversation_id, event),
+        answers=resumed.answers if resumed is not None else {},
     )
     return Coordinator(tools, router, gate, scope)

@@ -28,6 +28,11 @@ class InquiryRecorder:
         self._conversation_id = conversation_id
         self._attempts: Counter[tuple[str, str]] = Counter()
 
+    def seed(self, attempts: dict[tuple[str, str], int]) -> None:
+        """Continue counting from `attempts` ((tool call id, question id) -> attempts
+        made), so that a resumed turn asks a question again under its id (protocol.md 12.4)."""
+        self._attempts.update(attempts)
+
     def next_id(self, tool_call_id: str, question_id: str) -> str:
         """`<tool_call_id>.<question_id>.<attempt>`, attempt counted per turn from 1."""
         key = (tool_call_id, question_id)

@@ -16,11 +16,14 @@ class MessageHistory:
     assistant message; inquiry and turn bookkeeping events are not sent to models.
     Adding an event costs the same however long the conversation is. Messages are
     constructed, not validated again: their events were validated where they entered.
+    A call's result that follows its `interrupted` result (the call re-ran in a resumed
+    turn, protocol.md 12.4) takes the interrupted one's place: one result per call.
     """
 
     def __init__(self, events: Iterable[ev.Event] = ()) -> None:
         self._done: list[Message] = []
         self._pending: dict[str, Any] | None = None
+        self._interrupted: dict[str, int] = {}  # call id -> index of its interrupted result
         for event in events:
             self.add(event)
 
@@ -45,14 +48,19 @@ class MessageHistory:
             )
         elif isinstance(event, ev.ToolCallResponse):
             self._flush()
-            self._done.append(
-                ToolResultMessage.model_construct(
-                    tool_call_id=event.id,
-                    content=event.content,
-                    is_error=event.is_error,
-                    images=tuple(event.images or ()),
-                )
+            result = ToolResultMessage.model_construct(
+                tool_call_id=event.id,
+                content=event.content,
+                is_error=event.is_error,
+                images=tuple(event.images or ()),
             )
+            superseded = self._interrupted.pop(event.id, None)
+            if superseded is not None:
+                self._done[superseded] = result
+                return
+            if event.interrupted:
+                self._interrupted[event.id] = len(self._done)
+            self._done.append(result)
 
     def messages(self) -> list[Message]:
         """The messages so far (a new list; the assistant output in progress included)."""

@@ -124,6 +124,19 @@ class TurnCancelResult(WireModel):
     cancelled: bool
 
 
+class TurnResumeParams(WireParams):
+    conversation_id: str
+    turn_id: str
+    detached: DetachedMode | None = None
+    """The detached policy for the questions asked again (overrides config)."""
+    environment: ClientEnvironment | None = Field(default=None, repr=False)
+
+
+class TurnResumeResult(WireModel):
+    conversation_id: str
+    turn_id: str
+
+
 class TurnWaitParams(WireParams):
     turn_id: str
 

@@ -100,6 +100,7 @@ EXIT = ClientNotification("exit", c.NoParams)
 CANCEL_REQUEST = ClientNotification("$/cancelRequest", CancelRequestParams)
 TURN_START = ClientRequest("turn/start", c.TurnStartParams, c.TurnStartResult)
 TURN_CANCEL = ClientRequest("turn/cancel", c.TurnCancelParams, c.TurnCancelResult)
+TURN_RESUME = ClientRequest("turn/resume", c.TurnResumeParams, c.TurnResumeResult)
 TURN_WAIT = ClientRequest("turn/wait", c.TurnWaitParams, c.TurnWaitResult)
 TURN_ATTACH = ClientRequest("turn/attach", c.TurnAttachParams, c.TurnAttachResult)
 TURN_DETACH = ClientRequest("turn/detach", c.TurnDetachParams, c.TurnDetachResult)
@@ -137,6 +138,7 @@ TABLE: dict[str, Method] = {
         CANCEL_REQUEST,
         TURN_START,
         TURN_CANCEL,
+        TURN_RESUME,
         TURN_WAIT,
         TURN_ATTACH,
         TURN_DETACH,

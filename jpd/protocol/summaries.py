@@ -8,12 +8,15 @@ from jpd.protocol.base import WireModel
 
 
 class TurnInfo(WireModel):
-    """A running turn."""
+    """A running turn, or (`resumable`) an interrupted one `turn/resume` can continue."""
 
     turn_id: str
     conversation_id: str
     model: str
     started_at: datetime
+    resumable: bool | None = None
+    """True for an interrupted turn that can be resumed (protocol.md 5.10); absent for a
+    running turn."""
 
 
 class ConversationSummary(WireModel):

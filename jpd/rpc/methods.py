@@ -99,6 +99,14 @@ async def turn_cancel(daemon: Daemon, session: Session, p: wire.TurnCancelParams
     return wire.TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
 
 
+async def turn_resume(daemon: Daemon, session: Session, p: wire.TurnResumeParams) -> WireModel:
+    """Continue an interrupted turn under its id and return at once (protocol.md 5.21)."""
+    info = await daemon.resume_turn(
+        session, p.conversation_id, p.turn_id, detached=p.detached, environment=p.environment
+    )
+    return wire.TurnResumeResult(conversation_id=info.conversation_id, turn_id=info.turn_id)
+
+
 async def turn_wait(daemon: Daemon, session: Session, p: wire.TurnWaitParams) -> WireModel:
     """Wait until a running turn ends (cancelling this request leaves the turn running)."""
     stop = await daemon.wait_turn(p.turn_id)
@@ -124,8 +132,10 @@ async def turn_detach(daemon: Daemon, session: Session, p: wire.TurnDetachParams
 
 
 async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
-    """Running turns (and, later, pending inquiries)."""
-    return wire.TurnListResult(turns=daemon.running_turns(), inquiries=daemon.pending_inquiries())
+    """Running turns, then resumable ones, and pending inquiries."""
+    return wire.TurnListResult(
+        turns=await daemon.list_turns(), inquiries=daemon.pending_inquiries()
+    )
 
 
 async def model_list(daemon: Daemon, session: Session, p: wire.ModelListParams) -> WireModel:
@@ -248,6 +258,7 @@ HANDLERS: dict[Incoming, Handler] = {
     mt.EXIT: exit_,
     mt.TURN_START: turn_start,
     mt.TURN_CANCEL: turn_cancel,
+    mt.TURN_RESUME: turn_resume,
     mt.TURN_WAIT: turn_wait,
     mt.TURN_ATTACH: turn_attach,
     mt.TURN_DETACH: turn_detach,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,9 @@ class CallScope:
     """Completes MCP sampling requests (None: they are refused)."""
     record: Callable[[ev.Event], None] | None = None
     """Appends an event to the conversation's log (MCP sampling exchanges)."""
+    answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Tool call id -> the answers its questions got before the daemon stopped: a
+    resumed turn re-runs the call with them (protocol.md 12.4)."""
 
 
 class Coordinator:
@@ -155,7 +158,7 @@ class Coordinator:
     async def _execute(self, tool: EffectiveTool, call: ToolCallPart) -> tuple[str, bool]:
         if tool.mcp is not None:
             return await self._call_mcp(tool, call)
-        answers: dict[str, Any] = {}
+        answers: dict[str, Any] = dict(self._scope.answers.get(call.id, {}))
         for _ in range(MAX_QUESTIONS + 1):
             outcome = await self._invoke(tool, call, answers)
             if isinstance(outcome, Success):

@@ -56,6 +56,9 @@ class FakeDaemon:
     def client_ready(self, session: Session) -> None:
         pass
 
+    async def list_turns(self) -> list[Any]:
+        return []
+
     def running_turns(self) -> list[Any]:
         return []
 
