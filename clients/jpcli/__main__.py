@@ -5,7 +5,7 @@ Usage:
                        [-t [NAME]]... [-T [NAME]]... [--detach] [--non-interactive]
                        [-F text|json] MESSAGE...
     jp attach [CONVERSATION] [--from-seq N] [--non-interactive] [-F text|json]
-    jp turn ls [-F text|json] | cancel [CONVERSATION]
+    jp turn ls [-F text|json] | cancel [CONVERSATION] | resume [CONVERSATION]
     jp inquiry ls [-F text|json] | answer [--remember] ID [VALUE]
     jp conversation ls | show ID | use ID | rm ID
     jp daemon status [-F text|json] | stop
@@ -75,7 +75,8 @@ Exit codes:
          invalid answer), or the daemon could not be started or reached
     2    usage error (bad arguments)
     3    `jp daemon status`: no daemon is running
-    4    `jp attach`, `jp turn cancel`: no turn is running there
+    4    `jp attach`, `jp turn cancel`: no turn is running there; `jp turn resume`:
+         no interrupted turn to resume
     130  cancelled (Ctrl-C, or the turn was cancelled elsewhere)
 
 Environment:
@@ -248,6 +249,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CONVERSATION",
         help="id or unique prefix (default: this workspace's conversation, or the only turn)",
     )
+    turn_resume = turn_actions.add_parser(
+        "resume",
+        help="continue a turn the daemon was stopped during, and show it",
+        epilog=_examples("jp turn resume", "jp turn resume c-2026"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    turn_resume.add_argument(
+        "conversation",
+        nargs="?",
+        metavar="CONVERSATION",
+        help="id or unique prefix (default: the most recent resumable turn)",
+    )
+    turn_resume.add_argument("--non-interactive", action="store_true", help="never prompt")
+    _format_option(turn_resume)
 
     inquiry = commands.add_parser("inquiry", help="questions waiting for an answer")
     inquiry_actions = inquiry.add_subparsers(dest="action", metavar="ACTION")
@@ -327,7 +342,7 @@ EXAMPLES = {
         'git diff | jp query --conversation c-2026 "review this"',
     ),
     "jp attach": ("jp attach", "jp attach c-2026 --from-seq 0"),
-    "jp turn": ("jp turn ls", "jp turn cancel"),
+    "jp turn": ("jp turn ls", "jp turn cancel", "jp turn resume"),
     "jp turn ls": ("jp turn ls", "jp turn ls -F json"),
     "jp inquiry": ("jp inquiry ls", "jp inquiry answer call_1.q.1 true"),
     "jp inquiry ls": ("jp inquiry ls", "jp inquiry ls -F json"),
@@ -478,7 +493,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _asks(args: argparse.Namespace) -> bool:
     """Whether this command answers the daemon's questions on the terminal."""
-    if args.command not in ("query", "q", "attach") or args.non_interactive:
+    interactive = ("query", "q", "attach")
+    resuming = args.command == "turn" and getattr(args, "action", None) == "resume"
+    if (args.command not in interactive and not resuming) or args.non_interactive:
         return False
     if getattr(args, "detach", False):
         return False  # it returns at once: questions wait for `jp attach` or `jp inquiry`
@@ -538,6 +555,17 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
 
         return admin.model_list(
             connection, out=out, as_json=output.json, environment=client_environment()
+        )
+    if command == "turn" and action == "resume":
+        from jpcli.daemon import client_environment
+
+        return commands.resume(
+            connection,
+            args.conversation,
+            non_interactive=args.non_interactive,
+            output=output,
+            prompter=prompter,
+            environment=client_environment(),
         )
     if command == "turn" and action == "cancel":
         return admin.turn_cancel(

@@ -19,6 +19,18 @@ def _dump(result: Any, out: TextIO) -> None:
     out.write(json.dumps(result, ensure_ascii=False) + "\n")
 
 
+def running_turns(listed: Any) -> list[dict[str, Any]]:
+    """The running turns of a `turn/list` result (not the resumable ones)."""
+    turns = listed.get("turns") if isinstance(listed, dict) else None
+    return [t for t in turns or [] if isinstance(t, dict) and not t.get("resumable")]
+
+
+def resumable_turns(listed: Any) -> list[dict[str, Any]]:
+    """The interrupted turns `turn/resume` can continue, oldest first."""
+    turns = listed.get("turns") if isinstance(listed, dict) else None
+    return [t for t in turns or [] if isinstance(t, dict) and t.get("resumable")]
+
+
 def _turn_row(turn: dict[str, Any]) -> str:
     started = format_time(turn.get("startedAt"), seconds=True)
     return "  ".join(
@@ -62,7 +74,8 @@ def turn_list(connection: Connection, *, out: TextIO, err: TextIO, as_json: bool
     if not turns and not inquiries:
         err.write("jp: no running turns\n")
     for turn in turns:
-        out.write(_turn_row(turn) + "\n")
+        resumable = "  (interrupted: jp turn resume)" if turn.get("resumable") else ""
+        out.write(_turn_row(turn) + resumable + "\n")
     for inquiry in inquiries:
         out.write(_inquiry_row(inquiry) + "\n")
     return EXIT_OK
@@ -145,7 +158,7 @@ def turn_cancel(
     or unique prefix; default: this workspace's `current` one, else the only running
     turn) and wait until its end is recorded. Exit 4 when nothing runs there."""
     result = connection.request("turn/list", {})
-    turns = [t for t in (result.get("turns") or []) if isinstance(t, dict)]
+    turns = running_turns(result)
     if conversation is not None:
         chosen = [t for t in turns if str(t.get("conversationId", "")).startswith(conversation)]
     else:

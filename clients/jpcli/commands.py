@@ -324,14 +324,61 @@ def attach(
         return _run_follower(_follower(connection, follow, output, interrupts), backlog, prompter)
 
 
+def resume(
+    connection: Connection,
+    conversation: str | None = None,
+    *,
+    non_interactive: bool = False,
+    output: Output,
+    prompter: TerminalPrompter | None = None,
+    environment: Mapping[str, Any] | None = None,
+) -> int:
+    """`jp turn resume [CONVERSATION]`: continue an interrupted turn (protocol.md 5.21)
+    and show it as `jp attach` does. CONVERSATION is an id or unique prefix; default: the
+    most recent resumable turn. Exit 4 when there is none."""
+    from jpcli.admin import resumable_turns
+
+    with Interrupts() as interrupts:
+        turns = resumable_turns(connection.request("turn/list", {}))
+        if conversation is not None:
+            turns = [t for t in turns if str(t.get("conversationId", "")).startswith(conversation)]
+        if len(turns) > 1 and conversation is not None:
+            output.err.write(f"jp: {conversation!r} matches {len(turns)} turns; give more of it\n")
+            return EXIT_ERROR
+        if not turns:
+            where = f" in {conversation}" if conversation else ""
+            output.err.write(f"jp: no resumable turn{where} (jp turn ls)\n")
+            return EXIT_NOTHING_RUNNING
+        chosen = turns[-1]
+        params: dict[str, Any] = {
+            "conversationId": chosen.get("conversationId"),
+            "turnId": chosen.get("turnId"),
+        }
+        if environment is not None:
+            params["environment"] = environment
+        try:
+            started = connection.request("turn/resume", params)
+        except RpcError as exc:
+            output.err.write(f"jp: {exc.message}\n")
+            return EXIT_ERROR
+        follow = Follow(
+            str(started.get("conversationId")),
+            str(started.get("turnId")),
+            can_prompt=output.can_prompt and not non_interactive,
+            watch_questions=prompter is None,
+        )
+        return _run_follower(_follower(connection, follow, output, interrupts), None, prompter)
+
+
 def _attach_target(
     connection: Connection,
     err: TextIO,
     from_seq: int | None,
     current: CurrentConversations | None,
 ) -> str | None:
-    result = connection.request("turn/list", {})
-    turns = [t for t in (result.get("turns") or []) if isinstance(t, dict)]
+    from jpcli.admin import running_turns
+
+    turns = running_turns(connection.request("turn/list", {}))
     if turns:
         newest = turns[-1].get("conversationId")
         if len(turns) > 1:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 IDS = "jp conversation ls --ids 2>/dev/null"
-_ID_ACTIONS = {"conversation": ("show", "use", "rm", "delete"), "turn": ("cancel",)}
+_ID_ACTIONS = {"conversation": ("show", "use", "rm", "delete"), "turn": ("cancel", "resume")}
 
 
 def _tree(parser: argparse.ArgumentParser) -> dict[str, tuple[list[str], list[str]]]:

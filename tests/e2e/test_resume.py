@@ -224,6 +224,10 @@ async def test_jp_turn_resume_resumes_the_latest_resumable_turn(
     await kill(daemon, client)
     write_script(tmp_path / "script.json", [{"text": "RESUMED-OUTPUT"}])
     await daemons.start(env)
+    listed = await run_jp_async(env, "turn", "ls")
+    assert "interrupted: jp turn resume" in listed.stdout
+    cancel = await run_jp_async(env, "turn", "cancel")  # nothing runs: it is not running
+    assert cancel.returncode == 4, cancel.stderr
     done = await run_jp_async(env, "turn", "resume")
     assert done.returncode == 0, done.stderr
     assert "RESUMED-OUTPUT" in done.stdout

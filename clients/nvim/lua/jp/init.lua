@@ -100,7 +100,7 @@ local function open_conversation(conversation_id)
   local running = {}
   local list = client.request_sync("turn/list", nil)
   for _, turn in ipairs(list.turns or {}) do
-    if turn.conversationId == conversation_id then
+    if turn.conversationId == conversation_id and not turn.resumable then
       running[turn.turnId] = true
     end
   end
@@ -222,7 +222,9 @@ function M.attach(conversation_id)
     if id == nil then
       -- Nothing chosen: the most recent running turn, if any.
       local list = client.request_sync("turn/list", nil)
-      local turns = list.turns or {}
+      local turns = vim.tbl_filter(function(t)
+        return not t.resumable
+      end, list.turns or {})
       id = turns[#turns] and turns[#turns].conversationId
     end
     if id == nil then
@@ -241,7 +243,7 @@ function M.cancel()
     local id = current_conversation()
     local list = client.request_sync("turn/list", nil)
     for _, turn in ipairs(list.turns or {}) do
-      if id == nil or turn.conversationId == id then
+      if not turn.resumable and (id == nil or turn.conversationId == id) then
         client.request_sync("turn/cancel", { turnId = turn.turnId })
         return
       end
