@@ -236,3 +236,33 @@ async def test_jp_turn_resume_resumes_the_latest_resumable_turn(
     again = await run_jp_async(env, "turn", "resume")
     assert again.returncode != 0
     assert "no resumable turn" in again.stderr
+
+
+async def test_acp_session_resume_continues_an_interrupted_turn(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    from tests.e2e.acp_client import Editor, jp_acp, make_env
+
+    env = make_env(tmp_path, [{"text": TEXT, "chunk": 4, "delay_ms": 20}])
+    ws = str(tmp_path / "ws")
+    daemon, client = await start(daemons, env)
+    await client.initialize(workspaceRoot=ws)
+    started = await client.request("turn/start", {"message": "stream"})
+    cid = started["conversationId"]
+    await wait_for(
+        lambda: any(e["type"] == "chat_checkpoint" for e in persisted(env, cid)), "a checkpoint"
+    )
+    await kill(daemon, client)
+    write_script(tmp_path / "script.json", [{"text": "EDITOR-SEES-THIS"}])
+    daemons.watch(env)  # the bridge starts the shared daemon itself
+    editor = Editor()
+    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
+        await conn.initialize(protocol_version=1)
+        await conn.resume_session(cwd=ws, session_id=cid, mcp_servers=[])
+        await editor.wait_for(lambda: "EDITOR-SEES-THIS" in editor.text(), "the continuation")
+
+    def ended() -> bool:
+        last = persisted(env, cid)[-1]
+        return last["type"] == "turn_end" and last["stop_reason"] == "end_turn"
+
+    await wait_for(ended, "the resumed turn to end")

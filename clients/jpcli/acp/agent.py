@@ -1,7 +1,8 @@
 """`jp acp`'s ACP agent: editor sessions mapped onto the shared daemon's conversations.
 
 `session/new` names a new conversation (created by its first prompt), `session/load`
-replays a conversation and follows it, `session/resume` follows it without replay,
+replays a conversation and follows it, `session/resume` follows it without replay
+(continuing an interrupted last turn),
 `session/list` lists conversations (newest first, by workspace), `session/prompt`
 runs a turn in the daemon and streams it, `session/cancel` cancels it. Turns run in
 the daemon: when the editor goes away they go on, and `jp attach` follows them.
@@ -206,12 +207,31 @@ class JpAgent:
     async def resume_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> ResumeSessionResponse:
-        """Follow the conversation again, without replaying it."""
+        """Follow the conversation again, without replaying it; a turn the daemon was
+        stopped during is continued (`turn/resume`, protocol.md 5.21) and shown live."""
         config = mcp_config(mcp_servers)
         session = await self._open(session_id, _absolute(cwd), exists=True)
         session.config = config
         try:
             await session.daemon.request("turn/attach", {"conversationId": session_id})
+            listed = await session.daemon.request("turn/list")
+            cut = [
+                t
+                for t in listed.get("turns", [])
+                if t.get("resumable") and t.get("conversationId") == session_id
+            ]
+            if cut:
+                await session.daemon.request(
+                    "turn/resume",
+                    {
+                        "conversationId": session_id,
+                        "turnId": cut[-1]["turnId"],
+                        "environment": {
+                            "cwd": session.cwd,
+                            "env": dict(self.environ or os.environ),
+                        },
+                    },
+                )
         except (LinkError, LinkClosed) as exc:
             await self._forget(session)
             raise _error(exc) from None
