@@ -4,6 +4,7 @@ Usage:
     jp [--stdio] query [--new | --conversation ID] [-m MODEL] [-s TEXT] [-c KEY=VALUE]...
                        [-t [NAME]]... [-T [NAME]]... [--detach] [--non-interactive]
                        [-F text|json] MESSAGE...
+    jp [chat [--new] [-m MODEL]]
     jp attach [CONVERSATION] [--from-seq N] [--non-interactive] [-F text|json]
     jp turn ls [-F text|json] | cancel [CONVERSATION] | resume [CONVERSATION]
     jp inquiry ls [-F text|json] | answer [--remember] ID [VALUE]
@@ -40,6 +41,13 @@ Ctrl-C while a turn streams: on a terminal (stdin and stderr), a one-key choice:
 it was); without one, the turn is cancelled (`turn/cancel`) and `jp` waits for its end.
 Ctrl-C at the choice quits: the turn is cancelled and `jp` waits up to 5 s for its end
 to be recorded; another Ctrl-C leaves at once. `jp turn cancel` cancels from elsewhere.
+
+`jp chat` (also plain `jp` on a terminal) is a REPL on this workspace's conversation:
+each message is a turn shown as by `jp query` (questions asked the same way). Enter
+sends; Esc then Enter, or a line ending in a backslash, starts a new line. Ctrl-C cancels the
+running turn (at the prompt it clears the line); Ctrl-D leaves (exit 0). Commands:
+`/new`, `/model NAME`, `/tools on|off [NAME]`, `/attach`, `/help`. Input history is
+kept in `$JP_STATE_DIR/chat_history`.
 
 `jp acp` serves an editor as an Agent Client Protocol agent on stdin/stdout (see the
 README's "Editors" section): its sessions are conversations of the shared daemon.
@@ -222,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
     _format_option(query)
     query.add_argument("message", nargs="*", metavar="MESSAGE", help="the message (joined)")
 
+    chat = commands.add_parser(
+        "chat", help="a REPL on this workspace's conversation (plain `jp` on a terminal)"
+    )
+    chat.add_argument("--new", action="store_true", help="start a new conversation")
+    chat.add_argument("-m", "--model", help="model as <provider>/<model>, or an alias")
+
     attach = commands.add_parser("attach", help="re-attach to a conversation's running turn")
     attach.add_argument("conversation", nargs="?", metavar="CONVERSATION")
     attach.add_argument(
@@ -341,6 +355,7 @@ EXAMPLES = {
         'jp query --new -m anthropic/claude-sonnet-4-5 -s "Be terse." "hi"',
         'git diff | jp query --conversation c-2026 "review this"',
     ),
+    "jp chat": ("jp chat", "jp chat --new -m anthropic/claude-sonnet-4-5"),
     "jp attach": ("jp attach", "jp attach c-2026 --from-seq 0"),
     "jp turn": ("jp turn ls", "jp turn cancel", "jp turn resume"),
     "jp turn ls": ("jp turn ls", "jp turn ls -F json"),
@@ -465,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         needs_action = ("conversation", "c", "turn", "daemon", "inquiry", "config")
+        if args.command is None and _isatty(sys.stdin) and _isatty(sys.stdout):
+            args = parser.parse_args(["chat"])
         if args.command is None or (args.command in needs_action and not args.action):
             parser.print_usage(sys.stderr)
             return EXIT_USAGE
@@ -493,6 +510,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _asks(args: argparse.Namespace) -> bool:
     """Whether this command answers the daemon's questions on the terminal."""
+    if args.command == "chat":
+        from jpcli.tty import tty_available
+
+        return tty_available()
     interactive = ("query", "q", "attach")
     resuming = args.command == "turn" and getattr(args, "action", None) == "resume"
     if (args.command not in interactive and not resuming) or args.non_interactive:
@@ -539,6 +560,20 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
             prompter=prompter,
             environment=client_environment(),
             current=current,
+        )
+    if command == "chat":
+        from jpcli.chat import chat
+        from jpcli.daemon import client_environment
+
+        return chat(
+            connection,
+            output=output,
+            prompter=prompter,
+            environment=client_environment(),
+            current=current,
+            env=os.environ,
+            model=args.model,
+            new=args.new,
         )
     if command == "attach":
         return commands.attach(

@@ -1,0 +1,69 @@
+"""`jp chat` in a real pseudo-terminal against a real `jpd --listen` with the scripted
+model: streaming, continuing the conversation, `/new`, a permission prompt answered in
+the REPL, Ctrl-C cancelling a slow turn, Ctrl-D leaving with exit 0."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest_asyncio
+
+from tests.e2e.sockets import Daemons
+from tests.e2e.test_jp_prompts import echo_tool, prompt_env, spawn
+from tests.e2e.test_jp_socket import SLOW, finish, persisted
+from tests.e2e.test_tools import call
+
+
+@pytest_asyncio.fixture
+async def daemons() -> AsyncIterator[Daemons]:
+    running = Daemons()
+    yield running
+    await running.stop_all()
+
+
+def turn_ends(env: dict[str, str], conversation: str) -> list[str]:
+    return [e["stop_reason"] for e in persisted(env, conversation) if e["type"] == "turn_end"]
+
+
+async def test_chat_session(tmp_path: Path, daemons: Daemons) -> None:
+    responses = [
+        {"text": "first answer"},
+        {"text": "second answer"},
+        call("echo", "c1", text="one"),
+        {"text": "tool done"},
+        SLOW,
+    ]
+    env = prompt_env(tmp_path, responses, echo_tool(tmp_path, "ask"))
+    env["PROMPT_TOOLKIT_NO_CPR"] = "1"
+    await daemons.start(env)
+    child, transcript = spawn(env, "chat")
+    child.expect("/help for commands")
+    child.expect("jp>")
+    child.send("hello\r")
+    child.expect("first answer")
+    child.expect("jp>")
+    child.send("again\r")
+    child.expect("second answer")
+    child.expect("jp>")
+    child.send("/new\r")
+    child.expect("starts a new conversation")
+    child.expect("jp>")
+    child.send("use the tool\r")
+    child.expect(r'the assistant wants to run ⚙ echo\(text="one"\)\s+Allow running echo\? ')
+    child.send("y\r")
+    child.expect("tool done")
+    child.expect("jp>")
+    child.send("tell a story\r")
+    child.expect("tick")
+    child.sendintr()
+    child.expect("cancelled")
+    child.expect("jp>")
+    child.sendeof()
+    assert finish(child) == 0
+    conversations = sorted(p.name for p in (Path(env["JP_DATA_DIR"]) / "conversations").iterdir())
+    assert len(conversations) == 2, transcript.getvalue()
+    ends = sorted(turn_ends(env, c) for c in conversations)
+    assert ends == [["end_turn", "cancelled"], ["end_turn", "end_turn"]]
+    history = (Path(env["JP_STATE_DIR"]) / "chat_history").read_text()
+    assert "hello" in history and "/new" in history

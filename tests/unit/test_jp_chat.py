@@ -1,0 +1,54 @@
+"""`jp chat`'s slash commands and multi-line input, without a terminal."""
+
+from __future__ import annotations
+
+import io
+
+from jpcli.chat import ChatState, _read_message, history_file, slash_command
+
+
+def run(line: str, state: ChatState) -> tuple[bool, str]:
+    out = io.StringIO()
+    return slash_command(line, state, out.write), out.getvalue()
+
+
+def test_new_model_and_tools_change_the_state_for_later_turns() -> None:
+    state = ChatState(conversation="c-1")
+    assert run("/new", state)[0]
+    assert (state.conversation, state.new) == (None, True)
+    assert run("/model local/qwen", state)[0] and state.model == "local/qwen"
+    assert run("/model", state)[0] and state.model is None
+    run("/tools off", state)
+    run("/tools on echo", state)
+    assert state.tools == [{"enable": False}, {"enable": True, "name": "echo"}]
+
+
+def test_messages_and_bad_commands() -> None:
+    state = ChatState()
+    assert run("hello /new", state) == (False, "")
+    assert run("//not a command", state) == (False, "")
+    handled, said = run("/tools maybe", state)
+    assert handled and "unknown command" in said and state.tools == []
+    handled, said = run("/help", state)
+    assert handled and "/tools on|off [NAME]" in said and "Esc then Enter" in said
+    assert run("/attach", state) == (True, "")  # the loop does the attaching
+
+
+class Lines:
+    def __init__(self, *lines: str) -> None:
+        self.lines = list(lines)
+        self.prompts: list[str] = []
+
+    def prompt(self, text: str) -> str:
+        self.prompts.append(text)
+        return self.lines.pop(0)
+
+
+def test_trailing_backslash_continues_the_message() -> None:
+    session = Lines("first \\", "second\\", "third", "next")
+    assert _read_message(session) == "first \nsecond\nthird"
+    assert session.prompts == ["jp> ", "... ", "... "]
+
+
+def test_history_lives_in_the_state_dir() -> None:
+    assert history_file({"JP_STATE_DIR": "/s"}) == "/s/chat_history"
