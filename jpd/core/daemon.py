@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import logging
 import secrets
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,9 +22,9 @@ from jpd.conversation.store import (
     ConversationExists,
     ConversationNotFound,
     ConversationStore,
-    InvalidConversationId,
     new_conversation_id,
 )
+from jpd.core.conversations import Conversations, check_id
 from jpd.core.hub import EventHub
 from jpd.core.request_env import RequestEnv, request_env
 from jpd.inquiry.pending import PendingQuestions
@@ -48,7 +47,6 @@ from jpd.settings import Settings
 # config, the turn loop, tools, inquiries and providers load with the first use.
 if TYPE_CHECKING:
     from jpd.config import Config
-    from jpd.conversation.events import TurnStart
     from jpd.conversation.resume import ResumePlan
     from jpd.conversation.turn_lock import TurnLock
     from jpd.core.turn import Turn
@@ -65,8 +63,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HISTORY_CACHE = 64  # conversations whose message history stays built between turns
-
 
 class Daemon:
     """Owns the store, providers, running turns and subscriptions."""
@@ -80,20 +76,15 @@ class Daemon:
         replay_files.reset()  # seqs restart with each run (protocol.md section 7.2)
         self.hub = EventHub(replay_files, replay_limit=self._replay_limit)
         self._turns: dict[str, Turn] = {}
-        # Message histories of recently used conversations, extended by their turns.
-        self._histories: OrderedDict[str, MessageHistory] = OrderedDict()
         self._links: dict[int, ClientLink] = {}
         self._builtins: BuiltinRegistry | None = None
         self._tool_processes: ToolProcesses | None = None
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
         self._mcp: McpManager | None = None
         self._turn_locks: dict[str, TurnLock] = {}
-        # Conversation id -> its interrupted last turn (protocol.md 12.4), found by the
-        # start-up scan and kept up to date, so `turn/list` reads no log.
-        self._resumable: dict[str, TurnInfo] = {}
+        self.conversations = Conversations(self.store, self.hub, self._busy)
         # Turns a stopped daemon left open are closed before any turn starts.
-        self._recovered = anyio.Event()
-        task_group.start_soon(self._recover_all)
+        task_group.start_soon(self.conversations.recover_all)
 
     # --- configuration -------------------------------------------------------------
 
@@ -204,9 +195,11 @@ class Daemon:
         from jpd.conversation.resume import NotResumable, TurnNotFound, plan_resume
         from jpd.llm.base import ToolChoiceAuto
 
-        self._check_id(conversation_id)
+        check_id(conversation_id)
         self._check_idle(conversation_id)
-        history = await self._history(conversation_id)  # recovers the turn if still open
+        history = await self.conversations.history(
+            conversation_id
+        )  # recovers the turn if still open
         try:
             events = await anyio.to_thread.run_sync(
                 functools.partial(self.store.load, conversation_id, sanitized=False)
@@ -274,12 +267,12 @@ class Daemon:
                 raise InvalidParams("create needs a conversationId")
             return MessageHistory()
         if create:
-            self._check_id(conversation_id)
+            check_id(conversation_id)
             if await anyio.to_thread.run_sync(self.store.exists, conversation_id):
                 raise InvalidParams(f"conversation {conversation_id} already exists")
             return MessageHistory()
         self._check_idle(conversation_id)
-        return await self._history(conversation_id)
+        return await self.conversations.history(conversation_id)
 
     async def _assemble_turn(
         self,
@@ -338,10 +331,12 @@ class Daemon:
             except ConversationExists:
                 raise InvalidParams(f"conversation {conversation_id} already exists") from None
         self._check_idle(conversation_id)  # again: another turn may have started meanwhile
-        self._turn_locks[turn.turn_id] = await self._lock_turn(conversation_id)
+        self._turn_locks[turn.turn_id] = await self.conversations.lock_turn(conversation_id)
         self._check_idle(conversation_id)  # and again after the lock's await
-        self._remember_history(conversation_id, turn.transcript.history)
-        self._resumable.pop(conversation_id, None)  # no longer the last turn, or resumed
+        self.conversations.remember_history(conversation_id, turn.transcript.history)
+        self.conversations.resumable.pop(
+            conversation_id, None
+        )  # no longer the last turn, or resumed
         self._turns[turn.turn_id] = turn
         self.hub.subscribe(conversation_id, link)
         self._tg.start_soon(self._run_turn, turn)
@@ -431,8 +426,8 @@ class Daemon:
 
     async def list_turns(self) -> list[TurnInfo]:
         """Running turns, oldest first, then resumable ones, oldest first (protocol.md 5.10)."""
-        await self._recovered.wait()
-        resumable = sorted(self._resumable.values(), key=lambda t: t.started_at)
+        await self.conversations.recovered.wait()
+        resumable = sorted(self.conversations.resumable.values(), key=lambda t: t.started_at)
         return [*self.running_turns(), *resumable]
 
     def running_turns(self) -> list[TurnInfo]:
@@ -446,7 +441,7 @@ class Daemon:
 
         Returns (last seq so far, oldest seq kept for replay).
         """
-        self._check_id(conversation_id)
+        check_id(conversation_id)
         if not self.store.exists(conversation_id):
             raise NotFound(f"conversation not found: {conversation_id}")
         last, oldest = await self.hub.attach(conversation_id, link, from_seq)
@@ -538,7 +533,7 @@ class Daemon:
         log: Any = NullLog()
         channel = conversation_id or call_id
         if conversation_id is not None:
-            self._check_id(conversation_id)
+            check_id(conversation_id)
             if not self.store.exists(conversation_id):
                 raise NotFound(f"conversation not found: {conversation_id}")
             # Its events would land inside the running turn's window of the log.
@@ -556,7 +551,9 @@ class Daemon:
         )
         call = ToolCallPart(id=call_id, name=name, arguments=arguments)
         log.append(channel, ev.ToolCallRequest(id=call_id, name=name, arguments=arguments))
-        self._histories.pop(channel, None)  # the log grew outside a turn: reload next time
+        self.conversations.histories.pop(
+            channel, None
+        )  # the log grew outside a turn: reload next time
         was_subscribed = any(s.link_id == link.link_id for s in self.hub.subscribers(channel))
         self.hub.subscribe(channel, link)  # so that this client is asked the tool's questions
         try:
@@ -609,144 +606,19 @@ class Daemon:
         if self._tool_processes is not None:
             self._tool_processes.close()
 
-    # --- conversations -------------------------------------------------------------
+    # --- conversations (see jpd.core.conversations) ----------------------------------
 
     async def list_conversations(self) -> list[ConversationSummary]:
         """All conversations, most recently updated first."""
-        metas = await anyio.to_thread.run_sync(self.store.list)
-        return [
-            ConversationSummary(
-                conversation_id=m.id,
-                title=m.title or "",
-                created_at=m.created_at,
-                updated_at=m.updated_at,
-                event_count=m.event_count,
-                workspace=m.workspace,
-            )
-            for m in metas
-        ]
+        return await self.conversations.list()
 
     async def get_conversation(self, conversation_id: str) -> bytes:
-        """The persisted (sanitized) events as one encoded JSON array, in their stored
-        form; read, checked and encoded in a worker thread, never on the event loop."""
-        self._check_id(conversation_id)
-        try:
-            if not self._busy(conversation_id):
-                await self._recover(conversation_id)  # closes a turn a stopped daemon left
-            return await anyio.to_thread.run_sync(self.store.load_encoded, conversation_id)
-        except ConversationNotFound as exc:
-            raise NotFound(str(exc)) from exc
+        """The persisted events as one encoded JSON array (protocol.md 5.12)."""
+        return await self.conversations.get(conversation_id)
 
     async def delete_conversation(self, conversation_id: str) -> None:
         """Delete a conversation that has no running turn."""
-        self._check_id(conversation_id)
-        if self._busy(conversation_id):
-            raise Busy(f"conversation {conversation_id} has a running turn; cancel it first")
-        try:
-            await anyio.to_thread.run_sync(self.store.delete, conversation_id)
-        except ConversationNotFound as exc:
-            raise NotFound(str(exc)) from exc
-        await self.hub.forget(conversation_id)
-        self._histories.pop(conversation_id, None)
-        self._resumable.pop(conversation_id, None)
-
-    async def _history(self, conversation_id: str) -> MessageHistory:
-        """The conversation's messages: kept from its last turn, else loaded and built
-        once in a worker thread (never on the event loop)."""
-        history = self._histories.get(conversation_id)
-        if history is not None:
-            self._histories.move_to_end(conversation_id)
-            return history
-        from jpd.conversation.gc_pause import gc_paused
-        from jpd.llm.history import MessageHistory
-
-        self._check_id(conversation_id)
-
-        def build() -> MessageHistory:
-            events = self.store.load(conversation_id)
-            with gc_paused(len(events)):  # no collector pauses for other clients
-                return MessageHistory(events)
-
-        try:
-            await self._recover(conversation_id)  # closes a turn a stopped daemon left
-            return await anyio.to_thread.run_sync(build)
-        except ConversationNotFound as exc:
-            raise NotFound(str(exc)) from exc
-
-    def _remember_history(self, conversation_id: str, history: MessageHistory) -> None:
-        self._histories[conversation_id] = history
-        self._histories.move_to_end(conversation_id)
-        while len(self._histories) > HISTORY_CACHE:
-            self._histories.popitem(last=False)
-
-    # --- recovery (protocol.md section 12.4) ---------------------------------------
-
-    async def _recover_all(self) -> None:
-        from jpd.conversation.recovery import recover_all, resumable_turns
-
-        try:
-            await anyio.to_thread.run_sync(recover_all, self.store)
-            found = await anyio.to_thread.run_sync(resumable_turns, self.store)
-            for conversation_id, start in found.items():
-                self._note_resumable(conversation_id, start)
-        except Exception:  # recovery also runs per conversation when it is loaded
-            log.exception("recovering conversations left open failed")
-        finally:
-            self._recovered.set()
-
-    def _note_resumable(self, conversation_id: str, start: TurnStart) -> None:
-        if self._busy(conversation_id):
-            return
-        self._resumable[conversation_id] = TurnInfo(
-            turn_id=start.turn_id,
-            conversation_id=conversation_id,
-            model=start.model or "",
-            started_at=start.timestamp,
-            resumable=True,
-        )
-
-    async def _recover(self, conversation_id: str) -> None:
-        """Close the conversation's last turn if a stopped daemon left it open."""
-        from jpd.conversation.paths import EVENTS_FILE
-        from jpd.conversation.recovery import interrupted_turn, lock_turn, recover
-
-        await self._recovered.wait()
-
-        def run() -> TurnStart | None:
-            lock = lock_turn(self.store, conversation_id)
-            if lock is None:
-                return None  # another daemon runs a turn here: it is not ours to close
-            try:
-                if not recover(self.store, conversation_id):
-                    return None
-            finally:
-                lock.release()
-            return interrupted_turn(self.store.conversation_dir(conversation_id) / EVENTS_FILE)
-
-        start = await anyio.to_thread.run_sync(run)
-        if start is not None:
-            self._note_resumable(conversation_id, start)
-
-    async def _lock_turn(self, conversation_id: str) -> TurnLock:
-        """The conversation's turn lock, held while this daemon runs a turn there."""
-        from jpd.conversation.recovery import lock_turn
-
-        try:
-            lock = await anyio.to_thread.run_sync(lock_turn, self.store, conversation_id)
-        except ConversationNotFound as exc:
-            raise NotFound(str(exc)) from exc
-        if lock is None:
-            raise Busy(f"conversation {conversation_id} has a turn running in another jpd")
-        return lock
-
-    @staticmethod
-    def _check_id(conversation_id: str) -> None:
-        try:
-            from jpd.conversation.store import validate_id
-
-            validate_id(conversation_id)
-        except InvalidConversationId as exc:
-            raise InvalidParams(str(exc)) from exc
+        await self.conversations.delete(conversation_id)
 
     @staticmethod
     def _info(turn: Turn) -> TurnInfo:

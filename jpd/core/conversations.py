@@ -1,0 +1,183 @@
+"""The daemon's stored conversations: listing, reading and deleting them, the message
+histories kept between turns, and closing the turns a stopped daemon left open
+(recovery, protocol.md section 12.4), which then become resumable (section 5.21)."""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import anyio
+
+from jpd.conversation.store import ConversationNotFound, ConversationStore, InvalidConversationId
+from jpd.core.hub import EventHub
+from jpd.protocol.errors import Busy, InvalidParams, NotFound
+from jpd.protocol.summaries import ConversationSummary, TurnInfo
+
+if TYPE_CHECKING:
+    from jpd.conversation.events import TurnStart
+    from jpd.conversation.turn_lock import TurnLock
+    from jpd.llm.history import MessageHistory
+
+log = logging.getLogger(__name__)
+
+HISTORY_CACHE = 64  # conversations whose message history stays built between turns
+
+
+def check_id(conversation_id: str) -> None:
+    """Raise `InvalidParams` (-32602) for an id that cannot name a conversation."""
+    try:
+        from jpd.conversation.store import validate_id
+
+        validate_id(conversation_id)
+    except InvalidConversationId as exc:
+        raise InvalidParams(str(exc)) from exc
+
+
+class Conversations:
+    """Stored conversations as the daemon serves them; `busy` says whether a
+    conversation runs a turn in this daemon."""
+
+    def __init__(
+        self, store: ConversationStore, hub: EventHub, busy: Callable[[str], bool]
+    ) -> None:
+        self.store = store
+        self._hub = hub
+        self._busy = busy
+        # Message histories of recently used conversations, extended by their turns.
+        self.histories: OrderedDict[str, MessageHistory] = OrderedDict()
+        # Conversation id -> its interrupted last turn (protocol.md 12.4), found by the
+        # start-up scan and kept up to date, so `turn/list` reads no log.
+        self.resumable: dict[str, TurnInfo] = {}
+        # Set once the start-up recovery has run.
+        self.recovered = anyio.Event()
+
+    async def list(self) -> list[ConversationSummary]:
+        """All conversations, most recently updated first."""
+        metas = await anyio.to_thread.run_sync(self.store.list)
+        return [
+            ConversationSummary(
+                conversation_id=m.id,
+                title=m.title or "",
+                created_at=m.created_at,
+                updated_at=m.updated_at,
+                event_count=m.event_count,
+                workspace=m.workspace,
+            )
+            for m in metas
+        ]
+
+    async def get(self, conversation_id: str) -> bytes:
+        """The persisted (sanitized) events as one encoded JSON array, in their stored
+        form; read, checked and encoded in a worker thread, never on the event loop."""
+        check_id(conversation_id)
+        try:
+            if not self._busy(conversation_id):
+                await self.recover(conversation_id)  # closes a turn a stopped daemon left
+            return await anyio.to_thread.run_sync(self.store.load_encoded, conversation_id)
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from exc
+
+    async def delete(self, conversation_id: str) -> None:
+        """Delete a conversation that has no running turn."""
+        check_id(conversation_id)
+        if self._busy(conversation_id):
+            raise Busy(f"conversation {conversation_id} has a running turn; cancel it first")
+        try:
+            await anyio.to_thread.run_sync(self.store.delete, conversation_id)
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        await self._hub.forget(conversation_id)
+        self.histories.pop(conversation_id, None)
+        self.resumable.pop(conversation_id, None)
+
+    async def history(self, conversation_id: str) -> MessageHistory:
+        """The conversation's messages: kept from its last turn, else loaded and built
+        once in a worker thread (never on the event loop)."""
+        history = self.histories.get(conversation_id)
+        if history is not None:
+            self.histories.move_to_end(conversation_id)
+            return history
+        from jpd.conversation.gc_pause import gc_paused
+        from jpd.llm.history import MessageHistory
+
+        check_id(conversation_id)
+
+        def build() -> MessageHistory:
+            events = self.store.load(conversation_id)
+            with gc_paused(len(events)):  # no collector pauses for other clients
+                return MessageHistory(events)
+
+        try:
+            await self.recover(conversation_id)  # closes a turn a stopped daemon left
+            return await anyio.to_thread.run_sync(build)
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from exc
+
+    def remember_history(self, conversation_id: str, history: MessageHistory) -> None:
+        self.histories[conversation_id] = history
+        self.histories.move_to_end(conversation_id)
+        while len(self.histories) > HISTORY_CACHE:
+            self.histories.popitem(last=False)
+
+    # --- recovery (protocol.md section 12.4) ---------------------------------------
+
+    async def recover_all(self) -> None:
+        from jpd.conversation.recovery import recover_all, resumable_turns
+
+        try:
+            await anyio.to_thread.run_sync(recover_all, self.store)
+            found = await anyio.to_thread.run_sync(resumable_turns, self.store)
+            for conversation_id, start in found.items():
+                self.note_resumable(conversation_id, start)
+        except Exception:  # recovery also runs per conversation when it is loaded
+            log.exception("recovering conversations left open failed")
+        finally:
+            self.recovered.set()
+
+    def note_resumable(self, conversation_id: str, start: TurnStart) -> None:
+        if self._busy(conversation_id):
+            return
+        self.resumable[conversation_id] = TurnInfo(
+            turn_id=start.turn_id,
+            conversation_id=conversation_id,
+            model=start.model or "",
+            started_at=start.timestamp,
+            resumable=True,
+        )
+
+    async def recover(self, conversation_id: str) -> None:
+        """Close the conversation's last turn if a stopped daemon left it open."""
+        from jpd.conversation.paths import EVENTS_FILE
+        from jpd.conversation.recovery import interrupted_turn, lock_turn, recover
+
+        await self.recovered.wait()
+
+        def run() -> TurnStart | None:
+            lock = lock_turn(self.store, conversation_id)
+            if lock is None:
+                return None  # another daemon runs a turn here: it is not ours to close
+            try:
+                if not recover(self.store, conversation_id):
+                    return None
+            finally:
+                lock.release()
+            return interrupted_turn(self.store.conversation_dir(conversation_id) / EVENTS_FILE)
+
+        start = await anyio.to_thread.run_sync(run)
+        if start is not None:
+            self.note_resumable(conversation_id, start)
+
+    async def lock_turn(self, conversation_id: str) -> TurnLock:
+        """The conversation's turn lock, held while this daemon runs a turn there."""
+        from jpd.conversation.recovery import lock_turn
+
+        try:
+            lock = await anyio.to_thread.run_sync(lock_turn, self.store, conversation_id)
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        if lock is None:
+            raise Busy(f"conversation {conversation_id} has a turn running in another jpd")
+        return lock
