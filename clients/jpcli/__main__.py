@@ -12,7 +12,7 @@ Usage:
     jp daemon status [-F text|json] | stop
     jp models [-F text|json]
     jp completion bash|zsh|fish
-    jp config path | init [--force]
+    jp config path | init [--force] | show [-c KEY=VALUE]... [-F text|json]
     jp acp
 
 `jp` talks to the shared daemon on its Unix socket (`$JP_SOCKET`, else
@@ -330,6 +330,18 @@ def build_parser() -> argparse.ArgumentParser:
     config = commands.add_parser("config", help="config files: where they are, a starter")
     config_actions = config.add_subparsers(dest="action", metavar="ACTION")
     config_actions.add_parser("path", help="the user and workspace config files")
+    config_show = config_actions.add_parser(
+        "show", help="the effective config, each key with the file it came from"
+    )
+    config_show.add_argument(
+        "-c",
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an override to show laid over the files (as for jp query)",
+    )
+    _format_option(config_show)
     init = config_actions.add_parser("init", help="write a commented starter user config")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     completion = commands.add_parser(
@@ -375,6 +387,7 @@ EXAMPLES = {
     "jp models": ("jp models", "jp models -F json"),
     "jp config": ("jp config path", "jp config init"),
     "jp config path": ("jp config path",),
+    "jp config show": ("jp config show", "jp config show -c assistant.model.id=openai/gpt-4o"),
     "jp config init": ("jp config init", "JP_CONFIG=~/work.toml jp config init"),
     "jp completion": (
         'eval "$(jp completion bash)"   # in ~/.bashrc',
@@ -490,7 +503,14 @@ def main(argv: list[str] | None = None) -> int:
 
             return acp_main()
         inputs = _query_inputs(parser, args) if args.command in ("query", "q") else {}
-        if args.command == "config":
+        if args.command == "config" and args.action == "show":
+            from jpcli.overrides import parse_config_overrides
+
+            try:
+                inputs = {"overrides": parse_config_overrides(args.config)}
+            except ValueError as exc:
+                parser.error(f"-c: {exc}")
+        elif args.command == "config":
             from jpcli import config_files
 
             if args.action == "path":
@@ -584,6 +604,18 @@ def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, pro
             output=output,
             prompter=prompter,
             current=current,
+        )
+    if command == "config":
+        from jpcli.config_files import config_show
+        from jpcli.daemon import client_environment
+
+        return config_show(
+            connection,
+            overrides=inputs["overrides"],
+            environment=client_environment(),
+            out=out,
+            err=err,
+            as_json=output.json,
         )
     if command == "models":
         from jpcli.daemon import client_environment

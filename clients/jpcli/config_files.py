@@ -1,4 +1,5 @@
-"""`jp config path` and `jp config init`: where config files live, and a starter file.
+"""`jp config path`, `init` and `show`: where config files live, a starter file, and
+the effective config with the origin of each key.
 
 Computed as `jpd` does (`$JP_CONFIG`, else `<XDG_CONFIG_HOME or ~/.config>/jp/config.toml`;
 the workspace's `.jp/config.toml`). Standard library only.
@@ -6,9 +7,10 @@ the workspace's `.jp/config.toml`). Standard library only.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
-from typing import TextIO
+from typing import Any, TextIO
 
 from jpcli.current import workspace_of
 
@@ -77,4 +79,35 @@ def config_init(env: Mapping[str, str], *, force: bool, out: TextIO, err: TextIO
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(STARTER)
     out.write(f"wrote {path}\n")
+    return EXIT_OK
+
+
+def config_show(
+    connection: Any,
+    *,
+    overrides: dict[str, Any],
+    environment: Mapping[str, Any],
+    out: TextIO,
+    err: TextIO,
+    as_json: bool = False,
+) -> int:
+    """`jp config show`: one `key = value  # origin` line per effective leaf (from the
+    daemon's `config/show`; credentials are redacted there)."""
+    from jpcli.rpc import RpcError
+
+    params: dict[str, Any] = {"environment": dict(environment)}
+    if overrides:
+        params["config"] = overrides
+    try:
+        result = connection.request("config/show", params)
+    except RpcError as exc:
+        err.write(f"jp: {exc.message}\n")
+        return EXIT_ERROR
+    if as_json:
+        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    for entry in result.get("entries") or []:
+        value = entry.get("value")
+        shown = "<redacted>" if entry.get("redacted") else json.dumps(value, ensure_ascii=False)
+        out.write(f"{entry.get('key')} = {shown}  # {entry.get('origin')}\n")
     return EXIT_OK

@@ -505,6 +505,29 @@ class Daemon:
         statuses = [(name, self.providers.unavailable(name, cfg, renv.env)) for name in KNOWN]
         return cfg, statuses
 
+    async def show_config(
+        self,
+        link: ClientLink,
+        environment: ClientEnvironment | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> list[tuple[str, Any, str, bool]]:
+        """Every effective config leaf with its origin (secrets redacted); a bad layer
+        raises `ConfigInvalid` (-32003) as for a turn."""
+        from jpd.config import ConfigError
+        from jpd.config.origins import config_origins
+
+        renv = self.request_env(link, environment)
+        overrides = [("-c", config)] if config else []
+        env = self.settings.env if renv.env is None else renv.env
+
+        def compute() -> list[tuple[str, Any, str, bool]]:
+            try:
+                return config_origins(workspace=renv.workspace, env=env, overrides=overrides)
+            except ConfigError as exc:
+                raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
+
+        return await anyio.to_thread.run_sync(compute)
+
     async def list_tools(
         self, link: ClientLink, environment: ClientEnvironment | None = None
     ) -> list[EffectiveTool]:

@@ -240,6 +240,28 @@ class ModelListResult(WireModel):
     providers: list[ProviderStatus]
 
 
+class ConfigShowParams(WireParams):
+    environment: ClientEnvironment | None = Field(default=None, repr=False)
+    """The client's environment: its `JP_CONFIG` and working directory pick the files."""
+    config: dict[str, Any] | None = None
+    """Overrides laid over the files, as `turn/start` `config` (shown with origin `-c`)."""
+
+
+class ConfigEntry(WireModel):
+    key: str
+    """Dotted key of one leaf (segments with dots or other characters quoted)."""
+    value: Any = None
+    """Its effective value (JSON); `"<redacted>"` when `redacted`."""
+    origin: str
+    """`default`, the user or workspace config file's path, or `-c`."""
+    redacted: bool = False
+    """The value may be a credential and is never sent."""
+
+
+class ConfigShowResult(WireModel):
+    entries: list[ConfigEntry]
+
+
 # --- conversations -------------------------------------------------------------------
 
 

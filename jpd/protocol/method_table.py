@@ -106,6 +106,7 @@ TURN_ATTACH = ClientRequest("turn/attach", c.TurnAttachParams, c.TurnAttachResul
 TURN_DETACH = ClientRequest("turn/detach", c.TurnDetachParams, c.TurnDetachResult)
 TURN_LIST = ClientRequest("turn/list", c.NoParams, c.TurnListResult)
 MODEL_LIST = ClientRequest("model/list", c.ModelListParams, c.ModelListResult)
+CONFIG_SHOW = ClientRequest("config/show", c.ConfigShowParams, c.ConfigShowResult)
 CONVERSATION_LIST = ClientRequest("conversation/list", c.NoParams, c.ConversationListResult)
 CONVERSATION_GET = ClientRequest(
     "conversation/get", c.ConversationIdParams, c.ConversationGetResult
@@ -144,6 +145,7 @@ TABLE: dict[str, Method] = {
         TURN_DETACH,
         TURN_LIST,
         MODEL_LIST,
+        CONFIG_SHOW,
         CONVERSATION_LIST,
         CONVERSATION_GET,
         CONVERSATION_DELETE,

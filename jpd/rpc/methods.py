@@ -138,6 +138,17 @@ async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireM
     )
 
 
+async def config_show(daemon: Daemon, session: Session, p: wire.ConfigShowParams) -> WireModel:
+    """The effective config, one leaf per entry, with the layer it came from."""
+    rows = await daemon.show_config(session, p.environment, p.config)
+    return wire.ConfigShowResult(
+        entries=[
+            wire.ConfigEntry(key=key, value=value, origin=origin, redacted=redacted)
+            for key, value, origin, redacted in rows
+        ]
+    )
+
+
 async def model_list(daemon: Daemon, session: Session, p: wire.ModelListParams) -> WireModel:
     """Providers (usable or why not), the default model and the aliases."""
     from jpd.llm.registry import key_variable
@@ -264,6 +275,7 @@ HANDLERS: dict[Incoming, Handler] = {
     mt.TURN_DETACH: turn_detach,
     mt.TURN_LIST: turn_list,
     mt.MODEL_LIST: model_list,
+    mt.CONFIG_SHOW: config_show,
     mt.CONVERSATION_LIST: conversation_list,
     mt.CONVERSATION_GET: conversation_get,
     mt.CONVERSATION_DELETE: conversation_delete,
