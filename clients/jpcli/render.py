@@ -74,6 +74,7 @@ class TurnRenderer:
         self._tool_names: dict[str, str] = {}
         self._tool_started: dict[str, float] = {}
         self.usage: dict[str, int] = {}
+        self.cost: float | None = None
         """Token counts of this turn so far (`inputTokens`, `outputTokens`, ...)."""
 
     def handle(self, event: dict[str, Any]) -> None:
@@ -96,6 +97,7 @@ class TurnRenderer:
             for key, value in event["usage"].items():
                 if isinstance(value, int):
                     self.usage[key] = self.usage.get(key, 0) + value
+            self.cost = add_cost(self.cost, event.get("cost"))
         elif kind == "retry":
             reason = one_line(str(event.get("reason", "")), 120)
             self.note(f"jp: retrying in {event.get('delay', '?')}s ({reason})")
@@ -147,7 +149,7 @@ class TurnRenderer:
 
     def summary(self) -> None:
         """After the turn, on a terminal: its token usage."""
-        line = format_usage(self.usage)
+        line = format_usage(self.usage, self.cost)
         if line and self.err_tty:
             self.note(f"{DIM}{line}{RESET}" if self.color else line)
 
@@ -168,8 +170,16 @@ class TurnRenderer:
             self._err_open = False
 
 
-def format_usage(usage: dict[str, int]) -> str:
-    """`tokens: 1,200 in (1,000 cached), 80 out` from camelCase usage figures."""
+def add_cost(total: float | None, cost: Any) -> float | None:
+    """`total` plus one response's `cost` (None: no price known so far)."""
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        return (total or 0.0) + cost
+    return total
+
+
+def format_usage(usage: dict[str, int], cost: float | None = None) -> str:
+    """`tokens: 1,200 in (1,000 cached), 80 out, cost 0.0042` from camelCase usage
+    figures (the cost in the unit of `[prices]`, when the model has a price)."""
     if not usage:
         return ""
     parts = [f"{usage.get('inputTokens', 0):,} in"]
@@ -177,6 +187,8 @@ def format_usage(usage: dict[str, int]) -> str:
     if cached:
         parts[0] += f" ({cached:,} cached)"
     parts.append(f"{usage.get('outputTokens', 0):,} out")
+    if cost is not None:
+        parts.append(f"cost {cost:.4f}")
     return "tokens: " + ", ".join(parts)
 
 
@@ -188,13 +200,15 @@ def total_usage(events: list[dict[str, Any]]) -> str:
         "cache_read_tokens": "cacheReadTokens",
     }
     total: dict[str, int] = {}
+    cost: float | None = None
     for event in events:
         usage = event.get("usage") if event.get("type") == "chat_response" else None
         if isinstance(usage, dict):
+            cost = add_cost(cost, event.get("cost"))
             for key, name in names.items():
                 if isinstance(usage.get(key), int):
                     total[name] = total.get(name, 0) + usage[key]
-    return format_usage(total)
+    return format_usage(total, cost)
 
 
 def format_conversation_row(conversation: dict[str, Any] | None) -> str:

@@ -17,6 +17,7 @@ from jpd.config.models import (
     PartialAssistantConfig,
     ProvidersConfig,
 )
+from jpd.config.prices import Price
 from jpd.config.tools import ToolConfig
 
 ALL_TOOLS = "*"
@@ -57,6 +58,8 @@ class Config(ConfigModel):
     mcp: McpConfig = McpConfig()
     aliases: dict[AliasName, ModelId] = Field(default_factory=dict)
     """`[aliases] fast = "anthropic/claude-haiku-4-5"`: short names for `turn/start` `model`."""
+    prices: dict[ModelId, Price] = Field(default_factory=dict)
+    """`[prices."anthropic/claude-sonnet-4-5"] input = 3.0, output = 15.0`: per million tokens."""
 
     def resolve_model(self, model: str) -> str:
         """An alias's model id, else `model` itself."""

@@ -58,6 +58,8 @@ class ChatResponse(_Event):
     signature: str | None = None
     """Provider signature of a reasoning block (Anthropic), needed to send it back."""
     usage: TokenUsage | None = None
+    cost: float | None = None
+    """The cost of `usage` at the model's `[prices]` then (absent without a price)."""
     interrupted: bool | None = None
     """True when the daemon stopped while this output streamed: it is what the last
     checkpoints held (written by recovery, protocol.md section 12.4)."""

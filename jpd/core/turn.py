@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 
 import anyio
 
+from jpd.config.prices import Price, cost
 from jpd.conversation import events as ev
 from jpd.conversation.resume import CONTINUE_INSTRUCTION, ResumePlan
 from jpd.core.checkpoints import Checkpointer
@@ -70,6 +71,8 @@ class TurnSpec:
     """`tool_choice` of the turn's first model call; later calls use `auto`."""
     workspace: str | None = None
     """The client's workspace root, recorded in `turn_start`."""
+    price: Price | None = None
+    """`[prices]` of the model, for the cost in `usage` events."""
     resume: ResumePlan | None = None
     """Set when the turn continues an interrupted one (`turn/resume`, protocol.md 12.4)."""
 
@@ -285,7 +288,7 @@ class Turn:
                 )
             elif isinstance(item, llm.UsageEvent):
                 partial.usage = item.usage
-                emit(UsageReported(usage=item.usage))
+                emit(UsageReported(usage=item.usage, cost=_cost(spec.price, item.usage)))
             elif isinstance(item, llm.Retry):
                 # A retried call starts over: drop what the failed attempt produced.
                 self._partial = partial = _Partial()
@@ -302,7 +305,8 @@ class Turn:
         if partial.reasoning:
             self._record(ev.ChatResponse(reasoning=partial.reasoning, signature=partial.signature))
         if partial.text or usage is not None:
-            self._record(ev.ChatResponse(message=partial.text, usage=usage))
+            price_of = _cost(self.spec.price, usage) if usage is not None else None
+            self._record(ev.ChatResponse(message=partial.text, usage=usage, cost=price_of))
             usage = None
         for call in partial.calls:
             self._record(ev.ToolCallRequest(id=call.id, name=call.name, arguments=call.arguments))
@@ -328,3 +332,9 @@ class Turn:
             self.stop_reason = stop
             self._publish(TurnCompleted(stop_reason=stop, error=error))
             self.done.set()
+
+
+def _cost(price: Price | None, usage: TokenUsage) -> float | None:
+    if price is None:
+        return None
+    return cost(price, usage.input_tokens, usage.output_tokens)

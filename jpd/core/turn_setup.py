@@ -47,6 +47,7 @@ def turn_spec(
         reasoning_budget=cfg.assistant.reasoning.budget_tokens,
         first_tool_choice=tool_choice(cfg.assistant.tool_choice, tools.definitions()),
         workspace=workspace,
+        price=cfg.prices.get(cfg.assistant.model.id),
     )
 
 

@@ -60,6 +60,8 @@ class ToolProgress(WireModel):
 class UsageReported(WireModel):
     kind: Literal["usage"] = "usage"
     usage: TokenUsage
+    cost: float | None = None
+    """This response's cost from `[prices]` (per million tokens), when the model has one."""
 
 
 class RetryScheduled(WireModel):
