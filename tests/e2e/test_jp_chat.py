@@ -67,3 +67,28 @@ async def test_chat_session(tmp_path: Path, daemons: Daemons) -> None:
     assert ends == [["end_turn", "cancelled"], ["end_turn", "end_turn"]]
     history = (Path(env["JP_STATE_DIR"]) / "chat_history").read_text()
     assert "hello" in history and "/new" in history
+
+
+async def test_multi_line_input_and_model_command(tmp_path: Path, daemons: Daemons) -> None:
+    env = prompt_env(tmp_path, [{"text": "noted"}])
+    env["PROMPT_TOOLKIT_NO_CPR"] = "1"
+    config = Path(env["JP_CONFIG"])
+    config.write_text(config.read_text() + '[aliases]\nsame = "test/scripted"\n')
+    await daemons.start(env)
+    child, _ = spawn(env, "chat", "--new")
+    child.expect("jp>")
+    child.send("/model same\r")
+    child.expect("model: same")
+    child.expect("jp>")
+    child.send("one \\\r")  # a trailing backslash continues the message
+    child.expect(r"\.\.\.")
+    child.send("two\x1b\r")  # Esc then Enter: a new line in the same input
+    child.send("three\r")
+    child.expect("noted")
+    child.expect("jp>")
+    child.sendeof()
+    assert finish(child) == 0
+    [conversation] = (Path(env["JP_DATA_DIR"]) / "conversations").iterdir()
+    events = persisted(env, conversation.name)
+    [request] = [e for e in events if e["type"] == "chat_request"]
+    assert request["content"] == "one \ntwo\nthree"
