@@ -12,6 +12,7 @@ read from pygls' internals; the one private pygls hook is confined to `pygls_pri
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -293,6 +294,10 @@ def _dispatch(protocol: _JpdProtocol, body: bytes, out: Outbox, max_nesting: int
     try:
         message = protocol.structure_message(data)
         protocol.handle_message(message)
+    except (concurrent.futures.InvalidStateError, asyncio.InvalidStateError):
+        # A late answer to a request the daemon stopped waiting for (answered elsewhere,
+        # or its turn ended): ignored, as protocol.md section 10.3 says.
+        log.debug("ignored a late answer to request %r", msg_id)
     except Exception as exc:  # one bad message (e.g. a late answer) must not end the connection
         if method is None or msg_id is None:
             log.exception("could not handle message %r", method or msg_id)
