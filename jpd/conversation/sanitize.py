@@ -73,10 +73,21 @@ def sanitize_inquiries(events: list[Event]) -> list[Event]:
     out: list[Event] = []
     for pos, event in enumerate(events):
         if pos not in dropped:
-            out.append(event)
+            out.append(without_secret_default(event))
         if pos in extra:
             out.append(extra[pos])
     return out
+
+
+def without_secret_default(event: Event) -> Event:
+    """A secret question's default is a secret too (protocol.md 10.7): never stored, and
+    a log written before that rule reads back without it."""
+    if not isinstance(event, InquiryRequest) or not event.question.secret:
+        return event
+    if event.question.default is None:
+        return event
+    question = event.question.model_copy(update={"default": None})
+    return event.model_copy(update={"question": question})
 
 
 def sanitize_tool_calls(events: list[Event]) -> list[Event]:

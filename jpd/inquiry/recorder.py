@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import anyio
 
 from jpd.conversation import events as ev
+from jpd.conversation.sanitize import without_secret_default
 from jpd.protocol.question import Question
 
 
@@ -45,11 +46,10 @@ class InquiryRecorder:
         source: ev.ToolSource | ev.AssistantSource,
         question: Question,
     ) -> None:
-        """Record the question and fsync, before anybody is asked."""
-        self._log.append(
-            self._conversation_id,
-            ev.InquiryRequest(id=inquiry_id, source=source, question=question),
-        )
+        """Record the question and fsync, before anybody is asked (a secret's default,
+        a secret too, is not written: protocol.md section 10.7)."""
+        request = ev.InquiryRequest(id=inquiry_id, source=source, question=question)
+        self._log.append(self._conversation_id, without_secret_default(request))
         await anyio.to_thread.run_sync(self._log.sync, self._conversation_id)
 
     def answered(self, inquiry_id: str, question: Question, answer: Any) -> None:
