@@ -49,14 +49,17 @@ class ToolProcesses:
     """The lifeline and the record of one daemon process's running tool groups."""
 
     def __init__(self, data_dir: Path) -> None:
-        self._read_fd, self._write_fd = os.pipe()
+        self._lifeline: tuple[int, int] | None = None  # made when the first tool runs
         self._record = data_dir / RECORD_DIR / f"tools-{os.getpid()}.json"
         self._groups: dict[int, int] = {}
 
     def command(self, argv: list[str]) -> tuple[list[str], tuple[int, ...]]:
         """The command that runs `argv` under the launcher, and the fds to pass it."""
-        launcher = [sys.executable, "-I", "-S", str(LAUNCHER), str(self._read_fd)]
-        return [*launcher, *argv], (self._read_fd,)
+        if self._lifeline is None:
+            self._lifeline = os.pipe()
+        read_fd = self._lifeline[0]
+        launcher = [sys.executable, "-I", "-S", str(LAUNCHER), str(read_fd)]
+        return [*launcher, *argv], (read_fd,)
 
     def started(self, pgid: int) -> None:
         """Record a running group (its leader is the launcher, `pgid`)."""
@@ -91,9 +94,12 @@ class ToolProcesses:
 
     def close(self) -> None:
         """Close the lifeline (launchers of groups still running kill them)."""
-        for fd in (self._write_fd, self._read_fd):
+        if self._lifeline is None:
+            return
+        for fd in reversed(self._lifeline):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        self._lifeline = None
 
 
 def _alive(entry: dict[str, Any]) -> bool:
