@@ -8,7 +8,8 @@ turn (`remember: true`), offered only when the question's persistence allows it.
 select question shows numbered options and answers with the option's text; a
 multi_select one takes several numbers or names (`1,3` or `1 3`); a number question
 takes a number within its bounds. A choice, choices or number ending in `!` (`2!`) is
-also remembered for the rest of the turn, when the question's persistence allows it.
+also remembered for the rest of the turn, when the question's persistence allows it,
+and so is a text answer ending in ` !!` (the marker is not part of the answer).
 Empty input takes the default when there is one. Invalid input is explained and asked
 again.
 """
@@ -19,6 +20,9 @@ import json
 from typing import Any, Protocol
 
 from jpcli.render import format_tool_call, one_line
+
+TEXT_REMEMBER = " !!"
+"""Ends a text answer that is to be used again for the rest of the turn."""
 
 BOLD = "\x1b[1m"
 RESET = "\x1b[0m"
@@ -286,6 +290,9 @@ class Prompts:
         line = self.io.read_line(f"{intro}{text}{shown}{hidden} ", secret=secret)
         if not line and fallback is not None:
             return {"answer": fallback, "remember": False}
+        if not secret and self._can_remember and line.endswith(TEXT_REMEMBER):
+            # A lone `!` may end a sentence; ` !!` is the deliberate mark.
+            return {"answer": line[: -len(TEXT_REMEMBER)], "remember": True}
         return {"answer": line, "remember": False}
 
     # --- tool/permission -------------------------------------------------------------

@@ -197,6 +197,17 @@ def test_text_line_and_default() -> None:
     assert result["answer"] == ""
 
 
+def test_a_text_answer_ending_in_two_bangs_is_remembered_for_the_turn() -> None:
+    result, _ = ask(question("text"), "main.py !!")
+    assert result == {"answer": "main.py", "remember": True}
+    result, _ = ask(question("text"), "Hello!")  # one `!` is part of the answer
+    assert result == {"answer": "Hello!", "remember": False}
+    result, _ = ask(question("text", persistence="none"), "main.py !!")
+    assert result == {"answer": "main.py !!", "remember": False}
+    result, _ = ask(question("secret"), "s3cret !!")  # a secret is never remembered
+    assert result == {"answer": "s3cret !!", "remember": False}
+
+
 def test_secret_is_read_hidden_and_never_shows_a_default() -> None:
     result, fake = ask(question("secret", default="leaked-default"), "s3cret")
     assert result == {"answer": "s3cret", "remember": False}
