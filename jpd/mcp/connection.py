@@ -89,6 +89,7 @@ class ServerConnection:
         self._gone = anyio.Event()
         self._session: ClientSession | None = None
         self._stderr: IO[str] | None = None
+        self._last_tail = ""
         self._calls: list[CallHooks] = []
         self._last_used = 0.0
 
@@ -137,6 +138,9 @@ class ServerConnection:
             self.ready.set()
             self._gone.set()
             if self._stderr is not None:
+                # Kept for the calls that report this end after the file is gone (a
+                # few KiB of a local temporary file: a negligible read).
+                self._last_tail = _tail(self._stderr)
                 with contextlib.suppress(OSError):
                     self._stderr.close()
 
@@ -216,17 +220,8 @@ class ServerConnection:
         """The end of what a stdio server wrote on stderr ('' for HTTP)."""
         handle = self._stderr
         if handle is None or handle.closed:
-            return ""
-
-        def read() -> str:
-            handle.flush()
-            size = handle.seek(0, 2)
-            handle.seek(max(size - STDERR_TAIL * 4, 0))
-            return handle.read()[-STDERR_TAIL:]
-
-        with contextlib.suppress(OSError, ValueError):
-            return (await anyio.to_thread.run_sync(read)).strip()
-        return ""
+            return self._last_tail
+        return await anyio.to_thread.run_sync(_tail, handle)
 
     async def failure(self, reason: str) -> str:
         """`MCP server '<name>' <reason>`, with its stderr tail when it has one."""
@@ -263,8 +258,9 @@ class ServerConnection:
                 )
         except MCPError as exc:
             if exc.error.code == types.CONNECTION_CLOSED:
-                self._stop.set()
+                # Read the stderr tail first: stopping closes the file it is in.
                 self.error = await self.failure(f"closed the connection during {tool!r}")
+                self._stop.set()
                 return McpResult(self.error, True)
             return McpResult(
                 f"MCP server {self.name!r}: {tool!r} failed: {exc.error.message}", True
@@ -333,3 +329,13 @@ class ServerConnection:
             self.stale = True
         elif isinstance(message, Exception):
             log.warning("MCP server %r sent something unreadable: %s", self.name, message)
+
+
+def _tail(handle: IO[str]) -> str:
+    """The last `STDERR_TAIL` characters written to a server's stderr file ('' if unreadable)."""
+    with contextlib.suppress(OSError, ValueError):
+        handle.flush()
+        size = handle.seek(0, 2)
+        handle.seek(max(size - STDERR_TAIL * 4, 0))
+        return handle.read()[-STDERR_TAIL:].strip()
+    return ""
