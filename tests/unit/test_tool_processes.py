@@ -106,8 +106,9 @@ def test_a_killed_daemon_takes_its_tools_and_their_children_along(tmp_path: Path
         assert record["groups"] == {str(launcher): start_time(launcher)}
         daemon.send_signal(signal.SIGKILL)
         daemon.wait()
-        assert wait_until(lambda: not running(tool_pid) and not running(child_pid))
-        assert not running(launcher)
+        assert wait_until(
+            lambda: not running(tool_pid) and not running(child_pid) and not running(launcher)
+        )
     finally:
         if daemon.poll() is None:
             daemon.kill()
