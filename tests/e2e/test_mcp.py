@@ -28,7 +28,14 @@ def call(name: str, call_id: str = "call_1", **arguments: Any) -> dict[str, Any]
 
 
 def results(daemon: Jpd, turn_id: str) -> list[dict[str, Any]]:
-    return [e["event"] for e in daemon.turn_events(turn_id) if e["event"]["kind"] == "tool_result"]
+    """The turn's tool results in the order the model called them.
+
+    Tools run concurrently, so their results arrive in completion order.
+    """
+    events = [e["event"] for e in daemon.turn_events(turn_id)]
+    calls = [e["id"] for e in events if e["kind"] == "tool_call"]
+    found = [e for e in events if e["kind"] == "tool_result"]
+    return sorted(found, key=lambda e: calls.index(e["id"]) if e["id"] in calls else len(calls))
 
 
 def stdio_toml(name: str = "fx", env: dict[str, str] | None = None, **extra: str) -> str:
