@@ -108,14 +108,13 @@ import contextlib
 import os
 import sys
 
-from jpcli import __version__
+from jpcli.inputs import isatty, private_daemon, query_inputs
+from jpcli.parser import build_parser
 
 # `typing` costs several milliseconds at start-up and is needed only by the type checker.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-    from jpcli.commands import Output
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -124,376 +123,13 @@ EXIT_NOT_RUNNING = 3
 EXIT_CANCELLED = 130
 
 
-def _format_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-F",
-        "--format",
-        choices=("text", "json"),
-        default="text",
-        help="output format (json: machine-readable, one object per line)",
-    )
-
-
-def _examples(*lines: str) -> str:
-    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
-
-
-def _non_negative(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value!r}")
-    return number
-
-
-class _Toggle(argparse.Action):
-    """`-t [NAME]` / `-T [NAME]`: one `{enable, name?}` toggle, kept in command-line order."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        toggle: dict[str, Any] = {"enable": self.const}
-        if isinstance(values, str):
-            if not values.strip():
-                raise argparse.ArgumentError(self, "expected a tool name")
-            toggle["name"] = values
-        toggles = list(getattr(namespace, self.dest, None) or [])
-        setattr(namespace, self.dest, [*toggles, toggle])
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The `jp` argument parser."""
-    parser = argparse.ArgumentParser(
-        prog="jp", description="Thin client of the jpd LLM agent daemon."
-    )
-    parser.add_argument("--version", action="version", version=f"jp {__version__}")
-    parser.add_argument(
-        "--stdio",
-        action="store_true",
-        help="use a private daemon on stdio for this command instead of the shared one",
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    query = commands.add_parser("query", aliases=["q"], help="ask the assistant (one turn)")
-    query.add_argument("--new", action="store_true", help="start a new conversation")
-    query.add_argument(
-        "--conversation",
-        metavar="ID",
-        help="continue conversation ID (any unique prefix of its id)",
-    )
-    query.add_argument("-m", "--model", help="model as <provider>/<model>, or an alias")
-    query.add_argument("-s", "--system", metavar="TEXT", help="the system prompt for this turn")
-    query.add_argument(
-        "-c",
-        "--config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="config override for this turn (repeatable; VALUE is JSON or a string)",
-    )
-    query.add_argument(
-        "-t",
-        "--tool",
-        dest="tools",
-        action=_Toggle,
-        nargs="?",
-        const=True,
-        default=[],
-        metavar="NAME",
-        help="enable tool NAME for this turn (bare: all tools); repeatable, left to right",
-    )
-    query.add_argument(
-        "-T",
-        "--no-tool",
-        dest="tools",
-        action=_Toggle,
-        nargs="?",
-        const=False,
-        default=[],
-        metavar="NAME",
-        help="disable tool NAME for this turn (bare: all tools); repeatable, left to right",
-    )
-    query.add_argument(
-        "--detach", action="store_true", help="start the turn, print its ids and return"
-    )
-    query.add_argument(
-        "--non-interactive",
-        action="store_true",
-        help="never prompt (questions follow the `deny` detached policy)",
-    )
-    _format_option(query)
-    query.add_argument("message", nargs="*", metavar="MESSAGE", help="the message (joined)")
-
-    chat = commands.add_parser(
-        "chat", help="a REPL on this workspace's conversation (plain `jp` on a terminal)"
-    )
-    chat.add_argument("--new", action="store_true", help="start a new conversation")
-    chat.add_argument("-m", "--model", help="model as <provider>/<model>, or an alias")
-
-    attach = commands.add_parser("attach", help="re-attach to a conversation's running turn")
-    attach.add_argument("conversation", nargs="?", metavar="CONVERSATION")
-    attach.add_argument(
-        "--from-seq",
-        type=_non_negative,
-        metavar="N",
-        help="replay every event after sequence number N first",
-    )
-    attach.add_argument("--non-interactive", action="store_true", help="never prompt")
-    _format_option(attach)
-
-    turn = commands.add_parser("turn", help="running turns")
-    turn_actions = turn.add_subparsers(dest="action", metavar="ACTION")
-    turn_ls = turn_actions.add_parser("ls", aliases=["list"], help="running turns and questions")
-    _format_option(turn_ls)
-    turn_cancel = turn_actions.add_parser(
-        "cancel",
-        help="cancel a running turn and wait until it stopped",
-        epilog=_examples("jp turn cancel", "jp turn cancel c-2026"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    turn_cancel.add_argument(
-        "conversation",
-        nargs="?",
-        metavar="CONVERSATION",
-        help="id or unique prefix (default: this workspace's conversation, or the only turn)",
-    )
-    turn_resume = turn_actions.add_parser(
-        "resume",
-        help="continue a turn the daemon was stopped during, and show it",
-        epilog=_examples("jp turn resume", "jp turn resume c-2026"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    turn_resume.add_argument(
-        "conversation",
-        nargs="?",
-        metavar="CONVERSATION",
-        help="id or unique prefix (default: the most recent resumable turn)",
-    )
-    turn_resume.add_argument("--non-interactive", action="store_true", help="never prompt")
-    _format_option(turn_resume)
-
-    inquiry = commands.add_parser("inquiry", help="questions waiting for an answer")
-    inquiry_actions = inquiry.add_subparsers(dest="action", metavar="ACTION")
-    inquiry_ls = inquiry_actions.add_parser("ls", aliases=["list"], help="pending questions")
-    _format_option(inquiry_ls)
-    answer = inquiry_actions.add_parser("answer", help="answer a pending question")
-    answer.add_argument(
-        "--remember", action="store_true", help="remember the answer for the rest of the turn"
-    )
-    answer.add_argument("id", metavar="ID", help="the inquiry id (see `jp inquiry ls`)")
-    answer.add_argument(
-        "value",
-        nargs="?",
-        metavar="VALUE",
-        help="the answer: JSON when it parses, else a string; omitted: asked on the "
-        "terminal (hidden for a secret) or read from stdin. Secrets are never taken here",
-    )
-
-    conversation = commands.add_parser(
-        "conversation", aliases=["c"], help="list, show or remove conversations"
-    )
-    actions = conversation.add_subparsers(dest="action", metavar="ACTION")
-    conversation_ls = actions.add_parser(
-        "ls", aliases=["list"], help="list conversations, newest first (* = this workspace's)"
-    )
-    _format_option(conversation_ls)
-    conversation_ls.add_argument(
-        "--ids", action="store_true", help="only the ids, one per line (for scripts)"
-    )
-    show = actions.add_parser("show", help="print a conversation's events and token usage")
-    show.add_argument("id", metavar="ID", help="id or unique prefix")
-    _format_option(show)
-    use = actions.add_parser(
-        "use",
-        help="make ID the conversation `jp query` continues in this workspace",
-        epilog=_examples("jp conversation use c-20261122T01"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    use.add_argument("id", metavar="ID", help="id or unique prefix")
-    remove = actions.add_parser("rm", aliases=["delete"], help="delete a conversation")
-    remove.add_argument("id", metavar="ID", help="id or unique prefix")
-
-    daemon = commands.add_parser("daemon", help="the shared daemon: status, stop")
-    daemon_actions = daemon.add_subparsers(dest="action", metavar="ACTION")
-    status = daemon_actions.add_parser("status", help="pid, uptime, clients, running turns")
-    _format_option(status)
-    daemon_actions.add_parser("stop", help="cancel running turns (recorded) and stop the daemon")
-    commands.add_parser(
-        "acp", help="serve an editor (Zed, JetBrains, Neovim) as an ACP agent on stdio"
-    )
-    config = commands.add_parser("config", help="config files: where they are, a starter")
-    config_actions = config.add_subparsers(dest="action", metavar="ACTION")
-    config_actions.add_parser("path", help="the user and workspace config files")
-    config_show = config_actions.add_parser(
-        "show", help="the effective config, each key with the file it came from"
-    )
-    config_show.add_argument(
-        "-c",
-        "--config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an override to show laid over the files (as for jp query)",
-    )
-    _format_option(config_show)
-    init = config_actions.add_parser("init", help="write a commented starter user config")
-    init.add_argument("--force", action="store_true", help="overwrite an existing file")
-    completion = commands.add_parser(
-        "completion", help="print a shell completion script (conversation ids included)"
-    )
-    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
-    models = commands.add_parser(
-        "models", help="providers (usable, or why not), the default model, aliases"
-    )
-    _format_option(models)
-    _add_examples(parser)
-    return parser
-
-
-EXAMPLES = {
-    "jp": (
-        'jp query "Explain this error"',
-        'git diff | jp query "review this"',
-        "jp attach",
-    ),
-    "jp query": (
-        'jp query "What does this function do?"',
-        'jp query --new -m anthropic/claude-sonnet-4-5 -s "Be terse." "hi"',
-        'git diff | jp query --conversation c-2026 "review this"',
-    ),
-    "jp chat": ("jp chat", "jp chat --new -m anthropic/claude-sonnet-4-5"),
-    "jp attach": ("jp attach", "jp attach c-2026 --from-seq 0"),
-    "jp turn": ("jp turn ls", "jp turn cancel", "jp turn resume"),
-    "jp turn ls": ("jp turn ls", "jp turn ls -F json"),
-    "jp inquiry": ("jp inquiry ls", "jp inquiry answer call_1.q.1 true"),
-    "jp inquiry ls": ("jp inquiry ls", "jp inquiry ls -F json"),
-    "jp inquiry answer": (
-        "jp inquiry answer call_1.q.1 true",
-        "jp inquiry answer call_1.token.1   # a secret: typed hidden, or piped on stdin",
-    ),
-    "jp conversation": ("jp conversation ls", "jp conversation use c-2026"),
-    "jp conversation ls": ("jp conversation ls", "jp conversation ls -F json"),
-    "jp conversation show": ("jp conversation show c-2026", "jp conversation show c-2026 -F json"),
-    "jp conversation rm": ("jp conversation rm c-20261122T015745-755e70fe",),
-    "jp daemon": ("jp daemon status", "jp daemon stop"),
-    "jp daemon status": ("jp daemon status", "jp daemon status -F json"),
-    "jp daemon stop": ("jp daemon stop",),
-    "jp models": ("jp models", "jp models -F json"),
-    "jp config": ("jp config path", "jp config init"),
-    "jp config path": ("jp config path",),
-    "jp config show": ("jp config show", "jp config show -c assistant.model.id=openai/gpt-4o"),
-    "jp config init": ("jp config init", "JP_CONFIG=~/work.toml jp config init"),
-    "jp completion": (
-        'eval "$(jp completion bash)"   # in ~/.bashrc',
-        'eval "$(jp completion zsh)"    # in ~/.zshrc',
-        "jp completion fish > ~/.config/fish/completions/jp.fish",
-    ),
-    "jp acp": ("jp acp   # started by the editor, speaking ACP on stdio",),
-}
-
-
-def _add_examples(parser: argparse.ArgumentParser) -> None:
-    """Give `parser` and every subcommand the examples of `EXAMPLES` (in `--help`)."""
-    key = " ".join(word for word in parser.prog.split() if not word.startswith("-"))
-    examples = EXAMPLES.get(key)
-    if examples and not parser.epilog:
-        parser.epilog = _examples(*examples)
-        parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in set(action.choices.values()):
-                _add_examples(sub)
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-def _query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
-    """Validate the query arguments (usage errors exit 2 through `parser.error`)."""
-    from jpcli.overrides import parse_config_overrides
-
-    message = " ".join(args.message)
-    if not _isatty(sys.stdin):
-        piped = _read_stdin(parser)
-        if not args.message:
-            message = piped
-        elif piped.strip():
-            message = with_piped_input(message, piped)
-    if not message.strip():
-        parser.error("query: a MESSAGE is required")
-    if args.detach and _private(args):
-        parser.error("query: --detach needs the shared daemon (not --stdio or JPD_COMMAND)")
-    try:
-        config = parse_config_overrides(args.config)
-    except ValueError as exc:
-        parser.error(f"-c: {exc}")
-    if args.system is not None:
-        assistant = config.get("assistant")
-        config["assistant"] = {**(assistant if isinstance(assistant, dict) else {})}
-        config["assistant"]["system_prompt"] = args.system
-    if args.new and args.conversation:
-        parser.error("query: --new and --conversation exclude each other")
-    return {
-        "message": message,
-        "new": args.new,
-        "conversation": args.conversation,
-        "model": args.model,
-        "config": config,
-        "tools": args.tools,
-        "detach": args.detach,
-        "non_interactive": args.non_interactive,
-    }
-
-
-STDIN_LIMIT = 1024 * 1024
-"""Bytes of piped input `jp query` sends at most (`$JP_STDIN_LIMIT` overrides)."""
-
-
-def _read_stdin(parser: argparse.ArgumentParser) -> str:
-    limit = STDIN_LIMIT
-    with contextlib.suppress(ValueError):
-        limit = int(os.environ.get("JP_STDIN_LIMIT", "") or STDIN_LIMIT)
-    try:
-        binary = getattr(sys.stdin, "buffer", None)
-        data = binary.read(limit + 1) if binary is not None else sys.stdin.read(limit + 1).encode()
-    except (AttributeError, OSError, ValueError):  # no stdin, or a closed one
-        return ""
-    if len(data) > limit:
-        parser.error(
-            f"query: piped input is larger than {limit} bytes; send less "
-            "(e.g. `head -c`), or raise JP_STDIN_LIMIT"
-        )
-    return data.decode("utf-8", errors="replace")
-
-
-def with_piped_input(message: str, piped: str) -> str:
-    """The message followed by the piped text, marked so the model (and whoever reads the
-    conversation) can tell them apart."""
-    body = piped if piped.endswith("\n") else piped + "\n"
-    return f"{message}\n\n<stdin>\n{body}</stdin>"
-
-
-def _private(args: argparse.Namespace) -> bool:
-    return bool(args.stdio or os.environ.get("JPD_COMMAND", "").strip())
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run `jp` with `argv` (default: `sys.argv[1:]`); returns the exit code."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
         needs_action = ("conversation", "c", "turn", "daemon", "inquiry", "config")
-        if args.command is None and _isatty(sys.stdin) and _isatty(sys.stdout):
+        if args.command is None and isatty(sys.stdin) and isatty(sys.stdout):
             args = parser.parse_args(["chat"])
         if args.command is None or (args.command in needs_action and not args.action):
             parser.print_usage(sys.stderr)
@@ -502,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             from jpcli.acp import main as acp_main
 
             return acp_main()
-        inputs = _query_inputs(parser, args) if args.command in ("query", "q") else {}
+        inputs = query_inputs(parser, args) if args.command in ("query", "q") else {}
         if args.command == "config" and args.action == "show":
             from jpcli.overrides import parse_config_overrides
 
@@ -545,139 +181,10 @@ def _asks(args: argparse.Namespace) -> bool:
     return tty_available()
 
 
-def _output(args: argparse.Namespace) -> Output:
-    from jpcli.commands import Output
-
-    out, err = sys.stdout, sys.stderr
-    return Output(
-        out,
-        err,
-        out_tty=_isatty(out),
-        err_tty=_isatty(err),
-        color=not os.environ.get("NO_COLOR"),
-        json=getattr(args, "format", "text") == "json",
-        can_prompt=_isatty(sys.stdin) and _isatty(err),
-    )
-
-
-def _dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prompter: Any) -> int:
-    from jpcli import admin, commands
-
-    connection = daemon.start()
-    output = _output(args)
-    out, err = output.out, output.err
-    command, action = args.command, getattr(args, "action", None)
-    from jpcli.current import CurrentConversations
-
-    current = CurrentConversations(os.environ)
-    if command in ("query", "q"):
-        from jpcli.daemon import client_environment
-
-        return commands.query(
-            connection,
-            **inputs,
-            output=output,
-            prompter=prompter,
-            environment=client_environment(),
-            current=current,
-        )
-    if command == "chat":
-        from jpcli.chat import chat
-        from jpcli.daemon import client_environment
-
-        return chat(
-            connection,
-            output=output,
-            prompter=prompter,
-            environment=client_environment(),
-            current=current,
-            env=os.environ,
-            model=args.model,
-            new=args.new,
-        )
-    if command == "attach":
-        return commands.attach(
-            connection,
-            args.conversation,
-            from_seq=args.from_seq,
-            non_interactive=args.non_interactive,
-            output=output,
-            prompter=prompter,
-            current=current,
-        )
-    if command == "config":
-        from jpcli.config_files import config_show
-        from jpcli.daemon import client_environment
-
-        return config_show(
-            connection,
-            overrides=inputs["overrides"],
-            environment=client_environment(),
-            out=out,
-            err=err,
-            as_json=output.json,
-        )
-    if command == "models":
-        from jpcli.daemon import client_environment
-
-        return admin.model_list(
-            connection, out=out, as_json=output.json, environment=client_environment()
-        )
-    if command == "turn" and action == "resume":
-        from jpcli.daemon import client_environment
-
-        return commands.resume(
-            connection,
-            args.conversation,
-            non_interactive=args.non_interactive,
-            output=output,
-            prompter=prompter,
-            environment=client_environment(),
-        )
-    if command == "turn" and action == "cancel":
-        return admin.turn_cancel(
-            connection, args.conversation, out=out, err=err, current=current.get()
-        )
-    if command == "turn":
-        return admin.turn_list(connection, out=out, err=err, as_json=output.json)
-    if command == "inquiry":
-        from jpcli import inquiries
-
-        if action == "answer":
-            return inquiries.inquiry_answer(
-                connection,
-                args.id,
-                args.value,
-                remember=args.remember,
-                out=out,
-                err=err,
-                stdin=sys.stdin,
-                stdin_tty=_isatty(sys.stdin),
-            )
-        return inquiries.inquiry_list(connection, out=out, err=err, as_json=output.json)
-    if command == "daemon" and action == "status":
-        return admin.daemon_status(connection, out=out, as_json=output.json)
-    if command == "daemon":
-        wait = getattr(daemon, "wait_stopped", None)
-        code = admin.daemon_stop(connection, out=out, err=err, wait_stopped=wait)
-        daemon.close()
-        return code
-    if action in ("ls", "list"):
-        return commands.conversation_list(
-            connection, out=out, as_json=output.json, current=current, ids_only=args.ids
-        )
-    if action == "show":
-        return commands.conversation_show(
-            connection, args.id, out=out, err=err, as_json=output.json
-        )
-    if action == "use":
-        return commands.conversation_use(connection, args.id, out=out, err=err, current=current)
-    return commands.conversation_remove(connection, args.id, err=err, current=current)
-
-
 def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:
     # Everything below is imported only once the arguments are known to be good.
     from jpcli.daemon import DaemonError, NotRunning, SocketDaemon
+    from jpcli.dispatch import dispatch
     from jpcli.rpc import ConnectionClosed, RpcError
 
     err = sys.stderr
@@ -690,7 +197,7 @@ def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:
         capabilities = CAPABILITIES
     on_connect = prompter.install if prompter is not None else None
     daemon: Any
-    if _private(args):
+    if private_daemon(args):
         from jpcli.stdio_daemon import StdioDaemon
 
         daemon = StdioDaemon(
@@ -699,7 +206,7 @@ def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:
     else:
         from jpcli.terminal import Spinner
 
-        spinner = Spinner(err, enabled=_isatty(err))
+        spinner = Spinner(err, enabled=isatty(err))
         # `jp daemon ...` never starts a daemon just to ask about it or stop it.
         daemon = SocketDaemon(
             workspace_root=os.getcwd(),
@@ -711,7 +218,7 @@ def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:
         )
     try:
         try:
-            code = _dispatch(args, inputs, daemon, prompter)
+            code = dispatch(args, inputs, daemon, prompter)
         except ConnectionClosed:
             raise daemon.died() from None
         daemon.close()

@@ -1,4 +1,5 @@
-"""The `jp` commands about turns and conversations, run against an initialized connection."""
+"""The `jp` commands that run or show a turn (`query`, `attach`, `turn resume`), run against an
+initialized connection."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from jpcli.conversations import (
+    ConversationChoiceError,
+    current_conversation,
+    not_found,
+    pick_conversation,
+)
 from jpcli.follow import (
     EXIT_CANCELLED,
     EXIT_ERROR,
@@ -18,12 +25,7 @@ from jpcli.follow import (
     JsonLines,
     Renderer,
 )
-from jpcli.render import (
-    TurnRenderer,
-    format_conversation_row,
-    format_persisted_event,
-    total_usage,
-)
+from jpcli.render import TurnRenderer
 from jpcli.rpc import Connection, ConnectionClosed, Notification, RpcError
 from jpcli.terminal import Spinner
 
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 EXIT_NOTHING_RUNNING = 4
-NOT_FOUND = -32001
 
 
 @dataclass(frozen=True)
@@ -103,44 +104,6 @@ def _run_follower(
         raise
 
 
-def conversation_ids(connection: Connection) -> list[str]:
-    """Every conversation id, most recently updated first."""
-    result = connection.request("conversation/list", {})
-    conversations = result.get("conversations") if isinstance(result, dict) else None
-    return [
-        c["conversationId"]
-        for c in conversations or []
-        if isinstance(c, dict) and isinstance(c.get("conversationId"), str)
-    ]
-
-
-class ConversationChoiceError(Exception):
-    """`--conversation` or `jp conversation use` named no conversation, or several."""
-
-
-def pick_conversation(connection: Connection, prefix: str) -> str:
-    """The conversation whose id is or starts with `prefix`."""
-    from jpcli.current import Ambiguous, resolve_prefix
-
-    try:
-        found = resolve_prefix(prefix, conversation_ids(connection))
-    except Ambiguous as exc:
-        raise ConversationChoiceError(f"{exc}; give more of the id") from None
-    if found is None:
-        raise ConversationChoiceError(f"conversation not found: {prefix}")
-    return found
-
-
-def _current_conversation(
-    connection: Connection, current: CurrentConversations | None
-) -> str | None:
-    """This workspace's conversation when it still exists."""
-    remembered = current.get() if current is not None else None
-    if remembered is None:
-        return None
-    return remembered if remembered in conversation_ids(connection) else None
-
-
 def query(
     connection: Connection,
     message: str,
@@ -173,7 +136,7 @@ def query(
             if conversation is not None:
                 conversation_id: str | None = pick_conversation(connection, conversation)
             else:
-                conversation_id = None if new else _current_conversation(connection, current)
+                conversation_id = None if new else current_conversation(connection, current)
         except ConversationChoiceError as exc:
             output.err.write(f"jp: {exc}\n")
             return EXIT_ERROR
@@ -291,7 +254,7 @@ def attach(
         try:
             result = connection.request("turn/attach", params)
         except RpcError as exc:
-            return _not_found(exc, conversation_id, output.err)
+            return not_found(exc, conversation_id, output.err)
         if prompter is not None:
             prompter.conversation_id = conversation_id
         # The replay is sent before the result, so it is all queued by now. Questions
@@ -386,105 +349,5 @@ def _attach_target(
         if isinstance(newest, str):
             return newest
     if from_seq is not None:  # a replay was asked for: this workspace's conversation
-        return _current_conversation(connection, current)
+        return current_conversation(connection, current)
     return None
-
-
-def _not_found(exc: RpcError, conversation_id: str, err: TextIO) -> int:
-    if exc.code == NOT_FOUND:
-        err.write(f"jp: conversation not found: {conversation_id}\n")
-    else:
-        err.write(f"jp: {exc.message}\n")
-    return EXIT_ERROR
-
-
-def conversation_list(
-    connection: Connection,
-    *,
-    out: TextIO,
-    as_json: bool = False,
-    current: CurrentConversations | None = None,
-    ids_only: bool = False,
-) -> int:
-    """`jp conversation ls`: a header, then one line per conversation, newest first;
-    `*` marks this workspace's current conversation. `ids_only`: the ids alone."""
-    result = connection.request("conversation/list", {})
-    conversations = [c for c in result.get("conversations") or [] if isinstance(c, dict)]
-    if ids_only:
-        out.writelines(f"{c.get('conversationId')}\n" for c in conversations)
-        return EXIT_OK
-    if as_json:
-        out.write(json.dumps(result, ensure_ascii=False) + "\n")
-        return EXIT_OK
-    mine = current.get() if current is not None else None
-    if conversations:
-        out.write(format_conversation_row(None) + "\n")
-    for conversation in conversations:
-        mark = "*" if conversation.get("conversationId") == mine else " "
-        out.write(mark + format_conversation_row(conversation)[1:] + "\n")
-    return EXIT_OK
-
-
-def _resolve(connection: Connection, prefix: str, err: TextIO) -> str | None:
-    try:
-        return pick_conversation(connection, prefix)
-    except ConversationChoiceError as exc:
-        err.write(f"jp: {exc}\n")
-        return None
-
-
-def conversation_show(
-    connection: Connection, conversation_id: str, *, out: TextIO, err: TextIO, as_json: bool = False
-) -> int:
-    """`jp conversation show ID`: every persisted event, readably, then the token usage."""
-    resolved = _resolve(connection, conversation_id, err)
-    if resolved is None:
-        return EXIT_ERROR
-    try:
-        result = connection.request("conversation/get", {"conversationId": resolved})
-    except RpcError as exc:
-        return _not_found(exc, resolved, err)
-    events = [e for e in result.get("events") or [] if isinstance(e, dict)]
-    if as_json:
-        out.write(json.dumps(result, ensure_ascii=False) + "\n")
-        return EXIT_OK
-    for event in events:
-        # Checkpoints are partial copies of output shown whole in its chat_response.
-        if event.get("type") != "chat_checkpoint":
-            out.write(format_persisted_event(event) + "\n")
-    total = total_usage(events)
-    if total:
-        out.write(total + "\n")
-    return EXIT_OK
-
-
-def conversation_use(
-    connection: Connection, prefix: str, *, out: TextIO, err: TextIO, current: CurrentConversations
-) -> int:
-    """`jp conversation use ID`: the conversation `jp query` continues in this workspace."""
-    resolved = _resolve(connection, prefix, err)
-    if resolved is None:
-        return EXIT_ERROR
-    current.set(resolved)
-    out.write(f"{resolved} is now the conversation of {current.workspace}\n")
-    return EXIT_OK
-
-
-def conversation_remove(
-    connection: Connection,
-    conversation_id: str,
-    *,
-    err: TextIO,
-    current: CurrentConversations | None = None,
-) -> int:
-    """`jp conversation rm ID`: delete a conversation."""
-    resolved = _resolve(connection, conversation_id, err)
-    if resolved is None:
-        return EXIT_ERROR
-    try:
-        connection.request("conversation/delete", {"conversationId": resolved})
-    except RpcError as exc:
-        return _not_found(exc, resolved, err)
-    if current is not None and current.get() == resolved:
-        current.set(None)
-    return EXIT_OK

@@ -1,0 +1,150 @@
+"""Run a parsed `jp` command on its daemon connection: each command to its implementation."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from jpcli.inputs import isatty
+
+# `typing` costs several milliseconds at start-up and is needed only by the type checker.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from jpcli.commands import Output
+
+
+def output_for(args: argparse.Namespace) -> Output:
+    """Where and how the command writes: the standard streams, as `args` and the terminal say."""
+    from jpcli.commands import Output
+
+    out, err = sys.stdout, sys.stderr
+    return Output(
+        out,
+        err,
+        out_tty=isatty(out),
+        err_tty=isatty(err),
+        color=not os.environ.get("NO_COLOR"),
+        json=getattr(args, "format", "text") == "json",
+        can_prompt=isatty(sys.stdin) and isatty(err),
+    )
+
+
+def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prompter: Any) -> int:
+    """Start `daemon`'s connection and run the command on it; returns the exit code."""
+    from jpcli import admin, commands, conversations
+
+    connection = daemon.start()
+    output = output_for(args)
+    out, err = output.out, output.err
+    command, action = args.command, getattr(args, "action", None)
+    from jpcli.current import CurrentConversations
+
+    current = CurrentConversations(os.environ)
+    if command in ("query", "q"):
+        from jpcli.daemon import client_environment
+
+        return commands.query(
+            connection,
+            **inputs,
+            output=output,
+            prompter=prompter,
+            environment=client_environment(),
+            current=current,
+        )
+    if command == "chat":
+        from jpcli.chat import chat
+        from jpcli.daemon import client_environment
+
+        return chat(
+            connection,
+            output=output,
+            prompter=prompter,
+            environment=client_environment(),
+            current=current,
+            env=os.environ,
+            model=args.model,
+            new=args.new,
+        )
+    if command == "attach":
+        return commands.attach(
+            connection,
+            args.conversation,
+            from_seq=args.from_seq,
+            non_interactive=args.non_interactive,
+            output=output,
+            prompter=prompter,
+            current=current,
+        )
+    if command == "config":
+        from jpcli.config_files import config_show
+        from jpcli.daemon import client_environment
+
+        return config_show(
+            connection,
+            overrides=inputs["overrides"],
+            environment=client_environment(),
+            out=out,
+            err=err,
+            as_json=output.json,
+        )
+    if command == "models":
+        from jpcli.daemon import client_environment
+
+        return admin.model_list(
+            connection, out=out, as_json=output.json, environment=client_environment()
+        )
+    if command == "turn" and action == "resume":
+        from jpcli.daemon import client_environment
+
+        return commands.resume(
+            connection,
+            args.conversation,
+            non_interactive=args.non_interactive,
+            output=output,
+            prompter=prompter,
+            environment=client_environment(),
+        )
+    if command == "turn" and action == "cancel":
+        return admin.turn_cancel(
+            connection, args.conversation, out=out, err=err, current=current.get()
+        )
+    if command == "turn":
+        return admin.turn_list(connection, out=out, err=err, as_json=output.json)
+    if command == "inquiry":
+        from jpcli import inquiries
+
+        if action == "answer":
+            return inquiries.inquiry_answer(
+                connection,
+                args.id,
+                args.value,
+                remember=args.remember,
+                out=out,
+                err=err,
+                stdin=sys.stdin,
+                stdin_tty=isatty(sys.stdin),
+            )
+        return inquiries.inquiry_list(connection, out=out, err=err, as_json=output.json)
+    if command == "daemon" and action == "status":
+        return admin.daemon_status(connection, out=out, as_json=output.json)
+    if command == "daemon":
+        wait = getattr(daemon, "wait_stopped", None)
+        code = admin.daemon_stop(connection, out=out, err=err, wait_stopped=wait)
+        daemon.close()
+        return code
+    if action in ("ls", "list"):
+        return conversations.conversation_list(
+            connection, out=out, as_json=output.json, current=current, ids_only=args.ids
+        )
+    if action == "show":
+        return conversations.conversation_show(
+            connection, args.id, out=out, err=err, as_json=output.json
+        )
+    if action == "use":
+        return conversations.conversation_use(
+            connection, args.id, out=out, err=err, current=current
+        )
+    return conversations.conversation_remove(connection, args.id, err=err, current=current)
