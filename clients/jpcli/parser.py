@@ -58,6 +58,15 @@ class _Toggle(argparse.Action):
         setattr(namespace, self.dest, [*toggles, toggle])
 
 
+def _conversation_argument(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "conversation",
+        nargs="?",
+        metavar="CONVERSATION",
+        help=f"id or unique prefix (default: {default})",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `jp` argument parser."""
     parser = argparse.ArgumentParser(
@@ -88,28 +97,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="config override for this turn (repeatable; VALUE is JSON or a string)",
     )
-    query.add_argument(
-        "-t",
-        "--tool",
-        dest="tools",
-        action=_Toggle,
-        nargs="?",
-        const=True,
-        default=[],
-        metavar="NAME",
-        help="enable tool NAME for this turn (bare: all tools); repeatable, left to right",
-    )
-    query.add_argument(
-        "-T",
-        "--no-tool",
-        dest="tools",
-        action=_Toggle,
-        nargs="?",
-        const=False,
-        default=[],
-        metavar="NAME",
-        help="disable tool NAME for this turn (bare: all tools); repeatable, left to right",
-    )
+    for flags, enable in ((("-t", "--tool"), True), (("-T", "--no-tool"), False)):
+        query.add_argument(
+            *flags,
+            dest="tools",
+            action=_Toggle,
+            nargs="?",
+            const=enable,
+            default=[],
+            metavar="NAME",
+            help=f"{'enable' if enable else 'disable'} tool NAME for this turn (bare: all "
+            "tools); repeatable, left to right",
+        )
     query.add_argument(
         "--detach", action="store_true", help="start the turn, print its ids and return"
     )
@@ -143,29 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     turn_ls = turn_actions.add_parser("ls", aliases=["list"], help="running turns and questions")
     _format_option(turn_ls)
     turn_cancel = turn_actions.add_parser(
-        "cancel",
-        help="cancel a running turn and wait until it stopped",
-        epilog=_examples("jp turn cancel", "jp turn cancel c-2026"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "cancel", help="cancel a running turn and wait until it stopped"
     )
-    turn_cancel.add_argument(
-        "conversation",
-        nargs="?",
-        metavar="CONVERSATION",
-        help="id or unique prefix (default: this workspace's conversation, or the only turn)",
-    )
+    _conversation_argument(turn_cancel, "this workspace's conversation, or the only turn")
     turn_resume = turn_actions.add_parser(
-        "resume",
-        help="continue a turn the daemon was stopped during, and show it",
-        epilog=_examples("jp turn resume", "jp turn resume c-2026"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "resume", help="continue a turn the daemon was stopped during, and show it"
     )
-    turn_resume.add_argument(
-        "conversation",
-        nargs="?",
-        metavar="CONVERSATION",
-        help="id or unique prefix (default: the most recent resumable turn)",
-    )
+    _conversation_argument(turn_resume, "the most recent resumable turn")
     turn_resume.add_argument("--non-interactive", action="store_true", help="never prompt")
     _format_option(turn_resume)
 
@@ -201,10 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("id", metavar="ID", help="id or unique prefix")
     _format_option(show)
     use = actions.add_parser(
-        "use",
-        help="make ID the conversation `jp query` continues in this workspace",
-        epilog=_examples("jp conversation use c-20261122T01"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "use", help="make ID the conversation `jp query` continues in this workspace"
     )
     use.add_argument("id", metavar="ID", help="id or unique prefix")
     remove = actions.add_parser("rm", aliases=["delete"], help="delete a conversation")
@@ -262,6 +242,8 @@ EXAMPLES = {
     "jp attach": ("jp attach", "jp attach c-2026 --from-seq 0"),
     "jp turn": ("jp turn ls", "jp turn cancel", "jp turn resume"),
     "jp turn ls": ("jp turn ls", "jp turn ls -F json"),
+    "jp turn cancel": ("jp turn cancel", "jp turn cancel c-2026"),
+    "jp turn resume": ("jp turn resume", "jp turn resume c-2026"),
     "jp inquiry": ("jp inquiry ls", "jp inquiry answer call_1.q.1 true"),
     "jp inquiry ls": ("jp inquiry ls", "jp inquiry ls -F json"),
     "jp inquiry answer": (
@@ -270,6 +252,7 @@ EXAMPLES = {
     ),
     "jp conversation": ("jp conversation ls", "jp conversation use c-2026"),
     "jp conversation ls": ("jp conversation ls", "jp conversation ls -F json"),
+    "jp conversation use": ("jp conversation use c-20261122T01",),
     "jp conversation show": ("jp conversation show c-2026", "jp conversation show c-2026 -F json"),
     "jp conversation rm": ("jp conversation rm c-20261122T015745-755e70fe",),
     "jp daemon": ("jp daemon status", "jp daemon stop"),
