@@ -82,6 +82,7 @@ class Daemon:
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
         self._mcp: McpManager | None = None
         self._turn_locks: dict[str, TurnLock] = {}
+        self._stopping = False
         self.conversations = Conversations(self.store, self.hub, self._busy)
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
@@ -373,6 +374,7 @@ class Daemon:
             on_progress=self._progress_sink(channel, call_id) if backend else None,
             sampler=backend,
             resumed=resume,
+            stopping=lambda: self._stopping,
         )
 
     def _busy(self, conversation_id: str) -> bool:
@@ -617,6 +619,7 @@ class Daemon:
 
     async def aclose(self) -> None:
         """Cancel running turns, wait until each has recorded its end, close resources."""
+        self._stopping = True  # a question cut short now is `daemon_stopped` (protocol.md 10.3)
         turns = list(self._turns.values())
         for turn in turns:
             turn.cancel()

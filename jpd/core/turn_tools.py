@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from jpd.conversation.resume import ResumePlan
@@ -45,13 +45,14 @@ def make_coordinator(
     on_progress: ProgressSink | None = None,
     sampler: Sampler | None = None,
     resumed: ResumePlan | None = None,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> Coordinator:
     """A coordinator over `tools` with its own turn cache, attempt counters and
-    permission memory."""
+    permission memory; `stopping()` is true once the daemon is stopping."""
     recorder = InquiryRecorder(log, conversation_id)
     if resumed is not None:
         recorder.seed(resumed.attempts)
-    router = Router(pending, recorder, backend)
+    router = Router(pending, recorder, backend, stopping=stopping)
     gate = PermissionGate(pending, conversation_id, turn_id, detached_override=detached)
     scope = CallScope(
         conversation_id=conversation_id,

@@ -10,6 +10,7 @@ routing decision and closed with exactly one response.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -105,11 +106,15 @@ class Router:
         recorder: InquiryRecorder,
         backend: InquiryBackend | None,
         turn_cache: dict[str, Any] | None = None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
+        """`stopping()` tells, when a question is cut short, whether the daemon is
+        stopping (reason `daemon_stopped`) or only the turn ended (reason `user`)."""
         self._pending = pending
         self._recorder = recorder
         self._backend = backend
         self._cache: dict[str, Any] = {} if turn_cache is None else turn_cache
+        self._stopping = stopping
 
     async def resolve(self, ctx: QuestionContext) -> Resolved | Failed:
         """Answer `ctx.question` or fail; records the request and its response."""
@@ -118,7 +123,11 @@ class Router:
         try:
             return await self._route(ctx)
         except anyio.get_cancelled_exc_class():
-            self._recorder.cancelled(ctx.inquiry_id, "user")
+            # protocol.md 10.3: a turn that ends (turn/cancel) cancels it for the user; a
+            # clean stop of the daemon says so, as recovery does after a crash (12.2).
+            self._recorder.cancelled(
+                ctx.inquiry_id, "daemon_stopped" if self._stopping() else "user"
+            )
             raise
 
     async def _route(self, ctx: QuestionContext) -> Resolved | Failed:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from jpd.protocol.base import WireModel, WireParams
 from jpd.protocol.detached import PermissionKind
@@ -37,7 +37,8 @@ class InquiryPromptResult(WireParams):
     """A client's answer to `inquiry/prompt`."""
 
     answer: Any
-    remember: bool = False
+    # Strict: `"yes"` or `1` is a wrong-shaped result sent back, not `true` (protocol.md 10.3).
+    remember: StrictBool = False
 
 
 class PermissionParams(WireModel):
@@ -56,8 +57,9 @@ class PermissionParams(WireModel):
 
 
 class PermissionResult(WireParams):
-    allow: bool
-    remember: bool = False
+    # Strict: only a JSON boolean allows a tool to run (protocol.md 10.3).
+    allow: StrictBool
+    remember: StrictBool = False
 
 
 class PendingInfo(WireModel):
@@ -91,7 +93,7 @@ class InquiryAnswerParams(WireParams):
     turn_id: str | None = None
     answer: Any = None
     """The answer (for a permission request: `true` to allow, `false` to deny)."""
-    remember: bool = False
+    remember: StrictBool = False
 
 
 class InquiryAnswerResult(WireModel):
