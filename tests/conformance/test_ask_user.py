@@ -1,4 +1,12 @@
-"""The `ask_user` built-in (RFD 083): arguments, the two-call flow, config and toggles."""
+"""Conformance: the `ask_user` built-in (protocol.md 9.5): arguments, the two-call flow,
+config and toggles.
+
+Its end-to-end rules, against the real daemon, are in tests/e2e/test_ask_user.py (round trip
+with a prompting client, bad arguments reach the model, no remembering, relabelling keeps
+the source, static answer, invalid static answer, nobody to ask, detached policy from config,
+`defaults` without a default and never the model's own default, assistant target refused,
+a deferred question reaching a later client, toggles).
+"""
 
 from __future__ import annotations
 
@@ -85,6 +93,8 @@ def catalog(
 async def test_bad_arguments_fail_with_an_actionable_message(
     arguments: dict[str, Any], expected: str
 ) -> None:
+    """protocol.md 9.5: bad `ask_user` arguments fail with `ask_user: invalid arguments: ...
+    Fix them and call again.`"""
     outcome = await run(arguments)
     assert isinstance(outcome, Failure)
     assert outcome.message.startswith("ask_user: invalid arguments: ")
@@ -93,6 +103,7 @@ async def test_bad_arguments_fail_with_an_actionable_message(
 
 
 async def test_every_problem_is_reported_at_once() -> None:
+    """protocol.md 9.5: `ask_user` reports every problem of its arguments at once."""
     outcome = await run({"question": "a\nb", "options": ["x"], "default": 3})
     assert isinstance(outcome, Failure)
     assert "single line" in outcome.message
@@ -101,12 +112,15 @@ async def test_every_problem_is_reported_at_once() -> None:
 
 
 async def test_unknown_answer_type_does_not_blame_options_or_default() -> None:
+    """protocol.md 9.5: `answer_type` is boolean, select or text; an unknown one is blamed alone."""
     outcome = await run({"question": "Q?", "answer_type": "multi", "options": ["a"]})
     assert isinstance(outcome, Failure)
     assert "`answer_type`" in outcome.message and "`options`" not in outcome.message
 
 
 async def test_null_optional_arguments_count_as_absent() -> None:
+    """protocol.md 9.5: `context`, `answer_type`, `options`, `default` are optional (null is
+    absent)."""
     outcome = await run(
         {"question": "Q?", "context": None, "answer_type": None, "options": None, "default": None}
     )
@@ -115,7 +129,8 @@ async def test_null_optional_arguments_count_as_absent() -> None:
 
 
 def test_the_schema_is_the_only_other_gate() -> None:
-    """Cross-field rules are not in the schema (provider-valid), so the tool enforces them."""
+    """protocol.md 9.5: cross-field rules are not in the schema (so every provider accepts
+    it): the tool checks them."""
     schema = catalog()["ask_user"].schema
     assert validate_arguments(schema, {"question": "Q?", "options": ["a"]}) == []
     assert validate_arguments(schema, {"question": "Q?", "default": True}) == []
@@ -126,6 +141,7 @@ def test_the_schema_is_the_only_other_gate() -> None:
 
 
 async def test_first_call_asks_one_human_only_question() -> None:
+    """protocol.md 9.5: `ask_user` asks one question `answer`, exclusive, `persistence: "none"`."""
     outcome = await run(
         {
             "question": "Apply with backup, without, or abort?",
@@ -147,6 +163,7 @@ async def test_first_call_asks_one_human_only_question() -> None:
 
 
 async def test_answer_type_defaults_to_text() -> None:
+    """protocol.md 9.5: `answer_type` defaults to `"text"`."""
     outcome = await run({"question": "Where to?"})
     assert isinstance(outcome, NeedsInput)
     assert isinstance(outcome.question.answer_type, TextAnswer)
@@ -169,12 +186,14 @@ async def test_answer_type_defaults_to_text() -> None:
 async def test_second_call_returns_the_typed_answer_as_json(
     arguments: dict[str, Any], answer: Any, body: dict[str, Any]
 ) -> None:
+    """protocol.md 9.5: the result is the answer with its type, as JSON text."""
     outcome = await run({"question": "Q?", **arguments}, {"answer": answer})
     assert isinstance(outcome, Success)
     assert json.loads(outcome.content) == body
 
 
 async def test_success_body_keeps_non_ascii_readable() -> None:
+    """protocol.md 9.5: the JSON result keeps non-ASCII text as it is."""
     outcome = await run({"question": "Q?"}, {"answer": "Zürich"})
     assert isinstance(outcome, Success) and outcome.content == (
         '{"answer_type": "text", "answer": "Zürich"}'
@@ -192,23 +211,27 @@ async def test_success_body_keeps_non_ascii_readable() -> None:
 async def test_mistyped_accumulated_answer_fails_generically(
     arguments: dict[str, Any], answer: Any
 ) -> None:
+    """protocol.md 10.1: every answer is checked against the answer type (the tool checks again)."""
     outcome = await run({"question": "Q?", **arguments}, {"answer": answer})
     assert isinstance(outcome, Failure)
     assert "the accumulated answer does not match the requested answer type" in outcome.message
 
 
 async def test_arguments_are_checked_again_on_the_second_call() -> None:
+    """protocol.md 9.5: `ask_user` checks its arguments on every call."""
     outcome = await run({"question": "a\nb"}, {"answer": "x"})
     assert isinstance(outcome, Failure) and "single line" in outcome.message
 
 
 def test_build_question_boolean() -> None:
+    """protocol.md 9.5: `answer_type: "boolean"` asks a boolean question with its default."""
     question = build_question({"question": "Go?", "answer_type": "boolean", "default": False})
     assert not isinstance(question, Failure)
     assert question.answer_type == BooleanAnswer() and question.default is False
 
 
 def test_questions_are_attributed_to_the_assistant() -> None:
+    """protocol.md 12.2: `ask_user` questions have source `{"type": "assistant"}`, from the tool."""
     assert AskUser().inquiry_source() == ev.AssistantSource()
 
 
@@ -216,6 +239,7 @@ def test_questions_are_attributed_to_the_assistant() -> None:
 
 
 def test_definition_sends_the_long_description_and_schema() -> None:
+    """protocol.md 9.5: the model is offered `ask_user` with its description and schema."""
     tool = catalog()["ask_user"]
     assert tool.source == "builtin" and tool.enabled
     assert tool.config.summary is None
@@ -246,6 +270,8 @@ def test_definition_sends_the_long_description_and_schema() -> None:
 
 
 def test_builtin_defaults() -> None:
+    """protocol.md 9.5: on by default, `allow_toggle = "if_named"`, unattended, label
+    `Assistant`."""
     config = catalog()["ask_user"].config
     assert (config.enabled, config.allow_toggle) == (True, "if_named")
     assert (config.run, config.result) == ("unattended", "unattended")
@@ -256,6 +282,7 @@ def test_builtin_defaults() -> None:
 
 
 def test_user_label_keeps_the_other_builtin_defaults() -> None:
+    """protocol.md 9.1: settings merge field by field over the built-in's defaults."""
     config = catalog({"ask_user": {"questions": {"answer": {"prompt_label": "Claude"}}}})[
         "ask_user"
     ].config
@@ -266,6 +293,7 @@ def test_user_label_keeps_the_other_builtin_defaults() -> None:
 
 
 def test_user_run_keeps_the_builtin_label() -> None:
+    """protocol.md 9.1: settings merge field by field (`questions` key by key)."""
     config = catalog({"ask_user": {"run": "ask"}})["ask_user"].config
     assert config.run == "ask"
     assert config.questions["answer"].prompt_label == "Assistant"
@@ -273,17 +301,20 @@ def test_user_run_keeps_the_builtin_label() -> None:
 
 
 def test_static_answer_merges_beside_the_label() -> None:
+    """protocol.md 9.5: `conversation.tools.ask_user.questions.answer` configures its question."""
     config = catalog({"ask_user": {"questions": {"answer": {"answer": "yes"}}}})["ask_user"].config
     assert config.questions["answer"].answer == "yes"
     assert config.questions["answer"].prompt_label == "Assistant"
 
 
 def test_partial_enable_table_disables_and_keeps_if_named() -> None:
+    """protocol.md 9.1: an `enable` table sets only the fields it names."""
     config = catalog({"ask_user": {"enable": {"state": False}}})["ask_user"].config
     assert (config.enabled, config.allow_toggle) == (False, "if_named")
 
 
 def test_config_layers_from_files(tmp_path: Path) -> None:
+    """protocol.md 9.5: config relabels the question; the source stays the tool's."""
     user = tmp_path / "user.toml"
     user.write_text(
         "[conversation.tools.ask_user.questions.answer]\nprompt_label = 'Bot'\n", encoding="utf-8"
@@ -304,23 +335,27 @@ def test_config_layers_from_files(tmp_path: Path) -> None:
 
 
 def test_bulk_disable_leaves_it_on() -> None:
+    """protocol.md 9.5: only a named toggle turns `ask_user` off."""
     tools = catalog(toggles=[ToolToggle(enable=False)])
     assert tools["ask_user"].enabled is True
     assert tools["describe_tools"].enabled is False
 
 
 def test_named_disable_turns_it_off() -> None:
+    """protocol.md 9.5: a named toggle turns `ask_user` off."""
     tools = catalog(toggles=[ToolToggle(enable=False, name="ask_user")])
     assert tools["ask_user"].enabled is False
     assert tools["describe_tools"].enabled is True
 
 
 def test_bulk_then_named_disable_turns_everything_off() -> None:
+    """protocol.md 9.1: toggles apply left to right."""
     tools = catalog(toggles=[ToolToggle(enable=False), ToolToggle(enable=False, name="ask_user")])
     assert not any(tool.enabled for tool in tools.values())
 
 
 def test_bulk_enable_does_not_revive_a_configured_off() -> None:
+    """protocol.md 9.1: a toggle without `name` leaves `if_named` tools as they are."""
     tools = catalog({"ask_user": {"enable": {"state": False}}}, [ToolToggle(enable=True)])
     assert tools["ask_user"].enabled is False
     named = catalog(
@@ -330,5 +365,6 @@ def test_bulk_enable_does_not_revive_a_configured_off() -> None:
 
 
 def test_enable_always_forbids_the_named_toggle() -> None:
+    """protocol.md 9.1: a named toggle of an `allow_toggle = "never"` tool is refused (-32602)."""
     with pytest.raises(InvalidParams, match="never"):
         catalog({"ask_user": {"enable": "always"}}, [ToolToggle(enable=False, name="ask_user")])
