@@ -13,13 +13,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
+
 from jpd.conversation import events as ev
 from jpd.conversation.store import ConversationStore
 from jpd.inquiry.recorder import InquiryRecorder
 from jpd.inquiry.router import Failed, Resolved
 from jpd.protocol.question import Question
 from tests.conformance.inquiry_setup import Setup
-from tests.unit.fakes import FakeLink, FakeLog, replies
+from tests.unit.fakes import FakeLink, FakeLog, replies, until_pending
 
 SECRET = {"id": "token", "text": "Token?", "answer_type": {"type": "secret"}, "default": "hunter2"}
 REDACTED = {"type": "inquiry_response", "id": "call_1.q.1", "outcome": "redacted"}
@@ -52,6 +54,27 @@ async def test_a_static_answer_to_a_secret_question_is_recorded_redacted() -> No
     assert link.requests == []
     assert setup.outcome() == REDACTED
     assert "static-s3cret" not in repr(setup.log.events)
+
+
+async def test_a_secret_given_by_inquiry_answer_is_recorded_redacted() -> None:
+    """protocol.md 10.7: a secret answered with `inquiry/answer` (here while deferred) is
+    recorded `redacted` too."""
+    setup = Setup()
+    result: list[Resolved | Failed] = []
+
+    async with anyio.create_task_group() as tg:
+
+        async def ask() -> None:
+            result.append(await setup.ask({"type": "secret"}, mode="defer", timeout=30))
+
+        tg.start_soon(ask)
+        await until_pending(setup.pending)
+        setup.pending.answer("call_1.q.1", "typed-s3cret", True, by="client-9")
+
+    assert result == [Resolved("typed-s3cret")]
+    assert setup.outcome() == REDACTED
+    assert setup.cache == {}  # `remember: true` or not
+    assert "typed-s3cret" not in repr(setup.log.events)
 
 
 async def test_a_secret_answer_is_never_put_into_the_turn_cache() -> None:

@@ -1,4 +1,6 @@
-"""The `ask_user` built-in end to end (RFD 083): the human is asked, or nobody is."""
+"""The `ask_user` built-in end to end (protocol.md 9.5): the human is asked, or nobody is.
+
+The conformance module for these rules is tests/conformance/test_ask_user.py."""
 
 from __future__ import annotations
 
@@ -78,6 +80,9 @@ async def test_round_trip_with_a_prompting_client(
     answer: Any,
     wire_type: dict[str, Any],
 ) -> None:
+    """protocol.md 9.5: `ask_user` asks a capable client one exclusive question `answer` (label
+    `Assistant`, source assistant) and returns the typed answer as JSON; both events are
+    recorded (12.2)."""
     question = "How should I apply the change?"
     context = "The change modifies production config in place.\nIt cannot be undone."
     daemon = await start(
@@ -136,6 +141,7 @@ async def test_round_trip_with_a_prompting_client(
 async def test_the_model_is_told_the_long_description_and_schema(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 9.5: the model is offered `ask_user` with its description and schema."""
     daemon = await start(jpd_factory, responses=[{"text": "hi"}])
     await run_text(daemon)
     [tool] = [t for t in requests(home)[0]["tools"] if t["name"] == "ask_user"]
@@ -147,6 +153,7 @@ async def test_the_model_is_told_the_long_description_and_schema(
 async def test_bad_arguments_reach_the_model_and_nobody_is_asked(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 9.5: bad arguments fail the call before any question is asked or recorded."""
     daemon = await start(
         jpd_factory,
         responses=[call("ask_user", question="Pick one?", answer_type="select"), {"text": "ok"}],
@@ -160,6 +167,8 @@ async def test_bad_arguments_reach_the_model_and_nobody_is_asked(
 
 
 async def test_a_client_may_not_remember_the_answer(jpd_factory: StartJpd, home: Path) -> None:
+    """protocol.md 10.1: `persistence: "none"` (ask_user's) is never remembered, even with
+    `remember: true`."""
     daemon = await start(
         jpd_factory,
         responses=[call("ask_user", "c1", **ASK), call("ask_user", "c2", **ASK), {"text": "ok"}],
@@ -182,6 +191,8 @@ async def test_a_client_may_not_remember_the_answer(jpd_factory: StartJpd, home:
 async def test_users_may_relabel_but_not_change_the_source(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 12.2: config may relabel the prompt; the source comes from the tool, never
+    from config."""
     daemon = await start(
         jpd_factory, settings='questions.answer.prompt_label = "Claude"\n', capabilities=PROMPTING
     )
@@ -199,6 +210,7 @@ async def test_users_may_relabel_but_not_change_the_source(
 
 
 async def test_static_answer_is_honoured_without_asking(jpd_factory: StartJpd, home: Path) -> None:
+    """protocol.md 10.1: a static `answer` answers `ask_user` without asking anybody."""
     daemon = await start(
         jpd_factory, settings="questions.answer.answer = true\n", capabilities=PROMPTING
     )
@@ -211,6 +223,8 @@ async def test_static_answer_is_honoured_without_asking(jpd_factory: StartJpd, h
 
 
 async def test_invalid_static_answer_blames_the_config(jpd_factory: StartJpd, home: Path) -> None:
+    """protocol.md 10.6: an invalid static answer fails naming the config key
+    (`invalid_static_answer`)."""
     daemon = await start(jpd_factory, settings='questions.answer.answer = "maybe"\n')
     started, result = await run(daemon)
     assert result["isError"]
@@ -225,6 +239,8 @@ async def test_invalid_static_answer_blames_the_config(jpd_factory: StartJpd, ho
 async def test_nobody_to_ask_fails_and_the_model_never_answers(
     jpd_factory: StartJpd, home: Path, detached: str, capabilities: dict[str, Any]
 ) -> None:
+    """protocol.md 10.2: a human-only question nobody can answer fails (`no_prompt_backend`)
+    under every mode; the model is never asked."""
     daemon = await start(jpd_factory, capabilities=capabilities)
     started, result = await run(daemon, detached=detached)
     assert result == {**result, "isError": True, "content": messages.no_prompt_backend("ask_user")}
@@ -236,6 +252,7 @@ async def test_nobody_to_ask_fails_and_the_model_never_answers(
 
 
 async def test_detached_policy_from_config_applies_too(jpd_factory: StartJpd, home: Path) -> None:
+    """protocol.md 10.2: the detached policy from config applies to `ask_user` too."""
     daemon = await start(jpd_factory, settings='detached = "auto"\n')
     _, result = await run(daemon)
     assert result["content"] == messages.no_prompt_backend("ask_user")
@@ -243,6 +260,7 @@ async def test_detached_policy_from_config_applies_too(jpd_factory: StartJpd, ho
 
 
 async def test_defaults_mode_without_default_fails(jpd_factory: StartJpd, home: Path) -> None:
+    """protocol.md 10.2: under `defaults` a human-only question fails (`no_prompt_backend`)."""
     daemon = await start(jpd_factory)
     started, result = await run(daemon, detached="defaults")
     assert result["isError"] and "Do not retry" in result["content"]
@@ -254,6 +272,7 @@ async def test_defaults_mode_without_default_fails(jpd_factory: StartJpd, home: 
 async def test_defaults_mode_never_takes_the_models_own_default(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.2: under `defaults` the model's own default is never the human's answer."""
     daemon = await start(
         jpd_factory, responses=[call("ask_user", **ASK, default=True), {"text": "ok"}]
     )
@@ -265,6 +284,8 @@ async def test_defaults_mode_never_takes_the_models_own_default(
 async def test_assistant_target_is_refused(
     jpd_factory: StartJpd, home: Path, detached: str | None
 ) -> None:
+    """protocol.md 10.1: target assistant for a human-only question fails
+    (`assistant_routing_denied`)."""
     daemon = await start(jpd_factory, settings='questions.answer.target = "assistant"\n')
     started, result = await run(daemon, **({"detached": detached} if detached else {}))
     assert result == {
@@ -280,6 +301,8 @@ async def test_assistant_target_is_refused(
 async def test_deferred_question_reaches_a_client_that_declares_prompting_later(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.3: a deferred question is offered to a client that initializes later with
+    the capability."""
     daemon = await start(jpd_factory)
     started = await daemon.request("turn/start", {"message": "go"})
     pending = await _wait_pending(daemon)
@@ -303,6 +326,7 @@ async def test_deferred_question_reaches_a_client_that_declares_prompting_later(
 async def test_bulk_disable_keeps_it_and_naming_it_removes_it(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 9.5: only a named toggle turns `ask_user` off."""
     daemon = await start(jpd_factory, responses=[{"text": "a"}, {"text": "b"}])
     await run_text(daemon, tools=[{"enable": False}])
     await run_text(daemon, tools=[{"enable": False}, {"enable": False, "name": "ask_user"}])

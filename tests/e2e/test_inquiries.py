@@ -1,4 +1,7 @@
-"""Inquiry routing and recording end to end (RFD 082/083 and the detached policy)."""
+"""Inquiry routing and recording end to end (protocol.md 10, 12.2).
+
+The conformance modules for these rules are tests/conformance/test_recording.py,
+test_secrets.py and test_detached_policy.py."""
 
 from __future__ import annotations
 
@@ -97,6 +100,8 @@ async def test_failed_routes_are_recorded_with_their_reason(
     reason: str,
     message: str,
 ) -> None:
+    """protocol.md 10.6: each failed route fails the call with its message and is recorded
+    cancelled with its reason (12.2)."""
     daemon = await start(jpd_factory, home, body=asker(**extra), settings=settings)
     params = {"detached": detached} if detached else {}
     started, result = await run(daemon, **params)
@@ -109,6 +114,7 @@ async def test_failed_routes_are_recorded_with_their_reason(
 
 
 async def test_defaults_mode_uses_the_question_default(jpd_factory: StartJpd, home: Path) -> None:
+    """protocol.md 10.2: under `defaults` the question's default is the answer."""
     daemon = await start(jpd_factory, home, body=asker(default=True))
     started, result = await run(daemon, detached="defaults")
     assert result["content"].strip() == "got=true"
@@ -119,6 +125,7 @@ async def test_defaults_mode_uses_the_question_default(jpd_factory: StartJpd, ho
 async def test_exclusive_question_with_static_answer_is_answered(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.1: a static answer applies first, even to an exclusive question."""
     daemon = await start(
         jpd_factory, home, body=asker(exclusive=True), settings="questions.q.answer = false\n"
     )
@@ -129,6 +136,8 @@ async def test_exclusive_question_with_static_answer_is_answered(
 async def test_config_can_soften_exclusive_and_route_to_assistant(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.1: config's `exclusive` overrides the tool's, so target assistant may
+    answer."""
     answer = call("answer_inquiry", "inq", inquiry_id="call_1.q.1", answer="TRUE")
     daemon = await start(
         jpd_factory,
@@ -145,6 +154,8 @@ async def test_config_can_soften_exclusive_and_route_to_assistant(
 
 
 async def test_client_cancel_records_user_reason(jpd_factory: StartJpd, home: Path) -> None:
+    """protocol.md 10.3: -32800 from a client cancels the question, recorded with reason
+    `user`."""
     daemon = await start(jpd_factory, home, capabilities={"prompt": {"answerTypes": ["boolean"]}})
 
     async def cancel(params: dict[str, Any]) -> Any:
@@ -160,6 +171,8 @@ async def test_client_cancel_records_user_reason(jpd_factory: StartJpd, home: Pa
 async def test_invalid_client_answer_is_sent_back_and_question_stays_open(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.3: an answer that does not fit is sent back with `previousError`; the
+    question stays open."""
     daemon = await start(
         jpd_factory,
         home,
@@ -180,6 +193,7 @@ async def test_invalid_client_answer_is_sent_back_and_question_stays_open(
 
 
 async def test_client_only_gets_answer_types_it_declared(jpd_factory: StartJpd, home: Path) -> None:
+    """protocol.md 10.3: a client is only sent questions whose type it declared."""
     daemon = await start(jpd_factory, home, capabilities={"prompt": {"answerTypes": ["text"]}})
     _, result = await run(daemon, detached="deny")
     assert result["isError"] and daemon.prompts == []
@@ -210,6 +224,7 @@ async def test_number_and_multi_select_questions_reach_clients_that_declare_them
     answers: list[Any],
     expected: Any,
 ) -> None:
+    """protocol.md 10.1.1: number and multi_select questions reach clients that declare them."""
     kind = answer_type["type"]
     daemon = await start(
         jpd_factory,
@@ -236,6 +251,7 @@ async def test_number_and_multi_select_questions_reach_clients_that_declare_them
 async def test_a_client_without_the_new_types_is_not_asked_them(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.3: a client that did not declare a type is not asked questions of it."""
     daemon = await start(
         jpd_factory,
         home,
@@ -250,6 +266,8 @@ async def test_a_client_without_the_new_types_is_not_asked_them(
 async def test_remembered_answer_is_reused_within_turn_only_when_allowed(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.1: an answer remembered in one tool cycle answers the same question in a
+    later one of the turn."""
     two_calls = {
         "tool_calls": [
             {"id": "c1", "name": "asker", "arguments": {}},
@@ -276,6 +294,7 @@ async def test_remembered_answer_is_reused_within_turn_only_when_allowed(
 
 
 async def test_persistence_none_is_never_remembered(jpd_factory: StartJpd, home: Path) -> None:
+    """protocol.md 10.1: `persistence: "none"` is never remembered."""
     daemon = await start(
         jpd_factory,
         home,
@@ -295,6 +314,8 @@ async def test_persistence_none_is_never_remembered(jpd_factory: StartJpd, home:
 async def test_secret_answer_never_reaches_disk_logs_events_or_model(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.7: a secret answer reaches the tool only: never the disk, the daemon log,
+    events or the model."""
     daemon = await start(
         jpd_factory,
         home,
@@ -327,6 +348,7 @@ async def test_secret_answer_never_reaches_disk_logs_events_or_model(
 
 
 async def test_secret_is_never_sent_to_the_assistant(jpd_factory: StartJpd, home: Path) -> None:
+    """protocol.md 10.7: a secret is never answered by a model (detached `auto` fails it)."""
     daemon = await start(jpd_factory, home, body=asker('{"type": "secret"}'))
     started, result = await run(daemon, detached="auto")
     assert result["isError"] and "no interactive terminal" in result["content"]
@@ -337,6 +359,7 @@ async def test_secret_is_never_sent_to_the_assistant(jpd_factory: StartJpd, home
 async def test_deferred_question_answered_by_inquiry_answer(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 5.17: `inquiry/answer` from any client answers a deferred question."""
     daemon = await start(jpd_factory, home)
     started = await daemon.request("turn/start", {"message": "go"})
     pending = await _wait_pending(daemon)
@@ -361,6 +384,7 @@ async def test_deferred_question_answered_by_inquiry_answer(
 async def test_deferred_question_reaches_a_client_that_declares_prompting_later(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.3: a deferred question is offered to a client that initializes later."""
     daemon = await start(jpd_factory, home)
     started = await daemon.request("turn/start", {"message": "go"})
     await _wait_pending(daemon)
@@ -378,6 +402,7 @@ async def test_deferred_question_reaches_a_client_that_declares_prompting_later(
 async def test_deferred_question_times_out_into_the_fallback(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.2: `defer` waits `detached_timeout`, then `detached_fallback` decides."""
     daemon = await start(
         jpd_factory, home, settings='detached_timeout = 0.5\ndetached_fallback = "deny"\n'
     )
@@ -456,6 +481,8 @@ async def _wait_pending(daemon: Jpd) -> dict[str, Any]:
 async def test_turn_cancelled_while_asking_dismisses_the_prompt_everywhere(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.3: a question open when the turn is cancelled is recorded `user`, clients
+    are told, a late answer is ignored."""
     daemon = await start(jpd_factory, home, capabilities={"prompt": {"answerTypes": ["boolean"]}})
     asked, release = asyncio.Event(), asyncio.Event()
 

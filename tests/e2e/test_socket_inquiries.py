@@ -54,6 +54,8 @@ def tool_result(client: SocketClient, turn_id: str) -> dict[str, Any]:
 async def test_question_asked_while_nobody_is_attached_reaches_a_later_client(
     tmp_path: Path, daemons: Daemons
 ) -> None:
+    """protocol.md 10.3: a question deferred while nobody is attached is offered to a client
+    that attaches later; every client hears `inquiry/resolved`."""
     env = env_with_asker(tmp_path)
     daemon = await daemons.start(env)
     starter = await SocketClient.connect(daemon.socket)
@@ -99,6 +101,7 @@ async def test_question_asked_while_nobody_is_attached_reaches_a_later_client(
 async def test_two_clients_first_answer_wins_and_the_other_is_told(
     tmp_path: Path, daemons: Daemons
 ) -> None:
+    """protocol.md 10.3: the first valid answer wins; the other client is told."""
     env = env_with_asker(tmp_path)
     daemon = await daemons.start(env)
     first = await SocketClient.connect(daemon.socket)
@@ -141,6 +144,7 @@ async def test_two_clients_first_answer_wins_and_the_other_is_told(
 async def test_client_disconnecting_while_asked_falls_to_the_detached_policy(
     tmp_path: Path, daemons: Daemons
 ) -> None:
+    """protocol.md 10.3: when the last asked client disconnects, the detached policy decides."""
     env = env_with_asker(tmp_path)
     daemon = await daemons.start(env)
     asker_client = await SocketClient.connect(daemon.socket)
