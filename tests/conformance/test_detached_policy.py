@@ -330,3 +330,15 @@ async def test_defer_is_answered_by_a_client_that_comes_later() -> None:
 
     assert result == [Resolved(True)]
     assert setup.outcome()["outcome"] == "answered"
+
+
+@pytest.mark.parametrize("wrong", [{"allow": "yes"}, {"allow": 1}, {"allow": True, "remember": 1}])
+async def test_a_permission_result_that_is_not_a_boolean_is_asked_again(
+    wrong: dict[str, Any],
+) -> None:
+    """protocol.md 10.3: only a JSON boolean `allow` (and `remember`) is a permission
+    answer; another result gets the same request again."""
+    link = FakeLink(1, answer=replies(wrong, {"allow": False}))
+
+    assert not await gate(Clients([link])).allowed("run", "t", tool(detached="auto"), "c1", {})
+    assert len(link.requests) == 2
