@@ -10,6 +10,7 @@ import pytest
 import pytest_asyncio
 
 from tests.e2e.harness import Jpd, start_jpd, write_script
+from tests.e2e.sockets import Daemons
 
 StartJpd = Callable[..., Awaitable[Jpd]]
 
@@ -60,3 +61,11 @@ async def jpd(jpd_factory: StartJpd) -> Jpd:
     daemon = await jpd_factory()
     await daemon.initialize()
     return daemon
+
+
+@pytest_asyncio.fixture
+async def daemons() -> AsyncIterator[Daemons]:
+    """Socket daemons (`jpd --listen`) started by the test, all stopped at its end."""
+    running = Daemons()
+    yield running
+    await running.stop_all()

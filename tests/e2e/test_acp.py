@@ -5,11 +5,9 @@ load/resume/list, cancel, bad input, disconnect and daemon restart."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from acp import RequestError, text_block
 from acp.schema import (
     EmbeddedResourceContentBlock,
@@ -30,13 +28,6 @@ from tests.e2e.acp_client import (
 )
 from tests.e2e.sockets import Daemons, run_jp_async, wait_for
 from tests.e2e.tools import make_tool, tool_toml
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 async def test_prompt_streams_and_sessions_are_conversations(

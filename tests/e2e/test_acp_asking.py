@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest_asyncio
 from acp import text_block
 from acp.schema import (
     DeclineElicitationResponse,
@@ -35,13 +33,6 @@ from tests.e2e.acp_client import (
 )
 from tests.e2e.sockets import Daemons, run_jp, run_jp_async
 from tests.e2e.tools import make_tool, tool_toml
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 async def test_the_editors_mcp_servers_serve_the_sessions_turns(

@@ -8,12 +8,10 @@ import asyncio
 import json
 import random
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from jpd.core.checkpoints import INTERVAL
 from tests.e2e.sockets import Daemons, Listening, SocketClient, socket_env, wait_for
@@ -22,13 +20,6 @@ from tests.e2e.tools import make_tool, tool_toml
 CHUNK, DELAY_MS = 4, 20
 RATE = CHUNK / (DELAY_MS / 1000)  # characters streamed per second
 TEXT = " ".join(f"word{i}" for i in range(400))
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def persisted(env: dict[str, str], conversation_id: str) -> list[dict[str, Any]]:

@@ -9,11 +9,10 @@ Tool calls and reasoning are in test_hosted_tools.py.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from pygls.exceptions import JsonRpcException
 
 from tests.e2e.conftest import StartJpd
@@ -401,13 +400,6 @@ async def test_custom_key_variable_is_named_when_missing(
 
 
 # --- the jp client -------------------------------------------------------------------
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 @pytest.mark.parametrize("how", [[], ["--stdio"]], ids=["shared", "stdio"])

@@ -4,11 +4,9 @@ both stay answerable (protocol.md section 5.17)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons, RpcError, SocketClient, socket_env
 from tests.e2e.tools import make_tool, tool_toml
@@ -20,13 +18,6 @@ if "q" not in answers:
 else:
     print("got=" + json.dumps(answers["q"]))
 """
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 async def test_the_same_inquiry_id_in_two_conversations_is_told_apart(

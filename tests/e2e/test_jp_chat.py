@@ -4,22 +4,12 @@ the REPL, Ctrl-C cancelling a slow turn, Ctrl-D leaving with exit 0."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons
 from tests.e2e.test_jp_prompts import echo_tool, prompt_env, spawn
 from tests.e2e.test_jp_socket import SLOW, finish, persisted
 from tests.e2e.test_tools import call
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def turn_ends(env: dict[str, str], conversation: str) -> list[str]:

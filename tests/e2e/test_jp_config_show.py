@@ -7,22 +7,13 @@ import functools
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons, run_jp, socket_env
 
 SECRET = "hdr-s3cret-5b1e"
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 async def test_config_show_names_each_origin_and_hides_secrets(

@@ -4,22 +4,13 @@ totalled by `jp conversation show` (text and `-F json`), against a real `jpd --l
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons, run_jp, socket_env
 
 USAGE = {"input_tokens": 1_000_000, "output_tokens": 200_000}
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 async def test_cost_of_a_priced_model(tmp_path: Path, daemons: Daemons) -> None:

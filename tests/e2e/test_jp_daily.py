@@ -8,23 +8,14 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons, run_jp, socket_env
 from tests.e2e.test_jp_prompts import SECRET_TOOL, prompt_env, tool_results, wait_pending
 from tests.e2e.test_jp_socket import SLOW, finish, persisted, spawn_jp
 from tests.e2e.test_tools import call
 from tests.e2e.tools import make_tool, tool_toml
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def jp_in(

@@ -7,24 +7,16 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from tests.e2e.harness import write_script
 from tests.e2e.sockets import Daemons, RpcError, SocketClient, run_jp_async, socket_env
 from tests.e2e.tools import make_tool, tool_toml
 
 SECRET = "s3cr3t-value-never-stored"
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def other_config(home: Path, text: str, extra: str = "") -> Path:

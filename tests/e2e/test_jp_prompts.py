@@ -7,12 +7,10 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pexpect
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons, run_jp, socket_env
 from tests.e2e.test_inquiries import asker
@@ -29,13 +27,6 @@ if "q" not in answers:
 else:
     print("len=" + str(len(answers["q"])))
 """
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def prompt_env(home: Path, responses: list[dict[str, Any]], tools: str = "") -> dict[str, str]:

@@ -5,25 +5,17 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pexpect
 import pytest
-import pytest_asyncio
 
 from tests.e2e.sockets import ROOT, Daemons, run_jp, run_jp_async, socket_env
 
 SLOW = {"text": "tick " * 30, "chunk": 5, "delay_ms": 100}
 MARKDOWN = "# Title\n\nSome **bold** words.\n\n- first item\n- second item\n"
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

@@ -4,11 +4,8 @@ client's late answer quietly (no traceback in its log; protocol.md section 10.3)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons, SocketClient, socket_env
 from tests.e2e.tools import make_tool, tool_toml
@@ -21,13 +18,6 @@ else:
     print("got=" + json.dumps(answers["q"]))
 """
 PROMPTS = {"capabilities": {"prompt": {"answerTypes": ["boolean"]}}}
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 async def test_a_late_answer_after_inquiry_answer_leaves_no_traceback(

@@ -6,23 +6,14 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons, SocketClient, socket_env, wait_for
 
 CONVERSATIONS = 1_000
 FILE_LIMIT = 256
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def limit_open_files() -> None:

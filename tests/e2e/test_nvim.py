@@ -13,11 +13,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons, SocketClient, run_jp, socket_env, wait_for
 from tests.e2e.tools import make_tool, tool_toml
@@ -27,13 +24,6 @@ PLUGIN = ROOT / "clients" / "nvim"
 HARNESS = Path(__file__).parent / "nvim" / "harness.lua"
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
 LIMIT = 90.0
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def nvim_binary() -> str:

@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest_asyncio
-
 from tests.e2e.sockets import Daemons, SocketClient, socket_env
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def modes(root: Path) -> dict[str, int]:

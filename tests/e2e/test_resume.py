@@ -5,25 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from jpd.conversation.resume import CONTINUE_INSTRUCTION
 from tests.e2e.harness import write_script
 from tests.e2e.sockets import Daemons, RpcError, SocketClient, run_jp_async, socket_env, wait_for
 from tests.e2e.test_crash_recovery import ASKER, TEXT, kill, persisted, start
 from tests.e2e.tools import make_tool, tool_toml
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def recording(env: dict[str, str], tmp_path: Path) -> Path:

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons, SocketClient, socket_env
 
@@ -19,13 +16,6 @@ ASK = {
         {"id": "call_q", "name": "ask_user", "arguments": {"question": "Ship it?"}},
     ]
 }
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def seqs(events: list[dict[str, Any]]) -> list[int]:

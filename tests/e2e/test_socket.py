@@ -10,23 +10,14 @@ import socket
 import stat
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from tests.e2e.sockets import ROOT, Daemons, SocketClient, run_jp, socket_env
 
 SLOW = {"text": "tick " * 40, "chunk": 5, "delay_ms": 100}
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons, RpcError, SocketClient, socket_env, wait_for
 from tests.e2e.tools import make_tool, tool_toml
@@ -22,13 +20,6 @@ if "q" not in answers:
 else:
     print("got=" + json.dumps(answers["q"]))
 """
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def env_with_asker(home: Path) -> dict[str, str]:

@@ -5,21 +5,12 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from tests.e2e.sockets import Daemons, SocketClient, socket_env, wait_for
 from tests.e2e.tools import make_tool, tool_toml
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 def alive(pid: int) -> bool:
