@@ -53,6 +53,18 @@ def socket_env(
     return env
 
 
+def add_config(env: Mapping[str, str], toml: str) -> None:
+    """Append raw TOML to the config file of `env` (made by `socket_env`)."""
+    config = Path(env["JP_CONFIG"])
+    config.write_text(config.read_text() + toml)
+
+
+def persisted(env: Mapping[str, str], conversation_id: str) -> list[dict[str, Any]]:
+    """The events the daemon recorded for a conversation (its JSONL log), in order."""
+    path = Path(env["JP_DATA_DIR"]) / "conversations" / conversation_id / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
 def pid_alive(pid: int) -> bool:
     """True while `pid` runs (a zombie left to a non-reaping init counts as gone)."""
     try:

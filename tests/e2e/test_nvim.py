@@ -16,8 +16,18 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.sockets import Daemons, SocketClient, run_jp, socket_env, wait_for
-from tests.e2e.tools import make_tool, tool_toml
+import pytest
+
+from tests.e2e.sockets import (
+    Daemons,
+    Listening,
+    SocketClient,
+    persisted,
+    run_jp,
+    socket_env,
+    wait_for,
+)
+from tests.e2e.tools import add_tool, tool_call
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "clients" / "nvim"
@@ -32,11 +42,8 @@ def nvim_binary() -> str:
     return NVIM
 
 
-def make_env(home: Path, responses: list[dict[str, Any]], tools: str = "") -> dict[str, str]:
+def make_env(home: Path, responses: list[dict[str, Any]]) -> dict[str, str]:
     env = socket_env(home, responses)
-    if tools:
-        config = Path(env["JP_CONFIG"])
-        config.write_text(config.read_text() + tools)
     (home / "ws").mkdir(exist_ok=True)
     env.update(
         JP_TEST_PYTHON=sys.executable,
@@ -47,9 +54,13 @@ def make_env(home: Path, responses: list[dict[str, Any]], tools: str = "") -> di
     return env
 
 
+SETUP = 'require("jp").setup(T.opts())'
+
+
 def nvim_command(home: Path, scenario: str) -> list[str]:
+    """Neovim running `scenario` (Lua, after the plugin's setup) in the test harness."""
     script = home / "scenario.lua"
-    body = textwrap.indent(textwrap.dedent(scenario), "  ")
+    body = textwrap.indent(SETUP + "\n" + textwrap.dedent(scenario).strip("\n"), "  ")
     script.write_text(f"local T = dofile({str(HARNESS)!r})\nT.run(function()\n{body}\nend)\n")
     return [
         nvim_binary(),
@@ -114,33 +125,70 @@ class Background:
         return read_result(self.home)
 
 
-def events(env: dict[str, str], conversation_id: str) -> list[dict[str, Any]]:
-    path = Path(env["JP_DATA_DIR"]) / "conversations" / conversation_id / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 def only_buffer(result: Any) -> tuple[str, list[str]]:
     ((name, lines),) = result["buffers"].items()
     return name, lines
 
 
-SETUP = 'require("jp").setup(T.opts())'
+def the(recorded: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    """The one recorded event of type `kind`."""
+    (event,) = [e for e in recorded if e["type"] == kind]
+    return event
 
 
-async def test_ask_streams_the_answer_into_a_markdown_buffer(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    env = make_env(tmp_path, [{"text": "Hello **world**.\nSecond line.", "chunk": 3}])
-    await daemons.start(env)
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
+def first(recorded: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    return next(e for e in recorded if e["type"] == kind)
+
+
+class Nvim:
+    """A test's daemon environment under its home, and Neovim scenarios run against it."""
+
+    def __init__(self, home: Path, daemons: Daemons) -> None:
+        self.home = home
+        self.daemons = daemons
+        self.env: dict[str, str] = {}
+
+    def configure(self, responses: list[dict[str, Any]]) -> dict[str, str]:
+        """The environment of a daemon whose scripted model gives `responses`."""
+        self.env = make_env(self.home, responses)
+        return self.env
+
+    async def start(self, responses: list[dict[str, Any]]) -> Listening:
+        """Configure, then start the daemon before Neovim does."""
+        return await self.daemons.start(self.configure(responses))
+
+    async def start_asker(self, body: str) -> None:
+        """A daemon whose model calls the tool `asker` (running `body`) once, then ends
+        with "All done."."""
+        self.configure([tool_call("asker"), {"text": "All done."}])
+        add_tool(self.env, "asker", body)
+        await self.daemons.start(self.env)
+
+    async def run(self, scenario: str) -> Any:
+        """Run a scenario to its end and return what it observed."""
+        return await asyncio.to_thread(run_nvim, self.home, self.env, scenario)
+
+    def background(self, scenario: str) -> Background:
+        return Background(self.home, self.env, scenario)
+
+    def recorded(self, result: Any) -> list[dict[str, Any]]:
+        """What the daemon recorded for the conversation of the scenario's only buffer."""
+        name, _lines = only_buffer(result)
+        return persisted(self.env, name.removeprefix("jp://"))
+
+
+@pytest.fixture
+def nvim(tmp_path: Path, daemons: Daemons) -> Nvim:
+    return Nvim(tmp_path, daemons)
+
+
+async def test_ask_streams_the_answer_into_a_markdown_buffer(nvim: Nvim) -> None:
+    await nvim.start([{"text": "Hello **world**.\nSecond line.", "chunk": 3}])
+    result = await nvim.run(
+        """
         vim.cmd("JpNew Say hello")
         T.wait(function() return T.has("Second line.") end, "the answer")
-        """,
+        """
     )
     name, lines = only_buffer(result)
     assert name.startswith("jp://c-")
@@ -157,18 +205,14 @@ async def test_ask_streams_the_answer_into_a_markdown_buffer(
     ]
 
 
-async def test_the_daemon_is_started_when_none_answers(tmp_path: Path, daemons: Daemons) -> None:
-    env = make_env(tmp_path, [{"text": "started for you"}])
+async def test_the_daemon_is_started_when_none_answers(nvim: Nvim, daemons: Daemons) -> None:
+    env = nvim.configure([{"text": "started for you"}])
     daemons.watch(env)
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
+    result = await nvim.run(
+        """
         vim.cmd("Jp hi")
         T.wait(function() return T.has("started for you") end, "the answer")
-        """,
+        """
     )
     assert only_buffer(result)[1][-1] == "started for you"
     assert Path(env["JP_SOCKET"]).exists()
@@ -179,24 +223,16 @@ print("stamped " + args.get("what", ""))
 """
 
 
-async def test_a_tool_call_asks_permission_and_shows_its_status(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    call = {"tool_calls": [{"id": "call_1", "name": "stamp", "arguments": {"what": "x"}}]}
-    tools = tool_toml("stamp", make_tool(tmp_path, "stamp", STAMP), run='"ask"')
-    tools += 'parameters.what = { type = "string" }\n'
-    env = make_env(tmp_path, [call, {"text": "Stamped it."}], tools)
-    await daemons.start(env)
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
-        T.stub_ui({{select = {{"Allow"}}}})
+async def test_a_tool_call_asks_permission_and_shows_its_status(nvim: Nvim) -> None:
+    env = nvim.configure([tool_call("stamp", what="x"), {"text": "Stamped it."}])
+    add_tool(env, "stamp", STAMP, run='"ask"', **{"parameters.what": '{ type = "string" }'})
+    await nvim.daemons.start(env)
+    result = await nvim.run(
+        """
+        T.stub_ui({select = {"Allow"}})
         vim.cmd("JpNew stamp x")
         T.wait(function() return T.has("Stamped it.") end, "the answer")
-        """,
+        """
     )
     (asked,) = result["asked"]
     assert "run `stamp`" in asked["prompt"]
@@ -215,38 +251,23 @@ else:
 """
 
 
-def asker_env(home: Path, body: str) -> dict[str, str]:
-    call = {"tool_calls": [{"id": "call_1", "name": "asker", "arguments": {}}]}
-    tools = tool_toml("asker", make_tool(home, "asker", body), run='"unattended"')
-    return make_env(home, [call, {"text": "All done."}], tools)
-
-
-async def test_a_select_question_is_asked_with_vim_ui_select_and_recorded(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    env = asker_env(tmp_path, PICKER)
-    await daemons.start(env)
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
-        T.stub_ui({{select = {{"blue"}}}})
+async def test_a_select_question_is_asked_with_vim_ui_select_and_recorded(nvim: Nvim) -> None:
+    await nvim.start_asker(PICKER)
+    result = await nvim.run(
+        """
+        T.stub_ui({select = {"blue"}})
         vim.cmd("JpNew pick one")
         T.wait(function() return T.has("All done.") end, "the answer")
-        """,
+        """
     )
     (asked,) = result["asked"]
     assert asked["items"] == ["red", "blue"]
     assert "Which colour?" in asked["prompt"]
-    name, lines = only_buffer(result)
-    assert "- tool `asker` {} — ✓ done" in lines
-    recorded = events(env, name.removeprefix("jp://"))
-    (response,) = [e for e in recorded if e["type"] == "inquiry_response"]
+    assert "- tool `asker` {} — ✓ done" in only_buffer(result)[1]
+    recorded = nvim.recorded(result)
+    response = the(recorded, "inquiry_response")
     assert response == {**response, "outcome": "answered", "answer": "blue"}
-    tool = next(e for e in recorded if e["type"] == "tool_call_response")
-    assert tool["content"].strip() == "colour=blue"
+    assert first(recorded, "tool_call_response")["content"].strip() == "colour=blue"
 
 
 SECRET = """
@@ -258,190 +279,137 @@ else:
 """
 
 
-async def test_a_secret_is_read_with_inputsecret_and_never_shown_or_kept(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    env = asker_env(tmp_path, SECRET)
-    await daemons.start(env)
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
-        T.stub_ui({{secret = {{"hunter2-secret"}}}})
+async def test_a_secret_is_read_with_inputsecret_and_never_shown_or_kept(nvim: Nvim) -> None:
+    await nvim.start_asker(SECRET)
+    result = await nvim.run(
+        """
+        T.stub_ui({secret = {"hunter2-secret"}})
         vim.cmd("JpNew use the token")
         T.wait(function() return T.has("All done.") end, "the answer")
-        T.extra = {{history = {{vim.fn.histget("input", -1), vim.fn.histget("cmd", -1)}},
-                    messages = vim.fn.execute("messages")}}
-        """,
+        T.extra = {history = {vim.fn.histget("input", -1), vim.fn.histget("cmd", -1)},
+                   messages = vim.fn.execute("messages")}
+        """
     )
     (asked,) = result["asked"]
     assert asked["kind"] == "secret"
     assert "API token?" in asked["prompt"]
-    name, _lines = only_buffer(result)
     dump = json.dumps(result)
     assert "hunter2" not in dump
-    recorded = events(env, name.removeprefix("jp://"))
+    recorded = nvim.recorded(result)
     assert "hunter2" not in json.dumps(recorded)
-    (response,) = [e for e in recorded if e["type"] == "inquiry_response"]
-    assert response["outcome"] == "redacted"
-    tool = next(e for e in recorded if e["type"] == "tool_call_response")
+    assert the(recorded, "inquiry_response")["outcome"] == "redacted"
+    tool = first(recorded, "tool_call_response")
     assert tool["content"].strip() == "token has 14 characters"
 
 
-async def test_dismissing_a_question_records_the_user_cancelling(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    env = asker_env(tmp_path, PICKER)
-    await daemons.start(env)
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
-        T.stub_ui({{select = {{"dismiss"}}}})
+async def test_dismissing_a_question_records_the_user_cancelling(nvim: Nvim) -> None:
+    await nvim.start_asker(PICKER)
+    result = await nvim.run(
+        """
+        T.stub_ui({select = {"dismiss"}})
         vim.cmd("JpNew pick one")
         T.wait(function() return T.has("All done.") end, "the answer")
-        """,
+        """
     )
-    name, lines = only_buffer(result)
+    lines = only_buffer(result)[1]
     assert any(line.startswith("- tool `asker` {} — ✗ error: The user cancelled") for line in lines)
-    recorded = events(env, name.removeprefix("jp://"))
-    (response,) = [e for e in recorded if e["type"] == "inquiry_response"]
+    response = the(nvim.recorded(result), "inquiry_response")
     assert response["outcome"] == "cancelled"
     assert response["reason"] == "user"
 
 
-async def test_a_question_answered_elsewhere_closes_the_prompt_with_a_note(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    env = asker_env(tmp_path, PICKER)
-    await daemons.start(env)
-    background = Background(
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
-        T.stub_ui({{select = {{"never"}}}})
+async def test_a_question_answered_elsewhere_closes_the_prompt_with_a_note(nvim: Nvim) -> None:
+    await nvim.start_asker(PICKER)
+    background = nvim.background(
+        """
+        T.stub_ui({select = {"never"}})
         vim.cmd("JpNew pick one")
         T.wait(function() return T.has("All done.") end, "the answer")
-        T.extra = {{open = require("jp.prompt").open_ids()}}
-        """,
+        T.extra = {open = require("jp.prompt").open_ids()}
+        """
     )
     await background.wait_mark("asked")
-    answered = await asyncio.to_thread(run_jp, env, "inquiry", "answer", "call_1.colour.1", "red")
+    answered = await asyncio.to_thread(
+        run_jp, nvim.env, "inquiry", "answer", "call_1.colour.1", "red"
+    )
     assert answered.returncode == 0, answered.stderr
     result = await background.result()
     assert any("answered elsewhere" in note for note in result["notes"])
     assert result["extra"]["open"] == []
-    name, _lines = only_buffer(result)
-    recorded = events(env, name.removeprefix("jp://"))
-    tool = next(e for e in recorded if e["type"] == "tool_call_response")
+    tool = first(nvim.recorded(result), "tool_call_response")
     assert tool["content"].strip() == "colour=red"
 
 
-async def test_attach_replays_a_running_turn_then_follows_it_live(
-    tmp_path: Path, daemons: Daemons
-) -> None:
+async def test_attach_replays_a_running_turn_then_follows_it_live(nvim: Nvim) -> None:
     words = " ".join(f"w{i}" for i in range(40))
-    env = make_env(tmp_path, [{"text": words, "chunk": 4, "delay_ms": 40}])
-    daemon = await daemons.start(env)
+    daemon = await nvim.start([{"text": words, "chunk": 4, "delay_ms": 40}])
     starter = await SocketClient.connect(daemon.socket)
     await starter.initialize()
     started = await starter.request("turn/start", {"message": "count for me"})
     await starter.wait_event(started["turnId"], "text_delta")
     await starter.close()
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
+    result = await nvim.run(
         f"""
-        {SETUP}
         vim.cmd("JpAttach {started["conversationId"]}")
         T.wait(function() return T.has("w39") end, "the whole answer")
-        """,
+        """
     )
     name, lines = only_buffer(result)
     assert name == "jp://" + started["conversationId"]
     assert lines == ["## You", "", "count for me", "", "## Assistant", "", words]
 
 
-async def test_cancel_stops_the_running_turn_and_keeps_what_streamed(
-    tmp_path: Path, daemons: Daemons
-) -> None:
+async def test_cancel_stops_the_running_turn_and_keeps_what_streamed(nvim: Nvim) -> None:
     words = " ".join(f"w{i}" for i in range(200))
-    env = make_env(tmp_path, [{"text": words, "chunk": 4, "delay_ms": 50}])
-    await daemons.start(env)
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
+    await nvim.start([{"text": words, "chunk": 4, "delay_ms": 50}])
+    result = await nvim.run(
+        """
         vim.cmd("JpNew count slowly")
         T.wait(function() return T.has("w3") end, "some text")
         vim.cmd("JpCancel")
         T.wait(function() return T.has("*cancelled*") end, "the cancellation")
-        """,
+        """
     )
-    name, lines = only_buffer(result)
+    lines = only_buffer(result)[1]
     assert lines[-1] == "*cancelled*"
     assert lines[6].startswith("w0 w1 w2 w3")
     assert "w199" not in lines[6]
-    recorded = events(env, name.removeprefix("jp://"))
+    recorded = nvim.recorded(result)
     assert recorded[-1]["type"] == "turn_end"
     assert recorded[-1]["stop_reason"] == "cancelled"
 
 
-async def test_a_visual_range_is_sent_with_file_name_and_line_numbers(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    env = make_env(tmp_path, [{"text": "It adds."}])
-    await daemons.start(env)
-    (tmp_path / "ws" / "code.py").write_text("import os\ndef add(a, b):\n    return a + b\n")
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
+async def test_a_visual_range_is_sent_with_file_name_and_line_numbers(nvim: Nvim) -> None:
+    await nvim.start([{"text": "It adds."}])
+    (nvim.home / "ws" / "code.py").write_text("import os\ndef add(a, b):\n    return a + b\n")
+    result = await nvim.run(
+        """
         vim.cmd("edit code.py")
         vim.cmd("2,3JpNew what does this do?")
         T.wait(function() return T.has("It adds.") end, "the answer")
-        """,
+        """
     )
-    name, lines = only_buffer(result)
-    (request,) = [e for e in events(env, name.removeprefix("jp://")) if e["type"] == "chat_request"]
-    assert request["content"] == (
+    assert the(nvim.recorded(result), "chat_request")["content"] == (
         "what does this do?\n\nFrom code.py, lines 2-3:\n```python\n"
         "2  def add(a, b):\n3      return a + b\n```"
     )
-    assert "2  def add(a, b):" in lines
+    assert "2  def add(a, b):" in only_buffer(result)[1]
 
 
-async def test_conversations_picks_one_and_opens_its_history(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    env = make_env(tmp_path, [{"text": "first answer"}, {"text": "second answer"}])
-    daemon = await daemons.start(env)
+async def test_conversations_picks_one_and_opens_its_history(nvim: Nvim) -> None:
+    daemon = await nvim.start([{"text": "first answer"}, {"text": "second answer"}])
     client = await SocketClient.connect(daemon.socket)
     await client.initialize()
     for message in ("first question", "second question"):
         started = await client.request("turn/start", {"message": message})
         await client.wait_event(started["turnId"], "turn_completed")
     await client.close()
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
-        T.stub_ui({{select = {{""}}}})
+    result = await nvim.run(
+        """
+        T.stub_ui({select = {""}})
         vim.cmd("JpConversations")
         T.wait(function() return T.has("second answer") end, "the history")
-        """,
+        """
     )
     (asked,) = result["asked"]
     assert len(asked["items"]) == 2
@@ -451,22 +419,15 @@ async def test_conversations_picks_one_and_opens_its_history(
     assert lines == ["## You", "", "second question", "", "## Assistant", "", "second answer"]
 
 
-async def test_the_next_ask_continues_the_workspace_conversation(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    env = make_env(tmp_path, [{"text": "one"}, {"text": "two"}])
-    await daemons.start(env)
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
+async def test_the_next_ask_continues_the_workspace_conversation(nvim: Nvim) -> None:
+    await nvim.start([{"text": "one"}, {"text": "two"}])
+    result = await nvim.run(
+        """
         vim.cmd("Jp first")
         T.wait(function() return T.has("one") end, "the first answer")
         vim.cmd("Jp second")
         T.wait(function() return T.has("two") end, "the second answer")
-        """,
+        """
     )
     _name, lines = only_buffer(result)
     assert lines == [
@@ -501,21 +462,14 @@ else:
 """
 
 
-async def test_yes_no_goes_through_select_and_text_through_input(
-    tmp_path: Path, daemons: Daemons
-) -> None:
-    env = asker_env(tmp_path, NAMER)
-    await daemons.start(env)
-    result = await asyncio.to_thread(
-        run_nvim,
-        tmp_path,
-        env,
-        f"""
-        {SETUP}
-        T.stub_ui({{select = {{"Yes"}}, input = {{"app.py"}}}})
+async def test_yes_no_goes_through_select_and_text_through_input(nvim: Nvim) -> None:
+    await nvim.start_asker(NAMER)
+    result = await nvim.run(
+        """
+        T.stub_ui({select = {"Yes"}, input = {"app.py"}})
         vim.cmd("JpNew rename")
         T.wait(function() return T.has("All done.") end, "the answer")
-        """,
+        """
     )
     boolean, text = result["asked"]
     assert boolean["kind"] == "select"
@@ -528,9 +482,8 @@ async def test_yes_no_goes_through_select_and_text_through_input(
     assert text["kind"] == "input"
     assert text["default"] == "main.py"
     assert "New name?" in text["prompt"]
-    name, _ = only_buffer(result)
-    recorded = events(env, name.removeprefix("jp://"))
+    recorded = nvim.recorded(result)
     answers = [e["answer"] for e in recorded if e["type"] == "inquiry_response"]
     assert answers == [True, "app.py"]
-    tool = next(e for e in recorded if e["type"] == "tool_call_response")
+    tool = first(recorded, "tool_call_response")
     assert tool["content"].strip() == "sure=True name=app.py"
