@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
@@ -26,7 +25,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from tests.e2e.sockets import ROOT, TIMEOUT, socket_env
+from tests.e2e.sockets import ROOT, TIMEOUT, Daemons, socket_env
 
 FORMS = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
 
@@ -123,6 +122,19 @@ async def jp_acp(
             yield conn, process
 
 
+@contextlib.asynccontextmanager
+async def acp_session(
+    env: Mapping[str, str], editor: Editor, home: Path, capabilities: Any = None
+) -> AsyncIterator[tuple[ClientSideConnection, asyncio.subprocess.Process, str]]:
+    """`jp acp` initialized (with the editor's `capabilities`) and one new session in
+    `home/ws`; its stderr goes to `home/acp.log`. Yields the connection, the bridge's
+    process and the session id."""
+    async with jp_acp(env, editor, home / "acp.log") as (conn, process):
+        await conn.initialize(protocol_version=1, client_capabilities=capabilities)
+        sid = (await conn.new_session(cwd=str(home / "ws"), mcp_servers=[])).session_id
+        yield conn, process, sid
+
+
 SLOW = {"text": "tick " * 40, "chunk": 5, "delay_ms": 100}
 MCP_SERVER = Path(__file__).parent.parent / "fixtures" / "mcp_server.py"
 
@@ -146,18 +158,10 @@ ENV_ARG = {"parameters.env": '{ type = "string" }'}
 KIND_ARG = {"parameters.kind": '{ type = "string" }'}
 
 
-def make_env(home: Path, responses: list[dict[str, Any]], tools: str = "") -> dict[str, str]:
+def make_env(home: Path, daemons: Daemons, responses: list[dict[str, Any]]) -> dict[str, str]:
+    """The environment of a `jp acp` bridge with its workspace `home/ws`; the shared daemon
+    the bridge starts is stopped at the end of the test."""
     env = socket_env(home, responses)
     (home / "ws").mkdir(exist_ok=True)
-    config = Path(env["JP_CONFIG"])
-    config.write_text(config.read_text() + tools)
+    daemons.watch(env)
     return env
-
-
-def persisted(env: dict[str, str], conversation_id: str) -> list[dict[str, Any]]:
-    path = Path(env["JP_DATA_DIR"]) / "conversations" / conversation_id / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}]}

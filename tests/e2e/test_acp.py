@@ -21,13 +21,12 @@ from tests.e2e.acp_client import (
     ENV_ARG,
     SLOW,
     Editor,
-    call,
+    acp_session,
     jp_acp,
     make_env,
-    persisted,
 )
-from tests.e2e.sockets import Daemons, run_jp_async, wait_for
-from tests.e2e.tools import make_tool, tool_toml
+from tests.e2e.sockets import Daemons, persisted, run_jp_async, wait_for
+from tests.e2e.tools import add_tool, tool_call
 
 
 async def test_prompt_streams_and_sessions_are_conversations(
@@ -35,6 +34,7 @@ async def test_prompt_streams_and_sessions_are_conversations(
 ) -> None:
     env = make_env(
         tmp_path,
+        daemons,
         [
             {
                 "reasoning": "thinking",
@@ -45,7 +45,6 @@ async def test_prompt_streams_and_sessions_are_conversations(
             }
         ],
     )
-    daemons.watch(env)  # the bridge starts the shared daemon itself
     editor = Editor()
     ws = str(tmp_path / "ws")
     async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
@@ -84,12 +83,9 @@ async def test_prompt_streams_and_sessions_are_conversations(
 
 
 async def test_cancel_keeps_what_was_streamed(tmp_path: Path, daemons: Daemons) -> None:
-    env = make_env(tmp_path, [SLOW])
-    daemons.watch(env)
+    env = make_env(tmp_path, daemons, [SLOW])
     editor = Editor()
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+    async with acp_session(env, editor, tmp_path) as (conn, _, sid):
         prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("story")]))
         await editor.wait_for(lambda: len(editor.text()) >= 10, "some streamed text")
         await conn.cancel(session_id=sid)
@@ -102,15 +98,16 @@ async def test_cancel_keeps_what_was_streamed(tmp_path: Path, daemons: Daemons) 
 
 
 async def test_load_replays_and_resume_does_not(tmp_path: Path, daemons: Daemons) -> None:
-    tools = tool_toml(
-        "deploy", make_tool(tmp_path, "deploy", DEPLOY), run='"unattended"', **ENV_ARG
-    )
     env = make_env(
         tmp_path,
-        [{"reasoning": "hm", "text": "first answer"}, call("c1", "deploy"), {"text": "second"}],
-        tools,
+        daemons,
+        [
+            {"reasoning": "hm", "text": "first answer"},
+            tool_call("deploy", "c1"),
+            {"text": "second"},
+        ],
     )
-    daemons.watch(env)
+    add_tool(env, "deploy", DEPLOY, run='"unattended"', **ENV_ARG)
     ws = str(tmp_path / "ws")
     first = Editor()
     async with jp_acp(env, first, tmp_path / "acp.log") as (conn, _):
@@ -148,16 +145,13 @@ async def test_load_replays_and_resume_does_not(tmp_path: Path, daemons: Daemons
 async def test_bad_input_gets_errors_and_everything_keeps_running(
     tmp_path: Path, daemons: Daemons
 ) -> None:
-    tools = tool_toml(
-        "deploy", make_tool(tmp_path, "deploy", DEPLOY), run='"ask"', detached='"deny"', **ENV_ARG
-    )
     env = make_env(
-        tmp_path, [SLOW, call("call_1", "deploy"), {"text": "after"}, {"text": "yes"}], tools
+        tmp_path, daemons, [SLOW, tool_call("deploy", "call_1"), {"text": "after"}, {"text": "yes"}]
     )
-    daemons.watch(env)
+    add_tool(env, "deploy", DEPLOY, run='"ask"', detached='"deny"', **ENV_ARG)
     editor = Editor()
 
-    async def bogus(tool_call: ToolCallUpdate, options: list[PermissionOption]) -> str:
+    async def bogus(asked: ToolCallUpdate, options: list[PermissionOption]) -> str:
         return "not-offered"
 
     editor.choose = bogus
@@ -199,12 +193,9 @@ async def test_bad_input_gets_errors_and_everything_keeps_running(
 
 
 async def test_a_session_outlives_a_daemon_restart(tmp_path: Path, daemons: Daemons) -> None:
-    env = make_env(tmp_path, [{"text": "answer"}])  # each daemon replays the script anew
-    daemons.watch(env)
+    env = make_env(tmp_path, daemons, [{"text": "answer"}])  # each daemon replays the script anew
     editor = Editor()
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+    async with acp_session(env, editor, tmp_path) as (conn, _, sid):
         assert (await conn.prompt(session_id=sid, prompt=[text_block("one")])).stop_reason == (
             "end_turn"
         )
@@ -222,12 +213,9 @@ async def test_a_session_outlives_a_daemon_restart(tmp_path: Path, daemons: Daem
 
 
 async def test_turn_goes_on_after_the_editor_disconnects(tmp_path: Path, daemons: Daemons) -> None:
-    env = make_env(tmp_path, [SLOW])
-    daemons.watch(env)
+    env = make_env(tmp_path, daemons, [SLOW])
     editor = Editor()
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, process):
-        await conn.initialize(protocol_version=1)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+    async with acp_session(env, editor, tmp_path) as (conn, process, sid):
         asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("story")]))  # noqa: RUF006
         await editor.wait_for(lambda: bool(editor.text()), "streaming")
     # The editor closed the bridge's stdin: the bridge exited, the turn did not stop.

@@ -26,20 +26,18 @@ from tests.e2e.acp_client import (
     MCP_SERVER,
     Editor,
     accept,
-    call,
+    acp_session,
     jp_acp,
     make_env,
-    persisted,
 )
-from tests.e2e.sockets import Daemons, run_jp, run_jp_async
-from tests.e2e.tools import make_tool, tool_toml
+from tests.e2e.sockets import Daemons, persisted, run_jp, run_jp_async
+from tests.e2e.tools import add_tool, tool_call
 
 
 async def test_the_editors_mcp_servers_serve_the_sessions_turns(
     tmp_path: Path, daemons: Daemons
 ) -> None:
-    env = make_env(tmp_path, [call("c1", "echo", text="hi"), {"text": "done"}])
-    daemons.watch(env)
+    env = make_env(tmp_path, daemons, [tool_call("echo", "c1", text="hi"), {"text": "done"}])
     editor = Editor()
     server = McpServerStdio(
         name="fixture",
@@ -61,22 +59,23 @@ async def test_the_editors_mcp_servers_serve_the_sessions_turns(
 
 
 async def test_permission_round_trip_and_always(tmp_path: Path, daemons: Daemons) -> None:
-    tools = tool_toml("deploy", make_tool(tmp_path, "deploy", DEPLOY), run='"ask"', **ENV_ARG)
     env = make_env(
         tmp_path,
-        [call("call_1", "deploy", env="prod"), call("call_2", "deploy", env="dev"), {"text": "ok"}],
-        tools,
+        daemons,
+        [
+            tool_call("deploy", "call_1", env="prod"),
+            tool_call("deploy", "call_2", env="dev"),
+            {"text": "ok"},
+        ],
     )
-    daemons.watch(env)
+    add_tool(env, "deploy", DEPLOY, run='"ask"', **ENV_ARG)
     editor = Editor()
 
-    async def always(tool_call: ToolCallUpdate, options: list[PermissionOption]) -> str:
+    async def always(asked: ToolCallUpdate, options: list[PermissionOption]) -> str:
         return "allow_always"
 
     editor.choose = always
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+    async with acp_session(env, editor, tmp_path) as (conn, _, sid):
         answer = await conn.prompt(session_id=sid, prompt=[text_block("deploy twice")])
         assert answer.stop_reason == "end_turn"
 
@@ -105,20 +104,17 @@ async def test_permission_round_trip_and_always(tmp_path: Path, daemons: Daemons
 async def test_permission_answered_at_a_terminal_closes_the_editors(
     tmp_path: Path, daemons: Daemons
 ) -> None:
-    tools = tool_toml("deploy", make_tool(tmp_path, "deploy", DEPLOY), run='"ask"', **ENV_ARG)
-    env = make_env(tmp_path, [call("call_1", "deploy", env="prod"), {"text": "ok"}], tools)
-    daemons.watch(env)
+    env = make_env(tmp_path, daemons, [tool_call("deploy", "call_1", env="prod"), {"text": "ok"}])
+    add_tool(env, "deploy", DEPLOY, run='"ask"', **ENV_ARG)
     editor = Editor()
     never = asyncio.Event()
 
-    async def wait_forever(tool_call: ToolCallUpdate, options: list[PermissionOption]) -> str:
+    async def wait_forever(asked: ToolCallUpdate, options: list[PermissionOption]) -> str:
         await never.wait()
         return "reject_once"
 
     editor.choose = wait_forever
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+    async with acp_session(env, editor, tmp_path) as (conn, _, sid):
         prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("go")]))
         await editor.wait_for(lambda: bool(editor.permissions), "the permission request")
         answered = await run_jp_async(env, "inquiry", "answer", "call_1.permission.run", "true")
@@ -130,16 +126,15 @@ async def test_permission_answered_at_a_terminal_closes_the_editors(
 
 
 async def test_ask_user_through_a_form(tmp_path: Path, daemons: Daemons) -> None:
-    ask = call(
-        "call_1",
+    ask = tool_call(
         "ask_user",
+        "call_1",
         question="Which branch?",
         answer_type="select",
         options=["main", "dev"],
     )
-    again = call("call_2", "ask_user", question="Really?", answer_type="boolean")
-    env = make_env(tmp_path, [ask, again, {"text": "done"}])
-    daemons.watch(env)
+    again = tool_call("ask_user", "call_2", question="Really?", answer_type="boolean")
+    env = make_env(tmp_path, daemons, [ask, again, {"text": "done"}])
     editor = Editor()
     answers: list[Any] = [accept("dev"), None]  # then: decline
 
@@ -150,9 +145,7 @@ async def test_ask_user_through_a_form(tmp_path: Path, daemons: Daemons) -> None
         return await filler(message, mode)
 
     editor.fill = fill
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1, client_capabilities=FORMS)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+    async with acp_session(env, editor, tmp_path, FORMS) as (conn, _, sid):
         answer = await conn.prompt(session_id=sid, prompt=[text_block("ask me")])
         assert answer.stop_reason == "end_turn"
 
@@ -173,10 +166,9 @@ async def test_ask_user_through_a_form(tmp_path: Path, daemons: Daemons) -> None
 
 
 async def test_number_and_multi_select_forms(tmp_path: Path, daemons: Daemons) -> None:
-    tools = tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"', **KIND_ARG)
-    calls = [call("c1", "asker", kind="number"), call("c2", "asker", kind="multi_select")]
-    env = make_env(tmp_path, [*calls, {"text": "done"}], tools)
-    daemons.watch(env)
+    calls = [tool_call("asker", "c1", kind="number"), tool_call("asker", "c2", kind="multi_select")]
+    env = make_env(tmp_path, daemons, [*calls, {"text": "done"}])
+    add_tool(env, "asker", ASKER, run='"unattended"', **KIND_ARG)
     editor = Editor()
     answers = [accept(7), accept(["a", "c"], remember=True)]
 
@@ -184,9 +176,7 @@ async def test_number_and_multi_select_forms(tmp_path: Path, daemons: Daemons) -
         return await answers.pop(0)(message, mode)
 
     editor.fill = fill
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1, client_capabilities=FORMS)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+    async with acp_session(env, editor, tmp_path, FORMS) as (conn, _, sid):
         answer = await conn.prompt(session_id=sid, prompt=[text_block("numbers")])
         assert answer.stop_reason == "end_turn"
     number = editor.forms[0][1].requested_schema.properties
@@ -204,14 +194,13 @@ async def test_number_and_multi_select_forms(tmp_path: Path, daemons: Daemons) -
 
 
 async def test_secret_is_never_put_in_a_form(tmp_path: Path, daemons: Daemons) -> None:
-    tools = tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"', **KIND_ARG)
-    env = make_env(tmp_path, [call("call_1", "asker", kind="secret"), {"text": "done"}], tools)
-    daemons.watch(env)
+    env = make_env(
+        tmp_path, daemons, [tool_call("asker", "call_1", kind="secret"), {"text": "done"}]
+    )
+    add_tool(env, "asker", ASKER, run='"unattended"', **KIND_ARG)
     editor = Editor()
     editor.fill = accept("should never be used")
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1, client_capabilities=FORMS)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+    async with acp_session(env, editor, tmp_path, FORMS) as (conn, _, sid):
         prompt = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("go")]))
 
         def noted() -> bool:
@@ -239,18 +228,17 @@ async def test_secret_is_never_put_in_a_form(tmp_path: Path, daemons: Daemons) -
 async def test_without_forms_a_yes_no_question_is_a_permission_request(
     tmp_path: Path, daemons: Daemons
 ) -> None:
-    tools = tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"', **KIND_ARG)
-    env = make_env(tmp_path, [call("call_1", "asker", kind="boolean"), {"text": "done"}], tools)
-    daemons.watch(env)
+    env = make_env(
+        tmp_path, daemons, [tool_call("asker", "call_1", kind="boolean"), {"text": "done"}]
+    )
+    add_tool(env, "asker", ASKER, run='"unattended"', **KIND_ARG)
     editor = Editor()
 
-    async def yes(tool_call: ToolCallUpdate, options: list[PermissionOption]) -> str:
+    async def yes(asked: ToolCallUpdate, options: list[PermissionOption]) -> str:
         return "yes"
 
     editor.choose = yes
-    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
-        await conn.initialize(protocol_version=1)
-        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+    async with acp_session(env, editor, tmp_path) as (conn, _, sid):
         answer = await conn.prompt(session_id=sid, prompt=[text_block("go")])
         assert answer.stop_reason == "end_turn"
     asked, options = editor.permissions[0]
