@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from tests.e2e.conftest import StartJpd
 from tests.e2e.sockets import Daemons, SocketClient, wait_for
@@ -85,13 +83,6 @@ async def test_a_wrong_shaped_answer_from_a_client_is_sent_back(
         {"type": "inquiry_response", "id": "call_1.q.1", "outcome": "answered", "answer": False}
     ]
     assert daemon.process.returncode is None
-
-
-@pytest_asyncio.fixture
-async def daemons() -> AsyncIterator[Daemons]:
-    running = Daemons()
-    yield running
-    await running.stop_all()
 
 
 @pytest.mark.parametrize("how", ["daemon/stop", "SIGTERM"])
