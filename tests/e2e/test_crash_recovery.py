@@ -15,7 +15,7 @@ import pytest
 
 from jpd.core.checkpoints import INTERVAL
 from tests.e2e.sockets import Daemons, Listening, SocketClient, socket_env, wait_for
-from tests.e2e.tools import make_tool, tool_toml
+from tests.e2e.tools import add_tool, tool_call
 
 CHUNK, DELAY_MS = 4, 20
 RATE = CHUNK / (DELAY_MS / 1000)  # characters streamed per second
@@ -102,13 +102,8 @@ time.sleep(600)
 async def test_a_kill_while_a_tool_runs_ends_the_call_and_the_turn(
     tmp_path: Path, daemons: Daemons
 ) -> None:
-    call = {"tool_calls": [{"id": "call_1", "name": "slow", "arguments": {}}]}
-    env = socket_env(tmp_path, [{"text": "Running it.", **call}, {"text": "never"}])
-    config = Path(env["JP_CONFIG"])
-    config.write_text(
-        config.read_text()
-        + tool_toml("slow", make_tool(tmp_path, "slow", SLEEPER), run='"unattended"')
-    )
+    env = socket_env(tmp_path, [{"text": "Running it.", **tool_call("slow")}, {"text": "never"}])
+    add_tool(env, "slow", SLEEPER)
     daemon, client = await start(daemons, env)
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -137,13 +132,8 @@ else:
 async def test_a_question_pending_at_a_kill_is_cancelled_because_the_daemon_stopped(
     tmp_path: Path, daemons: Daemons
 ) -> None:
-    call = {"tool_calls": [{"id": "call_1", "name": "asker", "arguments": {}}]}
-    env = socket_env(tmp_path, [call, {"text": "never"}])
-    config = Path(env["JP_CONFIG"])
-    config.write_text(
-        config.read_text()
-        + tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"')
-    )
+    env = socket_env(tmp_path, [tool_call("asker"), {"text": "never"}])
+    add_tool(env, "asker", ASKER)
     daemon, client = await start(daemons, env)
     started = await client.request("turn/start", {"message": "ship", "detached": "defer"})
 
@@ -168,15 +158,9 @@ async def test_kills_at_random_moments_leave_a_whole_log(
     """Turns with text, a tool that asks (answered from config) and more text, killed
     anywhere: streaming, the tool running, the answer being written."""
     rng = random.Random(seed)
-    call = {"tool_calls": [{"id": "call_1", "name": "asker", "arguments": {}}]}
     stream = {"text": TEXT[:200], "chunk": CHUNK, "delay_ms": 5}
-    env = socket_env(tmp_path, [{**stream, **call}, stream] * 4)
-    config = Path(env["JP_CONFIG"])
-    config.write_text(
-        config.read_text()
-        + tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"')
-        + "questions.q.answer = true\n"
-    )
+    env = socket_env(tmp_path, [{**stream, **tool_call("asker")}, stream] * 4)
+    add_tool(env, "asker", ASKER, **{"questions.q.answer": "true"})
     daemon, client = await start(daemons, env)
     first = await client.request("turn/start", {"message": "one"})
     await client.wait_event(first["turnId"], "turn_completed")

@@ -9,27 +9,15 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.sockets import Daemons, RpcError, SocketClient, socket_env
-from tests.e2e.tools import make_tool, tool_toml
-
-ASKER = """
-if "q" not in answers:
-    print(json.dumps({"type": "needs_input", "question": {"id": "q", "text": "Ship it?",
-        "answer_type": {"type": "boolean"}}}))
-else:
-    print("got=" + json.dumps(answers["q"]))
-"""
+from tests.e2e.tools import SHIP_IT, add_tool, tool_call
 
 
 async def test_the_same_inquiry_id_in_two_conversations_is_told_apart(
     tmp_path: Path, daemons: Daemons
 ) -> None:
-    call = {"tool_calls": [{"id": "call_1", "name": "asker", "arguments": {}}]}
+    call = tool_call("asker")
     env = socket_env(tmp_path, [call, call, {"text": "one"}, {"text": "two"}])
-    config = Path(env["JP_CONFIG"])
-    config.write_text(
-        config.read_text()
-        + tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"')
-    )
+    add_tool(env, "asker", SHIP_IT)
     daemon = await daemons.start(env)
     client = await SocketClient.connect(daemon.socket)
     await client.initialize()

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import StartJpd
-from tests.e2e.sockets import Daemons, SocketClient, wait_for
+from tests.e2e.sockets import Daemons, SocketClient, persisted, wait_for
 from tests.e2e.test_inquiries import asker, start
-from tests.e2e.test_socket_inquiries import env_with_asker, persisted
+from tests.e2e.test_socket_inquiries import env_with_asker
 from tests.e2e.test_tools import call, results
 from tests.e2e.test_turns import disk_events
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 
-from tests.e2e.sockets import Daemons, run_jp, socket_env
+from tests.e2e.sockets import Daemons, add_config, run_jp, socket_env
 
 SECRET = "hdr-s3cret-5b1e"
 
@@ -21,10 +21,10 @@ async def test_config_show_names_each_origin_and_hides_secrets(
 ) -> None:
     env = socket_env(tmp_path)
     config = Path(env["JP_CONFIG"])
-    config.write_text(
-        config.read_text()
-        + '[mcp.servers.web]\nurl = "http://127.0.0.1:9/mcp"\nenable = false\n'
-        + f'headers = {{ Authorization = "Bearer {SECRET}" }}\n'
+    add_config(
+        env,
+        '[mcp.servers.web]\nurl = "http://127.0.0.1:9/mcp"\nenable = false\n'
+        + f'headers = {{ Authorization = "Bearer {SECRET}" }}\n',
     )
     await daemons.start(env)
     shown = run_jp(env, "config", "show", "-c", "assistant.system_prompt=terse")

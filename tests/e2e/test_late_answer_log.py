@@ -8,28 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.sockets import Daemons, SocketClient, socket_env
-from tests.e2e.tools import make_tool, tool_toml
+from tests.e2e.tools import SHIP_IT, add_tool, tool_call
 
-ASKER = """
-if "q" not in answers:
-    print(json.dumps({"type": "needs_input", "question": {"id": "q", "text": "Ship it?",
-        "answer_type": {"type": "boolean"}}}))
-else:
-    print("got=" + json.dumps(answers["q"]))
-"""
 PROMPTS = {"capabilities": {"prompt": {"answerTypes": ["boolean"]}}}
 
 
 async def test_a_late_answer_after_inquiry_answer_leaves_no_traceback(
     tmp_path: Path, daemons: Daemons
 ) -> None:
-    call = {"tool_calls": [{"id": "call_1", "name": "asker", "arguments": {}}]}
-    env = socket_env(tmp_path, [call, {"text": "done"}])
-    config = Path(env["JP_CONFIG"])
-    config.write_text(
-        config.read_text()
-        + tool_toml("asker", make_tool(tmp_path, "asker", ASKER), run='"unattended"')
-    )
+    env = socket_env(tmp_path, [tool_call("asker"), {"text": "done"}])
+    add_tool(env, "asker", SHIP_IT)
     daemon = await daemons.start(env)
     shower = await SocketClient.connect(daemon.socket)
     await shower.initialize(**PROMPTS)

@@ -19,12 +19,9 @@ import pytest
 from tests.e2e.conftest import StartJpd
 from tests.e2e.harness import Jpd
 from tests.e2e.test_turns import disk_events
+from tests.e2e.tools import tool_call as call
 
 SERVER = Path(__file__).parent.parent / "fixtures" / "mcp_server.py"
-
-
-def call(name: str, call_id: str = "call_1", **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}]}
 
 
 def results(daemon: Jpd, turn_id: str) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from jpd.conversation.resume import CONTINUE_INSTRUCTION
 from tests.e2e.harness import write_script
 from tests.e2e.sockets import Daemons, RpcError, SocketClient, run_jp_async, socket_env, wait_for
 from tests.e2e.test_crash_recovery import ASKER, TEXT, kill, persisted, start
-from tests.e2e.tools import make_tool, tool_toml
+from tests.e2e.tools import add_tool, tool_call
 
 
 def recording(env: dict[str, str], tmp_path: Path) -> Path:
@@ -29,13 +29,6 @@ def recording(env: dict[str, str], tmp_path: Path) -> Path:
 
 def requests(record: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
-
-
-def add_tool(env: dict[str, str], tmp_path: Path, name: str, body: str) -> None:
-    config = Path(env["JP_CONFIG"])
-    config.write_text(
-        config.read_text() + tool_toml(name, make_tool(tmp_path, name, body), run='"unattended"')
-    )
 
 
 async def pending_ids(client: SocketClient) -> list[str]:
@@ -57,10 +50,9 @@ async def resumable(client: SocketClient) -> list[dict[str, Any]]:
 async def test_a_question_pending_at_a_kill_is_asked_again_under_its_id_and_the_tool_runs(
     tmp_path: Path, daemons: Daemons
 ) -> None:
-    call = {"tool_calls": [{"id": "call_1", "name": "asker", "arguments": {}}]}
-    env = socket_env(tmp_path, [{"text": "Checking.", **call}])
+    env = socket_env(tmp_path, [{"text": "Checking.", **tool_call("asker")}])
     record = recording(env, tmp_path)
-    add_tool(env, tmp_path, "asker", ASKER)
+    add_tool(env, "asker", ASKER)
     daemon, client = await start(daemons, env)
     started = await client.request("turn/start", {"message": "ship", "detached": "defer"})
     cid, tid = started["conversationId"], started["turnId"]
@@ -166,8 +158,8 @@ async def test_recorded_results_are_not_rerun_and_the_errors(
         ]
     }
     env = socket_env(tmp_path, [calls])
-    add_tool(env, tmp_path, "counter", COUNTER)
-    add_tool(env, tmp_path, "sleeper", SLEEP_ONCE)
+    add_tool(env, "counter", COUNTER)
+    add_tool(env, "sleeper", SLEEP_ONCE)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     daemon, client = await start(daemons, env)
@@ -234,7 +226,7 @@ async def test_acp_session_resume_continues_an_interrupted_turn(
 ) -> None:
     from tests.e2e.acp_client import Editor, jp_acp, make_env
 
-    env = make_env(tmp_path, [{"text": TEXT, "chunk": 4, "delay_ms": 20}])
+    env = make_env(tmp_path, daemons, [{"text": TEXT, "chunk": 4, "delay_ms": 20}])
     ws = str(tmp_path / "ws")
     daemon, client = await start(daemons, env)
     await client.initialize(workspaceRoot=ws)
@@ -245,7 +237,6 @@ async def test_acp_session_resume_continues_an_interrupted_turn(
     )
     await kill(daemon, client)
     write_script(tmp_path / "script.json", [{"text": "EDITOR-SEES-THIS"}])
-    daemons.watch(env)  # the bridge starts the shared daemon itself
     editor = Editor()
     async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
         await conn.initialize(protocol_version=1)

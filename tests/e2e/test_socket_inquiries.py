@@ -3,37 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.sockets import Daemons, RpcError, SocketClient, socket_env, wait_for
-from tests.e2e.tools import make_tool, tool_toml
+from tests.e2e.sockets import Daemons, RpcError, SocketClient, persisted, socket_env, wait_for
+from tests.e2e.tools import SHIP_IT, add_tool, tool_call
 
 PROMPTS = {"capabilities": {"prompt": {"answerTypes": ["boolean"]}}}
-ASKER = """
-if "q" not in answers:
-    print(json.dumps({"type": "needs_input", "question": {"id": "q", "text": "Ship it?",
-        "answer_type": {"type": "boolean"}}}))
-else:
-    print("got=" + json.dumps(answers["q"]))
-"""
 
 
 def env_with_asker(home: Path) -> dict[str, str]:
-    call = {"tool_calls": [{"id": "call_1", "name": "asker", "arguments": {}}]}
-    env = socket_env(home, [call, {"text": "done"}])
-    command = make_tool(home, "asker", ASKER)
-    config = Path(env["JP_CONFIG"])
-    config.write_text(config.read_text() + tool_toml("asker", command, run='"unattended"'))
+    """A daemon whose model calls `asker` (asking "Ship it?") once, then says "done"."""
+    env = socket_env(home, [tool_call("asker"), {"text": "done"}])
+    add_tool(env, "asker", SHIP_IT)
     return env
-
-
-def persisted(env: dict[str, str], conversation_id: str) -> list[dict[str, Any]]:
-    path = Path(env["JP_DATA_DIR"]) / "conversations" / conversation_id / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def tool_result(client: SocketClient, turn_id: str) -> dict[str, Any]:

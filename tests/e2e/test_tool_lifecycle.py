@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.sockets import Daemons, SocketClient, socket_env, wait_for
-from tests.e2e.tools import make_tool, tool_toml
+from tests.e2e.sockets import Daemons, SocketClient, add_config, socket_env, wait_for
+from tests.e2e.tools import add_tool, make_tool, tool_call, tool_toml
 
 
 def alive(pid: int) -> bool:
@@ -33,13 +33,8 @@ time.sleep(600)
 async def test_sigkill_of_the_daemon_kills_running_tools_and_their_children(
     tmp_path: Path, daemons: Daemons
 ) -> None:
-    call = {"tool_calls": [{"id": "call_1", "name": "hang", "arguments": {}}]}
-    env = socket_env(tmp_path, [call, {"text": "never"}])
-    config = Path(env["JP_CONFIG"])
-    config.write_text(
-        config.read_text()
-        + tool_toml("hang", make_tool(tmp_path, "hang", HANGER), run='"unattended"')
-    )
+    env = socket_env(tmp_path, [tool_call("hang"), {"text": "never"}])
+    add_tool(env, "hang", HANGER)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     daemon = await daemons.start(env)
@@ -73,12 +68,11 @@ async def test_tools_see_no_secrets_unless_their_config_passes_them(
     env = socket_env(tmp_path, calls)
     env.update(ANTHROPIC_API_KEY="sk-ant", GITHUB_TOKEN="ghp-1", DEPLOY_PASSWORD="pw")
     printer = make_tool(tmp_path, "printer", ENV_PRINTER)
-    config = Path(env["JP_CONFIG"])
-    config.write_text(
-        config.read_text()
-        + tool_toml("plain", printer, run='"unattended"')
+    add_config(
+        env,
+        tool_toml("plain", printer, run='"unattended"')
         + tool_toml("trusted", printer, run='"unattended"')
-        + 'env = { GITHUB_TOKEN = true, MODE = "ci" }\n'
+        + 'env = { GITHUB_TOKEN = true, MODE = "ci" }\n',
     )
     daemon = await daemons.start(env)
     client = await SocketClient.connect(daemon.socket)
