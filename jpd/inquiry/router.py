@@ -119,8 +119,10 @@ class Router:
     async def resolve(self, ctx: QuestionContext) -> Resolved | Failed:
         """Answer `ctx.question` or fail; records the request and its response."""
         ctx.inquiry_id = self._recorder.next_id(ctx.tool_call_id, ctx.question.id)
-        await self._recorder.request(ctx.inquiry_id, ctx.source, ctx.question)
         try:
+            # The request is appended before its fsync awaits: a cancel during the fsync
+            # still owes it its one response.
+            await self._recorder.request(ctx.inquiry_id, ctx.source, ctx.question)
             return await self._route(ctx)
         except anyio.get_cancelled_exc_class():
             # protocol.md 10.3: a turn that ends (turn/cancel) cancels it for the user; a

@@ -18,6 +18,7 @@ reason. The router is driven here over fakes; the daemon's own paths are end to 
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import anyio
@@ -227,8 +228,14 @@ async def test_cancelling_the_turn_records_user() -> None:
     link = FakeLink(1)  # asks forever
     setup = Setup(link)
 
-    with anyio.move_on_after(0.05):
-        await setup.ask()
+    async with anyio.create_task_group() as tg:
+
+        async def ask() -> None:
+            await setup.ask()
+
+        tg.start_soon(ask)
+        await link.asked.wait()
+        tg.cancel_scope.cancel()  # what turn/cancel does to the turn's tasks
 
     assert setup.outcome() == {
         "type": "inquiry_response",
@@ -296,3 +303,29 @@ def test_a_legacy_response_without_outcome_reads_back_as_answered() -> None:
     record = ev.event_to_json(ev.parse_event(line))
 
     assert record["outcome"] == "answered" and record["answer"] is True
+
+
+async def test_a_turn_cancelled_while_the_request_is_fsynced_still_records_a_response() -> None:
+    """protocol.md 12.2: every recorded `inquiry_request` gets exactly one response, even
+    when the turn is cancelled while the request is being fsynced."""
+    setup = Setup(FakeLink(1, answer=replies({"answer": True})))
+    syncing, release = threading.Event(), threading.Event()
+
+    def slow_sync(conversation_id: str) -> None:
+        syncing.set()
+        release.wait(10)
+
+    setup.log.sync = slow_sync  # type: ignore[method-assign]
+
+    async with anyio.create_task_group() as tg:
+
+        async def ask() -> None:
+            await setup.ask()
+
+        tg.start_soon(ask)
+        await anyio.to_thread.run_sync(syncing.wait, 10)
+        tg.cancel_scope.cancel()
+        release.set()
+
+    assert [e["type"] for e in setup.recorded()] == ["inquiry_request", "inquiry_response"]
+    assert setup.outcome()["reason"] == "user"
