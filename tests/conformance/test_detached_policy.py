@@ -323,7 +323,9 @@ async def test_defer_is_answered_by_a_client_that_comes_later() -> None:
             result.append(await setup.ask(mode="defer", fallback="deny", timeout=30))
 
         tg.start_soon(ask)
-        await until_pending(setup.pending)
+        # Until it waits under `defer`: a client coming before that is asked in the first
+        # round (nobody to ask), which ends at once.
+        await until_pending(setup.pending, deferred=True)
         newcomer = FakeLink(5, answer=replies({"answer": True}))
         setup.clients.links.append(newcomer)
         setup.pending.client_ready(newcomer)

@@ -68,7 +68,7 @@ async def test_a_secret_given_by_inquiry_answer_is_recorded_redacted() -> None:
             result.append(await setup.ask({"type": "secret"}, mode="defer", timeout=30))
 
         tg.start_soon(ask)
-        await until_pending(setup.pending)
+        await until_pending(setup.pending, deferred=True)
         setup.pending.answer("call_1.q.1", "typed-s3cret", True, by="client-9")
 
     assert result == [Resolved("typed-s3cret")]

@@ -142,8 +142,9 @@ class FakeBackend:
         return self.value
 
 
-async def until_pending(questions: PendingQuestions) -> None:
-    """Yield until an asking task has registered its question (no fixed sleep)."""
+async def until_pending(questions: PendingQuestions, *, deferred: bool = False) -> None:
+    """Yield until an asking task has registered its question (no fixed sleep); with
+    `deferred`, until it waits under the detached policy `defer`."""
     with anyio.fail_after(10):
-        while not questions.pending():  # noqa: ASYNC110 - polling state the test owns
+        while not [i for i in questions.pending() if i.deferred or not deferred]:  # noqa: ASYNC110
             await anyio.sleep(0.001)
