@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import logging
 import logging.handlers
 import os
@@ -16,14 +17,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-import anyio
 import platformdirs
 
 from jpd.private import make_private_dir, restrict_umask
-from jpd.rpc.listener import ListenError
-from jpd.rpc.stdio import claim_stdout
-from jpd.server import create_server
-from jpd.settings import Settings
 
 LOG_FORMAT = "%(asctime)s jpd[%(process)d] %(levelname)s %(name)s: %(message)s"
 LOG_MAX_BYTES = 5 * 1024 * 1024
@@ -78,6 +74,20 @@ def _setup_logging(level: str, env: Mapping[str, str], listening: bool) -> Path 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the daemon; returns the process exit code (see the module docstring)."""
+    # Start-up creates a few hundred thousand objects that live as long as the process
+    # (lsprotocol's classes, pydantic schemas). The cycle collector would scan them over
+    # and over while they load and once more at exit, for nothing: it is paused while the
+    # daemon's modules load, which are then frozen (never scanned again), and everything
+    # is frozen again at exit (protocol.md section 4, "Start-up").
+    gc.disable()
+    try:
+        return _main(argv)
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="jpd", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--listen",
@@ -104,8 +114,18 @@ def main(argv: list[str] | None = None) -> int:
         log_file = _setup_logging(level, env, listening)
     except ValueError as exc:  # an unknown level name
         parser.error(str(exc))
+    # The daemon's modules load only now, with the collector paused (see `main`).
+    import anyio
+
+    from jpd.rpc.listener import ListenError
+    from jpd.rpc.stdio import claim_stdout
+    from jpd.server import create_server
+    from jpd.settings import Settings
+
     settings = dataclasses.replace(Settings.from_env(), log_file=log_file)
     server = create_server(settings)
+    gc.freeze()
+    gc.enable()
     if listening:
         path = Path(args.listen) if args.listen else None
         try:

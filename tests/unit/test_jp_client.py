@@ -23,6 +23,7 @@ from jpcli.__main__ import main
 from jpcli.daemon import daemon_command
 from jpcli.overrides import parse_config_overrides, parse_value, split_key
 from jpcli.render import DIM, TurnRenderer, format_tool_call
+from jpcli.stdio_daemon import wait_exit
 from jpcli.rpc import (
     Connection,
     ConnectionClosed,
@@ -351,6 +352,20 @@ def test_daemon_command_default_and_override() -> None:
         "my dir/fake.py",
         "--x",
     ]
+
+
+def test_wait_exit_reaps_an_ended_child_and_gives_up_on_a_running_one() -> None:
+    quick = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    assert wait_exit(quick, 30.0) is True
+    assert quick.returncode == 3
+    assert wait_exit(quick, 30.0) is True  # already reaped: still ended
+    stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert wait_exit(stuck, 0.05) is False
+        assert stuck.returncode is None
+    finally:
+        stuck.kill()
+        stuck.wait()
 
 
 # --- start-up imports --------------------------------------------------------------
