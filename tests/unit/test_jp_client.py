@@ -23,7 +23,6 @@ from jpcli.__main__ import main
 from jpcli.daemon import daemon_command
 from jpcli.overrides import parse_config_overrides, parse_value, split_key
 from jpcli.render import DIM, TurnRenderer, format_tool_call
-from jpcli.stdio_daemon import wait_exit
 from jpcli.rpc import (
     Connection,
     ConnectionClosed,
@@ -33,6 +32,7 @@ from jpcli.rpc import (
     read_message,
     write_message,
 )
+from jpcli.stdio_daemon import wait_exit
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "fixtures" / "fake_jpd.py"
