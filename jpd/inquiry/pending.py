@@ -100,6 +100,10 @@ class PendingQuestions:
         """
         info = request.info.model_copy(update={"deferred": wait})
         request.info = info
+        if not wait and not any(map(request.can_answer, self._subscribers(info.conversation_id))):
+            # Nobody to ask: not even listed, so that a client arriving now is offered it
+            # once, under the detached policy, not in a round that ends at once.
+            return None
         # Tool call ids repeat across conversations (`call_1`): an inquiry id alone is
         # not unique, its conversation and turn are part of the key.
         key = (info.conversation_id, info.turn_id, info.inquiry_id)

@@ -15,6 +15,7 @@ import itertools
 from typing import Any, get_args
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from jpd.config import Config
@@ -344,3 +345,25 @@ async def test_a_permission_result_that_is_not_a_boolean_is_asked_again(
 
     assert not await gate(Clients([link])).allowed("run", "t", tool(detached="auto"), "c1", {})
     assert len(link.requests) == 2
+
+
+async def test_a_question_nobody_can_answer_is_listed_deferred_from_the_start() -> None:
+    """protocol.md 5.16: a question that no client can answer is listed only while it waits
+    under `defer` (`deferred: true`), so a client arriving at any moment is offered it in
+    that wait, never in a round that ends at once."""
+    setup = Setup()
+    seen: set[bool] = set()
+
+    async with anyio.create_task_group() as tg:
+
+        async def ask() -> None:
+            await setup.ask(mode="defer", fallback="deny", timeout=0.2)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(ask)
+        while True:  # every scheduling point until the wait times out
+            seen.update(i.deferred for i in setup.pending.pending())
+            await anyio.lowlevel.checkpoint()
+
+    assert seen == {True}
+    assert setup.outcome()["reason"] == "no_prompt_backend"
