@@ -6,7 +6,8 @@ reason. The router is driven here over fakes; the daemon's own paths are end to 
 
 - tests/e2e/test_inquiry_rules.py: an answer remembered in one tool cycle is reused in a
   later cycle of the same turn and forgotten at the next turn (10.1); an answer of the
-  wrong shape from a real client is sent back and the question stays open (10.3); a
+  wrong shape from a real client is sent back and the question stays open (10.3), and an
+  `inquiry/answer` of the wrong shape is refused with -32602 (5.17); a
   question pending at a clean stop (`daemon/stop`, SIGTERM) is recorded `daemon_stopped`
   (10.3, 12.2).
 - tests/e2e/test_inquiries.py: failed routes recorded with their reason, client cancel

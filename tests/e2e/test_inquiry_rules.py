@@ -1,6 +1,6 @@
 """Inquiry rules that need the real daemon (listed in tests/conformance/test_recording.py):
-the turn cache across tool cycles and turns, a wrong-shaped answer from a real client, and
-a question pending when the daemon stops cleanly."""
+the turn cache across tool cycles and turns, a wrong-shaped answer from a real client or
+`inquiry/answer`, and a question pending when the daemon stops cleanly."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pygls.exceptions import JsonRpcException
 
 from tests.e2e.conftest import StartJpd
 from tests.e2e.sockets import Daemons, SocketClient, persisted, wait_for
-from tests.e2e.test_inquiries import asker, start
+from tests.e2e.test_inquiries import _wait_pending, asker, start
 from tests.e2e.test_socket_inquiries import env_with_asker
 from tests.e2e.test_tools import call, results
 from tests.e2e.test_turns import disk_events
@@ -83,6 +84,39 @@ async def test_a_wrong_shaped_answer_from_a_client_is_sent_back(
         {"type": "inquiry_response", "id": "call_1.q.1", "outcome": "answered", "answer": False}
     ]
     assert daemon.process.returncode is None
+
+
+@pytest.mark.parametrize(
+    ("params", "problem"),
+    [
+        ({"answer": True, "remember": "yes"}, "remember"),
+        ({"answer": True, "remember": 1}, "remember"),
+        ({"answer": True, "extra": 1}, "extra"),
+        ({"answer": "yes"}, "must be true or false"),
+    ],
+)
+async def test_a_wrong_shaped_inquiry_answer_is_refused_and_the_question_stays_open(
+    jpd_factory: StartJpd, home: Path, params: dict[str, Any], problem: str
+) -> None:
+    """protocol.md 5.17: `inquiry/answer` params of the wrong shape, or an answer that does
+    not fit, get -32602 saying what is wrong; the question stays pending and answerable."""
+    daemon = await start(jpd_factory, home)
+    started = await daemon.request("turn/start", {"message": "go"})
+    await _wait_pending(daemon)
+
+    with pytest.raises(JsonRpcException) as refused:
+        await daemon.request("inquiry/answer", {"inquiryId": "call_1.q.1", **params})
+
+    assert refused.value.code == -32602
+    assert problem in f"{refused.value.message} {refused.value.data}"
+    listed = (await daemon.request("inquiry/list"))["inquiries"]
+    assert [i["inquiryId"] for i in listed] == ["call_1.q.1"]
+    answer = {"inquiryId": "call_1.q.1", "answer": False}
+    assert await daemon.request("inquiry/answer", answer) == {"accepted": True}
+    await daemon.wait_event(started["turnId"], "turn_completed")
+    assert responses(home, started["conversationId"]) == [
+        {"type": "inquiry_response", "id": "call_1.q.1", "outcome": "answered", "answer": False}
+    ]
 
 
 @pytest.mark.parametrize("how", ["daemon/stop", "SIGTERM"])
