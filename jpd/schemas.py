@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
-from jpd.conversation.events import EVENT_ADAPTER
+from jpd.conversation.events import event_adapter
 from jpd.protocol.base import WireModel
 from jpd.protocol.method_table import TABLE, ClientRequest, ServerRequest
 
@@ -89,7 +89,7 @@ def _persisted_event_schema() -> dict[str, Any]:
     `type` and `timestamp`. A record without `outcome` (legacy `{id, answer}`) reads
     as answered, so only the other outcomes require it.
     """
-    schema = EVENT_ADAPTER.json_schema(by_alias=True, mode="validation")
+    schema = event_adapter().json_schema(by_alias=True, mode="validation")
     defs: dict[str, Any] = schema["$defs"]
     nested = defs["InquiryResponse"]
     envelope = {k: v for k, v in nested["properties"].items() if k != "response"}

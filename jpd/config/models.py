@@ -19,7 +19,7 @@ from jpd.config.merge import deep_merge
 class ConfigModel(BaseModel):
     """Base of every config model: snake_case keys, no unknown keys, strict types."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
 
 def _resolve_path(value: Path, info: ValidationInfo) -> Path:

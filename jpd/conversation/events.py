@@ -8,6 +8,7 @@ still load.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -24,7 +25,7 @@ def now() -> datetime:
 
 class _Event(BaseModel):
     # Persisted records tolerate fields added by newer versions.
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     timestamp: datetime = Field(default_factory=now)
 
@@ -92,7 +93,7 @@ class ToolCallRequest(_Event):
 class ToolImage(BaseModel):
     """An image a tool returned (an MCP tool's image content), base64 encoded."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     mime_type: str
     data: str
@@ -113,13 +114,13 @@ class ToolCallResponse(_Event):
 
 
 class ToolSource(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
     type: Literal["tool"] = "tool"
     name: str
 
 
 class AssistantSource(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
     type: Literal["assistant"] = "assistant"
 
 
@@ -145,7 +146,7 @@ CancellationReason = Literal[
 
 
 class _InquiryOutcome(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
     id: str
 
 
@@ -196,6 +197,7 @@ class InquiryResponse(_Event):
 
 
 class SamplingMessage(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     role: Literal["user", "assistant"]
     text: str
 
@@ -240,12 +242,16 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+@functools.cache
+def event_adapter() -> TypeAdapter[Event]:
+    """The validator of any event, built on first use (protocol.md section 4, "Start-up")."""
+    return TypeAdapter(Event)
 
 
 def parse_event(line: str | bytes) -> Event:
     """Parse one JSONL line into an event (raises `pydantic.ValidationError`)."""
-    return EVENT_ADAPTER.validate_json(line)
+    return event_adapter().validate_json(line)
 
 
 def dump_event(event: Event) -> str:

@@ -21,7 +21,7 @@ TITLE_MAX = 80
 class ConversationMeta(BaseModel):
     """Summary of a conversation, as listed by `conversation/list`."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     id: str
     title: str | None = None

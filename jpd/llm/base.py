@@ -16,7 +16,7 @@ from jpd.protocol.usage import TokenUsage
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 # --- messages sent to a provider -------------------------------------------------

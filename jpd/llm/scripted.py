@@ -48,14 +48,14 @@ from jpd.protocol.usage import TokenUsage
 
 
 class ScriptedToolCall(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
 class ScriptedResponse(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     text: str = ""
     reasoning: str = ""
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
@@ -69,7 +69,7 @@ class ScriptedResponse(BaseModel):
 
 
 class Script(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     responses: list[ScriptedResponse]
 
 

@@ -24,7 +24,7 @@ R = TypeVar("R", bound=WireModel)
 class ClientCapabilities(BaseModel):
     """What a client said it can do in `initialize`."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     prompt_answer_types: frozenset[AnswerTypeName] = Field(default_factory=frozenset)
     permission: bool = False

@@ -23,7 +23,7 @@ PROTOCOL_VERSION = 1
 class ToolToggle(BaseModel):
     """One `-t`/`-T`: enable or disable `name`, or every tool when `name` is None."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     enable: bool
     name: str | None = None
 

@@ -49,6 +49,7 @@ class _Model(BaseModel):
         extra="ignore",
         frozen=True,
         alias_generator=AliasGenerator(serialization_alias=to_camel),
+        defer_build=True,
     )
 
 

@@ -15,6 +15,7 @@ class TokenUsage(BaseModel):
         extra="ignore",
         frozen=True,
         alias_generator=AliasGenerator(serialization_alias=to_camel),
+        defer_build=True,
     )
 
     input_tokens: int | None = None

@@ -10,6 +10,7 @@ still be understood by this build rather than rejected over a field it adds.
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 from typing import Annotated, Literal
@@ -23,7 +24,7 @@ EXCERPT_LIMIT = 8_000
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 # --- outcomes ----------------------------------------------------------------------
@@ -57,7 +58,11 @@ class NeedsInput(_Wire):
 
 ToolOutcome = Annotated[Success | Failure | NeedsInput, Field(discriminator="type")]
 
-OUTCOME_ADAPTER: TypeAdapter[ToolOutcome] = TypeAdapter(ToolOutcome)
+
+@functools.cache
+def _outcome_adapter() -> TypeAdapter[ToolOutcome]:
+    # Built when a tool first reports (protocol.md section 4, "Start-up").
+    return TypeAdapter(ToolOutcome)
 
 
 # --- parsing a tool's output -------------------------------------------------------
@@ -131,7 +136,7 @@ def parse_outcome(stdout: str, exit_code: int, *, name: str | None = None) -> To
             f"object. Its output:\n{excerpt(stdout.strip())}"
         )
     try:
-        return OUTCOME_ADAPTER.validate_python(data)
+        return _outcome_adapter().validate_python(data)
     except ValidationError as error:
         return Failure(
             message=f"{subject} printed JSON that is not a valid outcome ({_explain(error)}); "

@@ -2,7 +2,8 @@
 
 A fresh interpreter imports the daemon, serves one `initialize` on a pipe in-process
 and reports `sys.modules`: providers, tools, inquiries, config models, the turn loop,
-httpx, rich, MCP and the local model must still be unloaded.
+httpx, rich, MCP and the local model must still be unloaded. The pydantic models that
+are loaded build their validators on first use: only those of `initialize` are built.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 SERVE_ONE_INITIALIZE = r"""
 import json, os, sys
@@ -28,7 +30,16 @@ os.close(in_w)  # end of input after initialize: the connection ends
 anyio.run(create_server(Settings.from_env()).run_stdio, in_r, out_w)
 answer = os.read(out_r, 65536)
 assert b'"result"' in answer and b'"serverInfo"' in answer, answer
-print(json.dumps(sorted(sys.modules)))
+from pydantic import BaseModel
+
+def subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from subclasses(sub)
+
+models = [m for m in subclasses(BaseModel) if m.__module__.startswith("jpd.")]
+built = sorted(m.__qualname__ for m in models if m.__pydantic_complete__)
+print(json.dumps({"modules": sorted(sys.modules), "models": len(models), "built": built}))
 """
 
 # Module prefixes the first request does not need; each loads on first use.
@@ -54,7 +65,18 @@ NOT_AT_START_UP = (
 )
 
 
-def test_initialize_loads_no_provider_tool_or_config_module(tmp_path: Path) -> None:
+# The only validators `initialize` builds: its params, its result and what they nest.
+BUILT_BY_INITIALIZE = {
+    "InitializeParams",
+    "ClientCapabilitiesParams",
+    "ClientCapabilities",
+    "InitializeResult",
+    "ServerInfo",
+    "ServerCapabilities",
+}
+
+
+def _serve_one_initialize(tmp_path: Path) -> dict[str, Any]:
     env = {**os.environ, "JP_DATA_DIR": str(tmp_path / "data"), "JP_CONFIG": "/nonexistent"}
     proc = subprocess.run(
         [sys.executable, "-c", SERVE_ONE_INITIALIZE],
@@ -64,6 +86,18 @@ def test_initialize_loads_no_provider_tool_or_config_module(tmp_path: Path) -> N
         timeout=60,
         check=True,
     )
-    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    report: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_initialize_loads_no_provider_tool_or_config_module(tmp_path: Path) -> None:
+    loaded = _serve_one_initialize(tmp_path)["modules"]
     crept = [m for m in loaded if any(m == p or m.startswith(p + ".") for p in NOT_AT_START_UP)]
     assert crept == [], f"imported at start-up but not needed by initialize: {crept}"
+
+
+def test_initialize_builds_only_its_own_validators(tmp_path: Path) -> None:
+    report = _serve_one_initialize(tmp_path)
+    # Wire models, question models and persisted events are loaded, but unbuilt.
+    assert report["models"] > 50
+    assert set(report["built"]) <= BUILT_BY_INITIALIZE, report["built"]
