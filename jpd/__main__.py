@@ -11,7 +11,6 @@ import argparse
 import dataclasses
 import gc
 import logging
-import logging.handlers
 import os
 import sys
 from collections.abc import Mapping
@@ -54,11 +53,13 @@ def _setup_logging(level: str, env: Mapping[str, str], listening: bool) -> Path 
     handlers: list[logging.Handler] = []
     log_file: Path | None = None
     if listening:
+        from logging.handlers import RotatingFileHandler  # stdio: stderr only
+
         directory = log_dir(env)
         try:
             make_private_dir(directory)
             handlers.append(
-                logging.handlers.RotatingFileHandler(
+                RotatingFileHandler(
                     directory / "jpd.log", maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS
                 )
             )

@@ -10,16 +10,18 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jpcli import __version__, paths
 from jpcli.rpc import Connection, ConnectionClosed, RpcError
+
+if TYPE_CHECKING:
+    import socket  # imported where used: `jp --stdio` spawns its daemon without it
 
 PROTOCOL_VERSION = 1
 START_TIMEOUT = 20.0  # seconds for a freshly started daemon to accept connections
@@ -134,6 +136,10 @@ class SocketDaemon:
         self._socket: socket.socket | None = None
         self._connection: Connection | None = None
 
+    def launch(self) -> None:
+        """Nothing to begin ahead of `start` (that of the private daemon spawns it early):
+        connecting to a running daemon is quick."""
+
     def start(self) -> Connection:
         """Connect (starting the daemon if needed) and run the `initialize` handshake.
 
@@ -185,6 +191,8 @@ class SocketDaemon:
         sock, self._socket = self._socket, None
         if sock is None:
             return
+        import socket
+
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)  # wakes the reader thread with end of stream
         if self._connection is not None:
@@ -206,6 +214,8 @@ class SocketDaemon:
     # --- internals ---------------------------------------------------------------
 
     def _connect(self) -> socket.socket | None:
+        import socket
+
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(self.path)

@@ -34,6 +34,7 @@ def output_for(args: argparse.Namespace) -> Output:
 
 def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prompter: Any) -> int:
     """Start `daemon`'s connection and run the command on it; returns the exit code."""
+    daemon.launch()  # a private daemon boots while the command's modules load
     from jpcli import admin, commands, conversations
 
     connection = daemon.start()

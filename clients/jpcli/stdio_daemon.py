@@ -65,12 +65,14 @@ class StdioDaemon:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def start(self) -> Connection:
-        """Spawn the daemon and run the `initialize` handshake.
+    def launch(self) -> None:
+        """Spawn the daemon without waiting for it: it boots while `jp` loads the rest of
+        the command (its imports take most of its start-up). `start` does it if needed.
 
-        Raises `DaemonError` if it cannot be spawned or dies during the handshake,
-        `RpcError` if it refuses to initialize.
+        Raises `DaemonError` if it cannot be spawned.
         """
+        if self._process is not None:
+            return
         stderr = self._open_log()
         try:
             # A new session keeps the terminal's Ctrl-C away from the daemon: `jp`
@@ -89,6 +91,15 @@ class StdioDaemon:
             if stderr is not subprocess.DEVNULL:
                 with contextlib.suppress(OSError):
                     os.close(stderr)
+
+    def start(self) -> Connection:
+        """Spawn the daemon (unless `launch` did) and run the `initialize` handshake.
+
+        Raises `DaemonError` if it cannot be spawned or dies during the handshake,
+        `RpcError` if it refuses to initialize.
+        """
+        self.launch()
+        assert self._process is not None
         assert self._process.stdin is not None and self._process.stdout is not None
         self._connection = Connection(self._process.stdout, self._process.stdin)
         if self.on_connect is not None:
