@@ -182,7 +182,9 @@ def wait_exit(process: subprocess.Popen[bytes], timeout: float) -> bool:
             pass
         else:
             try:
-                ready, _, _ = select.select([fd], [], [], timeout)
+                poller = select.poll()  # any fd number, unlike select.select
+                poller.register(fd, select.POLLIN)
+                ready = poller.poll(timeout * 1000)
             finally:
                 os.close(fd)
             if not ready:
