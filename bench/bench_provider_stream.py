@@ -102,15 +102,17 @@ async def through(provider: Provider, tokens: int) -> Timing:
     """Read the same stream through the provider's typed events."""
     start = time.perf_counter()
     first = 0.0
-    count = 0
+    pieces: list[str] = []
     async for event in provider.stream(ask("bench")):
         if isinstance(event, TextDelta):
-            count += 1
+            pieces.append(event.text)
             if not first:
                 first = time.perf_counter() - start
         elif isinstance(event, Finish):
             break
-    assert count == tokens, f"expected {tokens} text events, got {count}"
+    # Deltas read together come merged (protocol.md 7.2): check the text itself.
+    expected = "".join(f" tok{i}" for i in range(tokens))
+    assert "".join(pieces) == expected, f"{tokens} tokens expected, got {len(pieces)} deltas"
     return first, time.perf_counter() - start
 
 

@@ -36,11 +36,12 @@ from jpd.llm.base import (
 from jpd.llm.errors import ProviderError
 from jpd.llm.request_build import encode_body
 from jpd.llm.retry import RetryableError, RetryPolicy, run_with_retries
-from jpd.llm.sse import iter_sse
+from jpd.llm.sse import SSEEvent
+from jpd.llm.stream_reader import stream_events
 from jpd.llm.transport import (
     StreamingPost,
+    body_chunks,
     event_json,
-    fair,
     one_line,
     read_api_key,
 )
@@ -131,18 +132,21 @@ class AnthropicProvider:
     ) -> AsyncGenerator[StreamEvent, None]:
         state = _StreamState()
         secrets = (secret,)
+
+        def handle(sse: SSEEvent) -> tuple[list[StreamEvent], bool]:
+            data = event_json(self.name, sse.data, secrets)
+            if not isinstance(data, dict):
+                return [], False
+            return state.handle(data, secrets), state.done
+
         async with (
             self._post.open(url, headers, body, secrets=secrets) as response,
-            aclosing(fair(iter_sse(response.aiter_bytes()))) as events,
+            aclosing(stream_events(body_chunks(response), handle)) as events,
         ):
-            async for sse in events:
-                data = event_json(self.name, sse.data, secrets)
-                if not isinstance(data, dict):
-                    continue
-                for event in state.handle(data, secrets):
-                    yield event
-                if state.done:
-                    return
+            async for event in events:
+                yield event
+        if state.done:
+            return
         raise RetryableError(
             "anthropic: the response stream ended before message_stop",
             reason="stream ended early",

@@ -40,11 +40,12 @@ from jpd.llm.errors import ProviderError, ProviderUnavailable
 from jpd.llm.openai_request import build_body
 from jpd.llm.request_build import encode_body
 from jpd.llm.retry import RetryableError, RetryPolicy, run_with_retries
-from jpd.llm.sse import iter_sse
+from jpd.llm.sse import SSEEvent
+from jpd.llm.stream_reader import stream_events
 from jpd.llm.transport import (
     StreamingPost,
+    body_chunks,
     event_json,
-    fair,
     one_line,
     read_api_key,
 )
@@ -158,19 +159,23 @@ class OpenAIProvider:
         self, url: str, headers: dict[str, str], body: bytes, secrets: tuple[str, ...]
     ) -> AsyncGenerator[StreamEvent, None]:
         state = _StreamState(self.name, secrets)
+
+        def handle(sse: SSEEvent) -> tuple[list[StreamEvent], bool]:
+            if sse.data.strip() == "[DONE]":
+                return state.end(), True
+            data = event_json(self.name, sse.data, secrets)
+            return (state.chunk(data) if isinstance(data, dict) else []), False
+
+        done = False
         async with (
             self._post.open(url, headers, body, secrets=secrets) as response,
-            aclosing(fair(iter_sse(response.aiter_bytes()))) as events,
+            aclosing(stream_events(body_chunks(response), handle)) as events,
         ):
-            async for sse in events:
-                if sse.data.strip() == "[DONE]":
-                    for event in state.end():
-                        yield event
-                    return
-                data = event_json(self.name, sse.data, secrets)
-                if isinstance(data, dict):
-                    for event in state.chunk(data):
-                        yield event
+            async for event in events:
+                done = done or isinstance(event, Finish)
+                yield event
+        if done:
+            return
         if state.finish_reason is None:
             raise RetryableError(
                 f"{self.name}: the response stream ended before [DONE]",

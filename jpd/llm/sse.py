@@ -9,8 +9,6 @@ missing final event means; this module only frames.
 
 from __future__ import annotations
 
-import codecs
-from collections.abc import AsyncGenerator, AsyncIterable
 from typing import NamedTuple
 
 
@@ -98,26 +96,3 @@ class SSEDecoder:
         self._event = ""
         self._data = []
         self._retry = None
-
-
-async def iter_sse(chunks: AsyncIterable[bytes]) -> AsyncGenerator[SSEEvent, None]:
-    """Decode a UTF-8 byte stream (e.g. `httpx.Response.aiter_bytes()`) into events.
-
-    Exceptions raised while reading `chunks` propagate unchanged so the caller
-    can classify them (timeouts, resets).
-    """
-    decoder = SSEDecoder()
-    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    first = True
-    async for chunk in chunks:
-        text = utf8.decode(chunk)
-        if first and text:
-            # A leading byte-order mark is not part of the first field name.
-            text = text.removeprefix("\ufeff")
-            first = False
-        for event in decoder.feed(text):
-            yield event
-    for event in decoder.feed(utf8.decode(b"", final=True)):
-        yield event
-    for event in decoder.close():
-        yield event

@@ -9,22 +9,18 @@ from any text a server echoes back before it reaches an error message.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from contextlib import aclosing, asynccontextmanager
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
 
-import anyio.lowlevel
 import httpx
 from pydantic import SecretStr
+from pydantic_core import from_json
 
 from jpd.llm.errors import ProviderError, ProviderUnavailable
 from jpd.llm.retry import RetryableError, parse_retry_after, status_is_retryable
 
-T = TypeVar("T")
 _MAX_DETAIL = 300
-YIELD_INTERVAL = 0.001
-"""Longest stretch (seconds) a fast stream is read without letting other tasks run."""
 
 
 def read_api_key(env: Mapping[str, str], var: str, provider: str) -> SecretStr:
@@ -75,7 +71,8 @@ def _str(value: Any) -> str | None:
 def event_json(provider: str, data: str, secrets: Sequence[str]) -> Any:
     """Parse one stream event's JSON; a garbled event is a transient failure."""
     try:
-        return json.loads(data)
+        # pydantic-core's parser: a third of json.loads' time, paid once per token.
+        return from_json(data)
     except ValueError as exc:
         raise RetryableError(
             f"{provider}: malformed stream event {one_line(data, secrets, 80)!r}",
@@ -203,27 +200,13 @@ class StreamingPost:
             await self._client.aclose()
 
 
-async def fair(
-    items: AsyncGenerator[T, None], interval: float = YIELD_INTERVAL
-) -> AsyncGenerator[T, None]:
-    """Pass `items` through, letting the event loop run other tasks every `interval` s.
-
-    Reading a socket that already holds data never suspends (buffered bytes are
-    returned at once, and one read can hold hundreds of events), so a stream
-    arriving faster than the daemon handles it would keep every other task
-    waiting until the buffer ran dry: among them the writer that forwards the
-    deltas to clients, whose first text would then arrive only with the last.
-    The check runs after the consumer has handled an item, before the next.
-    Closing this generator closes `items`.
-    """
-    last = time.perf_counter()
-    async with aclosing(items):
-        async for item in items:
-            yield item
-            now = time.perf_counter()
-            if now - last >= interval:
-                await anyio.lowlevel.checkpoint()
-                last = time.perf_counter()
+def body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The streamed body's bytes: as they came when the server sent them uncompressed
+    (one generator and decoder less per network chunk; an SSE body has a chunk per
+    token), decoded otherwise."""
+    if response.headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
+        return response.aiter_raw()
+    return response.aiter_bytes()
 
 
 def _describe(exc: BaseException) -> str:

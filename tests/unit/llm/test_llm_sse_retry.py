@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 
 import pytest
 
 from jpd.llm.retry import RetryPolicy, parse_retry_after, status_is_retryable
-from jpd.llm.sse import SSEDecoder, SSEEvent, iter_sse
+from jpd.llm.sse import SSEDecoder, SSEEvent
 
 
 def decode_in_pieces(text: str, size: int) -> list[SSEEvent]:
@@ -49,16 +48,6 @@ def test_blank_lines_without_fields_dispatch_nothing() -> None:
 
 def test_field_without_colon_and_unknown_fields() -> None:
     assert decode_in_pieces("data\nfoo: bar\n\n", 2) == [SSEEvent(event="message", data="")]
-
-
-async def test_iter_sse_decodes_split_utf8_and_bom() -> None:
-    raw = "\ufeffdata: héllo\n\n".encode()
-
-    async def chunks() -> AsyncIterator[bytes]:
-        for i in range(len(raw)):
-            yield raw[i : i + 1]
-
-    assert [e async for e in iter_sse(chunks())] == [SSEEvent(event="message", data="héllo")]
 
 
 def test_backoff_grows_is_capped_and_jittered() -> None:

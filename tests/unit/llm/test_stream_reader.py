@@ -1,0 +1,118 @@
+"""Provider stream events are handed on merged per network chunk (jpd/llm/stream_reader.py)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import AsyncGenerator
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from jpd.llm.base import Finish, ReasoningDelta, StreamEvent, TextDelta, ToolCallEvent
+from jpd.llm.sse import SSEEvent
+from jpd.llm.stream_reader import Handler, merge_deltas, stream_events
+
+
+def test_runs_of_text_and_unsigned_reasoning_are_joined_in_order() -> None:
+    call = ToolCallEvent(id="c", name="t", arguments={})
+    signed = ReasoningDelta(text="", signature="sig")
+    events: list[StreamEvent] = [
+        ReasoningDelta(text="th"),
+        ReasoningDelta(text="ink"),
+        signed,
+        TextDelta(text="a"),
+        TextDelta(text="b"),
+        call,
+        TextDelta(text="c"),
+        Finish(reason="end_turn"),
+    ]
+    assert merge_deltas(events) == [
+        ReasoningDelta(text="think"),
+        signed,
+        TextDelta(text="ab"),
+        call,
+        TextDelta(text="c"),
+        Finish(reason="end_turn"),
+    ]
+
+
+def _handler(fail_on: str = "") -> Handler:
+    def handle(sse: SSEEvent) -> tuple[list[StreamEvent], bool]:
+        if sse.data == fail_on:
+            raise ValueError("bad event")
+        if sse.data == "end":
+            return [Finish(reason="end_turn")], True
+        return [TextDelta(text=sse.data)], False
+
+    return handle
+
+
+async def _chunks(*chunks: bytes) -> AsyncGenerator[bytes, None]:
+    for chunk in chunks:
+        yield chunk
+
+
+async def test_the_first_text_goes_alone_then_each_chunk_merged_and_reading_stops_at_the_end() -> (
+    None
+):
+    body = _chunks(
+        b"data: a\n\ndata: b\n\ndata: c\n\n", b"data: d\n\ndata: e\n\n", b"data: end\n\n"
+    )
+    events = [e async for e in stream_events(body, _handler())]
+    assert events == [
+        TextDelta(text="a"),
+        TextDelta(text="bc"),
+        TextDelta(text="de"),
+        Finish(reason="end_turn"),
+    ]
+
+
+async def test_an_error_is_raised_after_the_events_before_it_in_its_chunk() -> None:
+    body = _chunks(b"data: a\n\ndata: b\n\ndata: c\n\ndata: boom\n\ndata: d\n\n")
+    seen: list[StreamEvent] = []
+    with pytest.raises(ValueError, match="bad event"):
+        async for event in stream_events(body, _handler(fail_on="boom")):
+            seen.append(event)
+    assert seen == [TextDelta(text="a"), TextDelta(text="bc")]
+
+
+async def test_a_body_split_anywhere_decodes_utf8_and_drops_a_leading_bom() -> None:
+    raw = "\ufeffdata: h\u00e9llo\n\n".encode()
+    seen: list[SSEEvent] = []
+
+    def handle(sse: SSEEvent) -> tuple[list[StreamEvent], bool]:
+        seen.append(sse)
+        return [], False
+
+    assert [
+        e async for e in stream_events(_chunks(*(raw[i : i + 1] for i in range(len(raw)))), handle)
+    ] == []
+    assert seen == [SSEEvent(event="message", data="h\u00e9llo")]
+
+
+async def test_other_tasks_run_while_chunks_already_read_are_handled() -> None:
+    """A body whose chunks are all buffered never suspends the reader: the loop must still
+    run other tasks (the writer to clients) between them."""
+    ticks = 0
+    seen: list[int] = []
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.lowlevel.checkpoint()
+
+    body = _chunks(*(f"data: w{i}\n\n".encode() for i in range(20)), b"data: end\n\n")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        await anyio.lowlevel.checkpoint()
+        async for event in stream_events(body, _handler()):
+            if isinstance(event, TextDelta):
+                seen.append(ticks)
+                time.sleep(0.002)  # noqa: ASYNC251 - a consumer busy with the delta
+        tg.cancel_scope.cancel()
+    assert len(seen) == 20
+    advanced = sum(1 for before, after in itertools.pairwise(seen) if after > before)
+    assert advanced >= len(seen) - 2
