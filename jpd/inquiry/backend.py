@@ -7,9 +7,11 @@ earlier messages), plus the assistant message with this response's tool calls, a
 "paused" result for each of them, and the question. The model answers through the
 `answer_inquiry` tool. The parent's `tool_choice` is kept (changing it would void the
 cached message blocks on Anthropic) and the question asks for the tool call; only if
-the model answers without it is `tool_choice` forced. Providers without a prefix
-cache (the embedded model) are forced at once. Nothing of this is persisted except
-the inquiry request/response pair the router writes.
+the model answers without it is `tool_choice` forced. A parent choice that forces
+another tool (or forbids tools) is not kept: the model would have to call the wrong
+tool and the request would be wasted, so `answer_inquiry` is forced at once, as it
+is for providers without a prefix cache (the embedded model). Nothing of this is
+persisted except the inquiry request/response pair the router writes.
 
 The inquiry assistant (protocol.md 10.4: a question's table `target`, then
 `conversation.inquiry.assistant`, then `assistant`) is laid over the parent request:
@@ -85,7 +87,7 @@ class LlmInquiryBackend:
         if limit is not None:
             history = fit_history(history, tail, parent, limit)
         messages = [*history, *tail]
-        force = provider.name in NO_PREFIX_CACHE
+        force = provider.name in NO_PREFIX_CACHE or not keeps_parent_choice(parent.tool_choice)
         forced_once = force
         pinned = provider.name in PIN_AT_ONCE
         if pinned:
@@ -208,6 +210,14 @@ class LlmInquiryBackend:
         except ProviderError as exc:
             raise BackendError(exc.message) from exc
         return text, call
+
+
+def keeps_parent_choice(choice: llm.ToolChoice) -> bool:
+    """Whether the inquiry's first request can keep the parent's `tool_choice`
+    (protocol.md 10.4): only if that choice lets the model call `answer_inquiry`."""
+    if isinstance(choice, llm.ToolChoiceTool):
+        return choice.name == ANSWER_INQUIRY
+    return not isinstance(choice, llm.ToolChoiceNone)
 
 
 def changed_settings(turn: AssistantConfig, inquiry: AssistantConfig) -> dict[str, Any]:
