@@ -90,23 +90,30 @@ def recovery_events(events: Sequence[ev.Event]) -> list[ev.Event]:
 def interrupted_turn(log_file: Path) -> ev.TurnStart | None:
     """The `turn_start` of the log's last turn when that turn ended `interrupted` (it can
     be resumed, protocol.md 12.4), else None. Reads the log backwards: a tail read."""
+    return last_turn(log_file)[1]
+
+
+def last_turn(log_file: Path) -> tuple[bool, ev.TurnStart | None]:
+    """One tail read of the log's last turn: (open, resumable start). Open: no `turn_end`
+    after its start (or its latest `turn_resume`). Resumable start: its `turn_start` when
+    it ended `interrupted`, else None."""
     ended = False
     for line in reverse_lines(log_file):
         if b'"type":"turn_end"' in line:
             if not ended and b'"stop_reason":"interrupted"' not in line:
-                return None
+                return False, None
             ended = True
         elif b'"type":"turn_resume"' in line and not ended:
-            return None  # open: running, or not recovered yet
+            return True, None  # running, or not recovered yet
         elif b'"type":"turn_start"' in line:
             if not ended:
-                return None
+                return True, None
             try:
                 event = ev.parse_event(line)
             except ValueError:
-                return None
-            return event if isinstance(event, ev.TurnStart) else None
-    return None
+                return False, None
+            return False, event if isinstance(event, ev.TurnStart) else None
+    return False, None
 
 
 # --- applying it to the store --------------------------------------------------------
@@ -137,43 +144,39 @@ def recover(store: ConversationStore, conversation_id: str) -> int:
     return len(appended)
 
 
-def recover_all(store: ConversationStore) -> int:
-    """`recover` each conversation whose last turn is open and whose lock is free;
-    returns how many were recovered. Costs a tail read per conversation."""
-    try:
-        entries = list(os.scandir(store.root / "conversations"))
-    except FileNotFoundError:
-        return 0
-    recovered = 0
-    for entry in entries:
-        if not is_valid_id(entry.name) or not last_turn_is_open(Path(entry.path) / EVENTS_FILE):
-            continue
-        try:
-            lock = lock_turn(store, entry.name)
-        except (ConversationNotFound, OSError):
-            continue
-        if lock is None:
-            continue  # a live daemon runs this turn
-        try:
-            recovered += bool(recover(store, entry.name))
-        except OSError as exc:
-            log.warning("could not recover conversation %s: %s", entry.name, exc)
-        finally:
-            lock.release()
-    return recovered
-
-
-def resumable_turns(store: ConversationStore) -> dict[str, ev.TurnStart]:
-    """Conversation id -> `turn_start` of its last turn when that turn ended
-    `interrupted`; a tail read per conversation."""
+def recover_all(store: ConversationStore) -> dict[str, ev.TurnStart]:
+    """At start-up: `recover` each conversation whose last turn is open and whose lock is
+    free, and return conversation id -> `turn_start` of each last turn that ended
+    `interrupted` (now or before). One tail read per log, two for an open one."""
     try:
         entries = list(os.scandir(store.root / "conversations"))
     except FileNotFoundError:
         return {}
     found: dict[str, ev.TurnStart] = {}
     for entry in entries:
-        if is_valid_id(entry.name):
-            start = interrupted_turn(Path(entry.path) / EVENTS_FILE)
-            if start is not None:
-                found[entry.name] = start
+        if not is_valid_id(entry.name):
+            continue
+        log_file = Path(entry.path) / EVENTS_FILE
+        is_open, start = last_turn(log_file)
+        if is_open:  # recovered now, or by another daemon meanwhile, or still running
+            _recover_unlocked(store, entry.name)
+            start = interrupted_turn(log_file)
+        if start is not None:
+            found[entry.name] = start
     return found
+
+
+def _recover_unlocked(store: ConversationStore, conversation_id: str) -> None:
+    """`recover` under the turn lock, unless a live daemon holds it."""
+    try:
+        lock = lock_turn(store, conversation_id)
+    except (ConversationNotFound, OSError):
+        return
+    if lock is None:
+        return  # a live daemon runs this turn
+    try:
+        recover(store, conversation_id)
+    except OSError as exc:
+        log.warning("could not recover conversation %s: %s", conversation_id, exc)
+    finally:
+        lock.release()

@@ -125,11 +125,10 @@ class Conversations:
     # --- recovery (protocol.md section 12.4) ---------------------------------------
 
     async def recover_all(self) -> None:
-        from jpd.conversation.recovery import recover_all, resumable_turns
+        from jpd.conversation.recovery import recover_all
 
         try:
-            await anyio.to_thread.run_sync(recover_all, self.store)
-            found = await anyio.to_thread.run_sync(resumable_turns, self.store)
+            found = await anyio.to_thread.run_sync(recover_all, self.store)
             for conversation_id, start in found.items():
                 self.note_resumable(conversation_id, start)
         except Exception:  # recovery also runs per conversation when it is loaded

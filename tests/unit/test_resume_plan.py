@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from jpd.conversation import events as ev
-from jpd.conversation.recovery import interrupted_turn, recovery_events
+from jpd.conversation.recovery import interrupted_turn, last_turn, recover_all, recovery_events
 from jpd.conversation.resume import NotResumable, TurnNotFound, plan_resume
 from jpd.conversation.sanitize import sanitize
+from jpd.conversation.store import ConversationStore
+from jpd.conversation.turn_lock import try_lock
 from jpd.llm.base import ToolResultMessage
 from jpd.llm.history import MessageHistory
 
@@ -122,3 +124,39 @@ def test_interrupted_turn_is_a_tail_read(tmp_path: Path) -> None:
     start = interrupted_turn(write(log, again))
     assert start is not None and start.turn_id == "t-1"
     assert interrupted_turn(write(log, [*cut_turn(), ev.TurnResume(turn_id="t-1")])) is None
+
+
+def test_last_turn_reads_open_and_resumable_at_once(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    assert last_turn(log) == (False, None)
+    assert last_turn(write(log, cut_turn()[:-1])) == (True, None)
+    assert last_turn(write(log, [*cut_turn(), ev.TurnResume(turn_id="t-1")])) == (True, None)
+    assert last_turn(write(log, resumed_log())) == (False, None)
+    is_open, start = last_turn(write(log, cut_turn()))
+    assert not is_open and start is not None and start.turn_id == "t-1"
+
+
+def test_recover_all_closes_open_turns_and_lists_the_resumable(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path)
+    logs = {
+        "c-open": [ev.TurnStart(turn_id="t-1"), ev.ChatRequest(content="go")],
+        "c-cut": cut_turn(),
+        "c-done": resumed_log(),
+        "c-running": [ev.TurnStart(turn_id="t-2"), ev.ChatRequest(content="go")],
+    }
+    for conversation_id, events in logs.items():
+        store.create(conversation_id)
+        for event in events:
+            store.append(conversation_id, event)
+    (tmp_path / "conversations" / "not a conversation").mkdir()
+    running = try_lock(store.conversation_dir("c-running"))  # another daemon's turn
+    assert running is not None
+    try:
+        found = recover_all(store)
+    finally:
+        running.release()
+    assert {k: v.turn_id for k, v in found.items()} == {"c-open": "t-1", "c-cut": "t-1"}
+    closed = store.load("c-open", sanitized=False)[-1]
+    assert isinstance(closed, ev.TurnEnd) and closed.stop_reason == "interrupted"
+    assert len(store.load("c-running", sanitized=False)) == 2  # left to its daemon
+    assert len(store.load("c-done", sanitized=False)) == len(resumed_log())
