@@ -217,6 +217,17 @@ class Sampling(_Event):
     """The model's answer (`completed`), or why not (`failed`)."""
 
 
+class ForcedToolRetry(_Event):
+    """An answer to a forced tool choice, sent softened while reasoning was on, ended
+    without the call: it stays in the conversation, `message` follows it as a user
+    message, and the request is sent once more without reasoning (protocol.md 9.2)."""
+
+    type: Literal["forced_tool_retry"] = "forced_tool_retry"
+    tool: str | None = None
+    """The tool that was forced; absent for `tool_choice` `any`."""
+    message: str
+
+
 class TurnEnd(_Event):
     """How a turn ended; written last in every turn (protocol.md 12.1)."""
 
@@ -238,6 +249,7 @@ Event = Annotated[
     | InquiryRequest
     | InquiryResponse
     | Sampling
+    | ForcedToolRetry
     | TurnEnd,
     Field(discriminator="type"),
 ]

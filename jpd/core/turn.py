@@ -24,6 +24,7 @@ from jpd.core.deltas import DeltaBatcher
 from jpd.core.hub import EventHub
 from jpd.core.transcript import Transcript
 from jpd.llm import base as llm
+from jpd.llm import forced_tool
 from jpd.llm.errors import ProviderError
 from jpd.protocol.turn_events import (
     RetryScheduled,
@@ -160,6 +161,8 @@ class Turn:
         for cycle in range(MAX_CYCLES):
             choice = spec.first_tool_choice if cycle == 0 else llm.ToolChoiceAuto()
             reason = await self._call_model(choice)
+            if self._forced_call_missed(reason):
+                reason = await self._retry_forced(choice)
             calls = self._flush_partial()
             if not calls:
                 return "max_tokens" if reason == "max_tokens" else "end_turn"
@@ -213,7 +216,27 @@ class Turn:
             )
         )
 
-    async def _call_model(self, tool_choice: llm.ToolChoice) -> llm.FinishReason:
+    def _forced_call_missed(self, reason: llm.FinishReason) -> bool:
+        """Whether the last call, forced and sent softened, ended without any tool call."""
+        request = self.transcript.last_request
+        return (
+            request is not None
+            and not self._partial.calls
+            and forced_tool.soft_forced(self.spec.provider, request)
+            and forced_tool.missed(request, reason, ())
+        )
+
+    async def _retry_forced(self, tool_choice: llm.ToolChoice) -> llm.FinishReason:
+        """The one retry of protocol.md 9.2: the first answer (reasoning and text) stays
+        in the conversation, a note follows it, and reasoning is off for this one call."""
+        self._flush_partial()
+        tool = tool_choice.name if isinstance(tool_choice, llm.ToolChoiceTool) else None
+        self._record(ev.ForcedToolRetry(tool=tool, message=forced_tool.retry_note(tool)))
+        return await self._call_model(tool_choice, reasoning=False)
+
+    async def _call_model(
+        self, tool_choice: llm.ToolChoice, *, reasoning: bool = True
+    ) -> llm.FinishReason:
         spec = self.spec
         request = llm.ModelRequest(
             model=spec.model_id.split("/", 1)[1],
@@ -223,8 +246,8 @@ class Turn:
             tool_choice=tool_choice,
             max_tokens=spec.max_tokens,
             temperature=spec.temperature,
-            reasoning_effort=spec.reasoning_effort,
-            reasoning_budget=spec.reasoning_budget,
+            reasoning_effort=spec.reasoning_effort if reasoning else "off",
+            reasoning_budget=spec.reasoning_budget if reasoning else None,
         ).model_copy(
             # The messages come from events validated where they entered: copied in, not
             # validated again one by one on every model call of a long conversation.

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from jpd.config import Config, ConfigError
@@ -32,6 +33,7 @@ from jpd.inquiry.answer_tool import ANSWER_INQUIRY, ANSWER_INQUIRY_TOOL
 from jpd.inquiry.router import BackendError, QuestionContext
 from jpd.inquiry.trim import context_limit, fit_history
 from jpd.llm import base as llm
+from jpd.llm import forced_tool
 from jpd.llm.errors import ProviderError
 from jpd.llm.registry import ProviderSource
 from jpd.protocol.question import validate_answer
@@ -95,13 +97,31 @@ class LlmInquiryBackend:
             # model (constrained decoding, for the embedded one) cannot produce others.
             parent = parent.model_copy(update={"tools": specialised_tools(parent.tools, ctx)})
         invalid = 0
+        retried = False  # the one retry without reasoning (protocol.md 9.2)
+        reasoning = True
         while True:
             choice: llm.ToolChoice = (
                 llm.ToolChoiceTool(name=ANSWER_INQUIRY) if force else parent.tool_choice
             )
             request = parent.model_copy(update={"messages": tuple(messages), "tool_choice": choice})
-            text, call = await self._collect(provider, request)
+            if not reasoning:
+                request, reasoning = forced_tool.without_reasoning(request), True
+            reply = await self._collect(provider, request)
+            text, call = reply.text, reply.call
             if call is None:
+                if forced_once and not retried and forced_tool.soft_forced(provider, request):
+                    # Softened and missed: keep the answer, say so, retry without reasoning.
+                    retried, reasoning = True, False
+                    messages.append(reply.message())
+                    note = forced_tool.retry_note(ANSWER_INQUIRY)
+                    messages.append(
+                        llm.UserMessage(content=f'{note} Use inquiry_id "{ctx.inquiry_id}".')
+                    )
+                    log.info(
+                        "inquiry %s: forced answer_inquiry retried without reasoning",
+                        ctx.inquiry_id,
+                    )
+                    continue
                 if forced_once:
                     raise BackendError("the assistant did not call answer_inquiry")
                 force = forced_once = True
@@ -159,8 +179,7 @@ class LlmInquiryBackend:
             max_tokens=max_tokens,
             temperature=temperature,
         )
-        text, _ = await self._collect(provider, request)
-        return text
+        return (await self._collect(provider, request)).text
 
     def _choose(
         self, overrides: PartialAssistantConfig | None
@@ -194,22 +213,40 @@ class LlmInquiryBackend:
         ]
 
     @staticmethod
-    async def _collect(
-        provider: llm.Provider, request: llm.ModelRequest
-    ) -> tuple[str, llm.ToolCallEvent | None]:
-        text = ""
-        call: llm.ToolCallEvent | None = None
+    async def _collect(provider: llm.Provider, request: llm.ModelRequest) -> _Reply:
+        reply = _Reply()
         try:
             async for event in provider.stream(request):
                 if isinstance(event, llm.Retry):
-                    text, call = "", None
+                    reply = _Reply()
                 elif isinstance(event, llm.TextDelta):
-                    text += event.text
+                    reply.text += event.text
+                elif isinstance(event, llm.ReasoningDelta):
+                    reply.reasoning += event.text
+                    reply.signature = event.signature or reply.signature
                 elif isinstance(event, llm.ToolCallEvent) and event.name == ANSWER_INQUIRY:
-                    call = call or event
+                    reply.call = reply.call or event
         except ProviderError as exc:
             raise BackendError(exc.message) from exc
-        return text, call
+        return reply
+
+
+@dataclass
+class _Reply:
+    """One side request's answer: text, reasoning and the `answer_inquiry` call."""
+
+    text: str = ""
+    reasoning: str = ""
+    signature: str | None = None
+    call: llm.ToolCallEvent | None = None
+
+    def message(self) -> llm.AssistantMessage:
+        """The answer as an assistant message of the history (without its call)."""
+        return llm.AssistantMessage(
+            content=self.text,
+            reasoning=self.reasoning or None,
+            reasoning_signature=self.signature,
+        )
 
 
 def keeps_parent_choice(choice: llm.ToolChoice) -> bool:

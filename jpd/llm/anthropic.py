@@ -71,6 +71,7 @@ class AnthropicProvider:
     """
 
     name = "anthropic"
+    refuses_forced_tool_with_reasoning = True
 
     def __init__(
         self,
@@ -98,9 +99,9 @@ class AnthropicProvider:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one model call (see `Provider.stream`); a forced tool with reasoning on is
-        soft-forced and retried once without reasoning (protocol.md 9.2)."""
-        if forced_tool.applies(request, _reasoning_active):
-            return forced_tool.soft_forced(request, self._stream_one, _reasoning_active)
+        sent softened (protocol.md 9.2): the sender retries a miss without reasoning."""
+        if forced_tool.forces_tool(request) and _reasoning_active(request):
+            return self._stream_one(forced_tool.soften(request))
         return self._stream_one(request)
 
     async def aclose(self) -> None:

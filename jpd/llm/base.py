@@ -157,6 +157,10 @@ class Provider(Protocol):
     """A model backend. `stream` yields events and ends with exactly one `Finish`."""
 
     name: str
+    refuses_forced_tool_with_reasoning: bool
+    """Its API refuses a forced tool choice while reasoning is on: such a request is
+    sent softened and its sender retries a miss once without reasoning (protocol.md
+    9.2, `jpd.llm.forced_tool`)."""
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Run one model call, yielding events as they arrive.

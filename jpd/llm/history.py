@@ -29,9 +29,10 @@ class MessageHistory:
 
     def add(self, event: ev.Event) -> None:
         """Extend the messages with one persisted event."""
-        if isinstance(event, ev.ChatRequest):
+        if isinstance(event, ev.ChatRequest | ev.ForcedToolRetry):
+            content = event.content if isinstance(event, ev.ChatRequest) else event.message
             self._flush()
-            self._done.append(UserMessage.model_construct(content=event.content))
+            self._done.append(UserMessage.model_construct(content=content))
         elif isinstance(event, ev.ChatResponse):
             part = self._assistant()
             if event.message is not None:

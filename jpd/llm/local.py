@@ -231,6 +231,7 @@ class LocalProvider:
     """
 
     name = "local"
+    refuses_forced_tool_with_reasoning = False
 
     def __init__(
         self,

@@ -91,6 +91,7 @@ class ScriptedProvider:
     """Replays `script` responses in order, one per model call."""
 
     name = "test"
+    refuses_forced_tool_with_reasoning = False
 
     def __init__(self, script: Script, record: Path | None = None) -> None:
         self._script = script

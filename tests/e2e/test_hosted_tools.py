@@ -222,9 +222,10 @@ async def test_thinking_block_and_signature_go_back_with_the_tool_result(
 async def test_forced_tool_with_thinking_retries_once_without_reasoning(
     jpd_factory: StartJpd, home: Path, fake: FakeLLMServer
 ) -> None:
-    # RFD 068: the forced choice is softened to `auto` while thinking is on; the
-    # model ignores the directive, so the call is repeated once with thinking
-    # off and the real tool_choice, and that answer's tool call runs.
+    # protocol.md 9.2: the forced choice is softened to `auto` while thinking is on; the
+    # model ignores the directive, so the turn loop keeps that answer, records a
+    # `forced_tool_retry` and sends the request once more with thinking off and the real
+    # tool_choice, after a note; that answer's tool call runs.
     fake.push(
         stream_reply(*a_text_answer("I would rather not.")),
         stream_reply(*a_tool_answer("toolu_03", "echo", '{"text"', ': "forced"}')),
@@ -241,9 +242,7 @@ async def test_forced_tool_with_thinking_retries_once_without_reasoning(
     await daemon.initialize()
     started, events = await daemon.run_turn("go")
     assert events[-1]["event"]["stopReason"] == "end_turn"
-    [retry] = of_kind(events, "retry")
-    assert retry["reason"] == "forced tool `echo` not called; retrying without reasoning"
-    assert retry["delay"] == 0
+    assert of_kind(events, "retry") == []  # nothing streamed is voided
     [result] = results(daemon, started["turnId"])
     assert result["content"].strip() == "echo:forced"
 
@@ -252,8 +251,15 @@ async def test_forced_tool_with_thinking_retries_once_without_reasoning(
     assert "You MUST call the `echo` tool" in soft["system"][0]["text"]
     assert forced["tool_choice"] == {"type": "tool", "name": "echo"}
     assert "thinking" not in forced and "system" not in forced
+    note = "Your previous answer did not call the `echo` tool. Call it now."
+    assert plain(forced["messages"][-2]["content"]) == [
+        {"type": "text", "text": "I would rather not."}
+    ]
+    assert plain(forced["messages"][-1]["content"]) == [{"type": "text", "text": note}]
     # The tool cycle began without a signed thinking block, so it continues without.
     assert "thinking" not in after and after["tool_choice"] == {"type": "auto"}
-    # The refused first answer was voided by the retry: never persisted.
-    messages = [a["message"] for a in answers(home, started["conversationId"])]
-    assert "I would rather not." not in messages and messages[-1] == "done"
+    persisted = disk_events(home, started["conversationId"])
+    [retry] = [e for e in persisted if e["type"] == "forced_tool_retry"]
+    assert (retry["tool"], retry["message"]) == ("echo", note)
+    messages = [a["message"] for a in answers(home, started["conversationId"]) if a["message"]]
+    assert messages == ["I would rather not.", "done"]
