@@ -282,6 +282,10 @@ def format_persisted_event(event: dict[str, Any]) -> str:
     if kind == "tool_call_response":
         label = "tool error" if event.get("is_error") else "tool result"
         return f"{label} [{event.get('id')}]:\n" + _indent(event.get("content", ""))
+    if kind == "forced_tool_retry":
+        forced = f"`{event['tool']}`" if event.get("tool") else "a tool"
+        note = f"retry without reasoning ({forced} was forced but not called):\n"
+        return note + _indent(event.get("message", ""))
     if kind == "inquiry_request":
         return _format_inquiry_request(event)
     if kind == "inquiry_response":

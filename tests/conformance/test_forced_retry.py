@@ -72,6 +72,14 @@ async def test_inquiry_forces_answer_inquiry_when_the_parent_forced_another_tool
         assert [r.tool_choice for r in provider.requests] == [ANSWER]
 
 
+async def test_inquiry_on_the_embedded_model_is_forced_from_the_start() -> None:
+    """protocol.md 10.4: for the embedded `local` provider, which has no prompt cache to
+    keep, `answer_inquiry` is forced from the first side request."""
+    provider = ChoiceProvider(name="local")
+    assert await ask_assistant(provider, parent_request()) is True
+    assert [r.tool_choice for r in provider.requests] == [ANSWER]
+
+
 async def test_inquiry_without_answer_inquiry_is_forced_once() -> None:
     """protocol.md 10.4: a model that answers without calling `answer_inquiry` is asked
     once more with `tool_choice` forced to it."""
@@ -194,6 +202,14 @@ async def test_turn_obeyed_soft_force_needs_no_retry() -> None:
     ran = await run_turn(provider, ECHO_CHOICE)
     assert ran.tools == ["echo"] and ran.of(ev.ForcedToolRetry) == []
     assert [r.reasoning_effort for r in provider.requests] == ["low", "low"]
+
+
+async def test_turn_forces_only_its_first_model_call() -> None:
+    """protocol.md 9.2: `assistant.tool_choice` applies to the first model call of a
+    turn; later calls use `auto`."""
+    provider = ChoiceProvider()
+    await run_turn(provider, ECHO_CHOICE, reasoning="off")
+    assert [r.tool_choice for r in provider.requests] == [ECHO_CHOICE, ToolChoiceAuto()]
 
 
 async def test_turn_retry_with_tool_choice_any() -> None:

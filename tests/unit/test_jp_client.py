@@ -724,3 +724,16 @@ def test_every_command_help_carries_examples() -> None:
         return missing
 
     assert walk(build_parser()) == []
+
+
+def test_conversation_show_renders_a_forced_tool_retry() -> None:
+    from jpcli.render import format_persisted_event
+
+    text = format_persisted_event(
+        {"type": "forced_tool_retry", "tool": "echo", "message": "Call it now."}
+    )
+    assert text.splitlines()[0] == "retry without reasoning (`echo` was forced but not called):"
+    assert "Call it now." in text
+    assert "a tool was forced" in format_persisted_event(
+        {"type": "forced_tool_retry", "message": "Call it now."}
+    )
