@@ -101,6 +101,9 @@ class TurnRenderer:
         elif kind == "retry":
             reason = one_line(str(event.get("reason", "")), 120)
             self.note(f"jp: retrying in {event.get('delay', '?')}s ({reason})")
+        elif kind == "forced_tool_retry":
+            forced = f"`{event['tool']}`" if event.get("tool") else "a tool"
+            self.note(f"jp: {forced} was forced but not called; asking again without reasoning")
 
     def text(self, text: str) -> None:
         """Answer text, flushed at once."""

@@ -27,6 +27,7 @@ from jpd.llm import base as llm
 from jpd.llm import forced_tool
 from jpd.llm.errors import ProviderError
 from jpd.protocol.turn_events import (
+    ForcedToolRetried,
     RetryScheduled,
     StopReason,
     ToolCallStarted,
@@ -231,7 +232,9 @@ class Turn:
         in the conversation, a note follows it, and reasoning is off for this one call."""
         self._flush_partial()
         tool = tool_choice.name if isinstance(tool_choice, llm.ToolChoiceTool) else None
-        self._record(ev.ForcedToolRetry(tool=tool, message=forced_tool.retry_note(tool)))
+        note = forced_tool.retry_note(tool)
+        self._record(ev.ForcedToolRetry(tool=tool, message=note))
+        self._publish(ForcedToolRetried(tool=tool, message=note))
         return await self._call_model(tool_choice, reasoning=False)
 
     async def _call_model(

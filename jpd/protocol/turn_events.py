@@ -71,6 +71,15 @@ class RetryScheduled(WireModel):
     reason: str
 
 
+class ForcedToolRetried(WireModel):
+    """A forced tool was not called; the model is asked once more without reasoning
+    (protocol.md 9.2). What streamed before stays: it is part of the conversation."""
+
+    kind: Literal["forced_tool_retry"] = "forced_tool_retry"
+    tool: str | None = None
+    message: str
+
+
 class TurnCompleted(WireModel):
     kind: Literal["turn_completed"] = "turn_completed"
     stop_reason: StopReason
@@ -86,6 +95,7 @@ TurnEvent = Annotated[
     | ToolProgress
     | UsageReported
     | RetryScheduled
+    | ForcedToolRetried
     | TurnCompleted,
     Field(discriminator="kind"),
 ]

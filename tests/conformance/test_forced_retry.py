@@ -35,6 +35,7 @@ from jpd.llm.base import (
     UserMessage,
 )
 from jpd.llm.history import MessageHistory
+from jpd.protocol.turn_events import ForcedToolRetried
 from jpd.tools.base import ToolResultData
 from tests.fixtures.choice_provider import (
     ECHO,
@@ -182,7 +183,10 @@ async def test_turn_retries_a_missed_soft_forced_tool_once_without_reasoning() -
     assert recorded.tool == "echo" and recorded.message == retry.messages[-1].content
     said = [e.message for e in ran.of(ev.ChatResponse) if e.message]
     assert said[0] == "I would rather talk."
-    assert not [e for e in ran.published if getattr(e, "kind", "") == "retry"]
+    # Clients are told, and nothing streamed is voided (no `retry`).
+    kinds = [e.kind for e in ran.published]
+    assert "retry" not in kinds
+    assert ForcedToolRetried(tool="echo", message=recorded.message) in ran.published
 
 
 async def test_turn_retries_at_most_once() -> None:

@@ -243,6 +243,8 @@ async def test_forced_tool_with_thinking_retries_once_without_reasoning(
     started, events = await daemon.run_turn("go")
     assert events[-1]["event"]["stopReason"] == "end_turn"
     assert of_kind(events, "retry") == []  # nothing streamed is voided
+    [told] = of_kind(events, "forced_tool_retry")
+    assert told["tool"] == "echo" and "Call it now." in told["message"]
     [result] = results(daemon, started["turnId"])
     assert result["content"].strip() == "echo:forced"
 

@@ -737,3 +737,12 @@ def test_conversation_show_renders_a_forced_tool_retry() -> None:
     assert "a tool was forced" in format_persisted_event(
         {"type": "forced_tool_retry", "message": "Call it now."}
     )
+
+
+def test_jp_notes_a_forced_tool_retry_and_keeps_the_streamed_text() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    renderer = TurnRenderer(out, err, out_tty=False, err_tty=False)
+    renderer.handle({"kind": "text_delta", "text": "I would rather not."})
+    renderer.handle({"kind": "forced_tool_retry", "tool": "echo", "message": "Call it now."})
+    assert out.getvalue() == "I would rather not."
+    assert "`echo` was forced but not called; asking again without reasoning" in err.getvalue()
