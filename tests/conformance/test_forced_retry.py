@@ -20,6 +20,7 @@ from jpd.core.transcript import Transcript
 from jpd.core.turn import Turn, TurnSpec
 from jpd.inquiry.answer_tool import ANSWER_INQUIRY_TOOL
 from jpd.inquiry.router import BackendError
+from jpd.llm import anthropic_request
 from jpd.llm.anthropic import AnthropicProvider
 from jpd.llm.base import (
     AssistantMessage,
@@ -32,6 +33,7 @@ from jpd.llm.base import (
     ToolChoiceNone,
     ToolChoiceTool,
     ToolDefinition,
+    ToolResultMessage,
     UserMessage,
 )
 from jpd.llm.history import MessageHistory
@@ -316,6 +318,27 @@ async def test_anthropic_sends_a_forced_tool_without_reasoning_as_is(
     assert "IMPORTANT" not in body["system"][0]["text"] and "thinking" not in body
 
 
+def test_anthropic_continues_a_tool_cycle_begun_by_the_retry_without_thinking() -> None:
+    """protocol.md 9.2: a tool cycle begun by an assistant message without a signed
+    reasoning block (the retry's) continues with reasoning off on `anthropic`, though
+    the conversation holds the first answer's signed reasoning before it."""
+    request = ModelRequest(
+        model="m",
+        messages=(
+            UserMessage(content="go"),
+            AssistantMessage(content="No.", reasoning="Hm.", reasoning_signature="sig"),
+            UserMessage(content="Your previous answer did not call the `echo` tool. Call it now."),
+            AssistantMessage(tool_calls=(ToolCallPart(id="c", name="echo", arguments={}),)),
+            ToolResultMessage(tool_call_id="c", content="r"),
+        ),
+        reasoning_effort="medium",
+    )
+    assert anthropic_request.thinking_budget(request) is None
+    assert "thinking" not in anthropic_request.build_body(request)
+    signed = request.model_copy(update={"messages": request.messages[:2]})
+    assert anthropic_request.thinking_budget(signed) is not None
+
+
 # --- the inquiry backend (protocol.md 9.2, 10.4) ----------------------------------------
 
 
@@ -337,7 +360,7 @@ async def test_inquiry_retries_a_missed_soft_forced_answer_inquiry_once() -> Non
 
 
 async def test_inquiry_soft_force_retry_happens_at_most_once() -> None:
-    """protocol.md 9.2, 10.4: a retry that misses too ends the inquiry with
+    """protocol.md 9.2: (with 10.4) a retry that misses too ends the inquiry with
     `backend_error`; no further request is sent."""
     provider = ChoiceProvider(soft(), soft(), text("no"), refuses_forced_tool_with_reasoning=True)
     with pytest.raises(BackendError, match="did not call answer_inquiry"):

@@ -175,21 +175,6 @@ def test_anthropic_unsigned_reasoning_is_dropped() -> None:
     assert [b["type"] for b in body["messages"][1]["content"]] == ["text"]
 
 
-def test_anthropic_thinking_off_in_a_tool_cycle_started_without_it() -> None:
-    # E.g. after the RFD 068 retry: the tool call was made with reasoning off.
-    request = ModelRequest(
-        model="m",
-        messages=(
-            UserMessage(content="q"),
-            AssistantMessage(tool_calls=(ToolCallPart(id="c", name="t", arguments={}),)),
-            ToolResultMessage(tool_call_id="c", content="r"),
-        ),
-        reasoning_effort="medium",
-    )
-    assert anthropic_request.thinking_budget(request) is None
-    assert "thinking" not in anthropic_request.build_body(request)
-
-
 @pytest.mark.parametrize(
     ("choice", "wire"),
     [
