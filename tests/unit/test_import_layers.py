@@ -17,10 +17,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
-pytestmark = pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter not installed")
-
 
 def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
+    # import-linter is a test dependency (pyproject.toml, `test` extra): without it the
+    # layers would go unchecked, so its absence fails rather than skips.
+    assert LINT_IMPORTS.exists(), f"{LINT_IMPORTS} is missing: install the test extra"
     # The copy goes first on the path so grimp reads it, not the installed sources.
     env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{tree / 'clients'}"}
     return subprocess.run(
