@@ -260,8 +260,10 @@ def _format_inquiry_response(event: dict[str, Any]) -> str:
         detail = f"answered {_json(event.get('answer'))}"
     elif outcome == "cancelled":
         detail = f"cancelled ({event.get('reason', '?')})"
-    else:
-        detail = str(outcome)
+    elif outcome == "redacted":
+        detail = "redacted"
+    else:  # written by a newer daemon (protocol.md 12.2): shown, never guessed at
+        detail = f"unknown outcome {_json(outcome)}"
     return f"  inquiry {event.get('id')}: {detail}"
 
 

@@ -3,7 +3,7 @@
 The `type` field discriminates; shapes follow protocol.md section 12. The question of
 an `inquiry_request` is the one question model (`jpd.protocol.question`), stored by
 field name (snake_case). Unknown cancellation reasons are kept verbatim so newer logs
-still load.
+still load, and so are outcomes (`UnknownOutcome`, read-only).
 """
 
 from __future__ import annotations
@@ -12,7 +12,15 @@ import functools
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    model_validator,
+)
 
 from jpd.protocol.question import Question
 from jpd.protocol.usage import TokenUsage
@@ -166,7 +174,30 @@ class Redacted(_InquiryOutcome):
     outcome: Literal["redacted"] = "redacted"
 
 
-InquiryOutcome = Annotated[Answered | Cancelled | Redacted, Field(discriminator="outcome")]
+class UnknownOutcome(_InquiryOutcome):
+    """An outcome this version does not know (a newer daemon wrote it), read as it is:
+    all its fields are kept, it is shown as unknown, and it still closes its request, so
+    nothing is invented for it (protocol.md 12.2). This version never writes one."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+    outcome: str
+
+
+KNOWN_OUTCOMES = frozenset({"answered", "cancelled", "redacted"})
+
+
+def _outcome_tag(value: Any) -> str:
+    outcome = value.get("outcome") if isinstance(value, dict) else getattr(value, "outcome", None)
+    return outcome if outcome in KNOWN_OUTCOMES else "unknown"
+
+
+InquiryOutcome = Annotated[
+    Annotated[Answered, Tag("answered")]
+    | Annotated[Cancelled, Tag("cancelled")]
+    | Annotated[Redacted, Tag("redacted")]
+    | Annotated[UnknownOutcome, Tag("unknown")],
+    Discriminator(_outcome_tag),
+]
 
 
 class InquiryResponse(_Event):
@@ -180,7 +211,11 @@ class InquiryResponse(_Event):
         # Legacy records `{id, answer}` have no outcome and read as answered.
         if isinstance(data, dict) and "response" not in data:
             data = dict(data)
-            flat = {k: data.pop(k) for k in ("id", "outcome", "answer", "reason") if k in data}
+            if data.get("outcome", "answered") in KNOWN_OUTCOMES:
+                keys: Any = ("id", "outcome", "answer", "reason")
+            else:  # an unknown outcome keeps every field it came with
+                keys = [k for k in data if k not in ("type", "timestamp")]
+            flat = {k: data.pop(k) for k in keys if k in data}
             flat.setdefault("outcome", "answered")
             data["response"] = flat
         return data

@@ -33,7 +33,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
-from jpd.conversation.events import ChatRequest, Event, TurnStart, dump_event, now
+from jpd.conversation.events import (
+    ChatRequest,
+    Event,
+    InquiryResponse,
+    TurnStart,
+    UnknownOutcome,
+    dump_event,
+    now,
+)
 from jpd.conversation.gc_pause import gc_paused
 from jpd.conversation.logfile import (
     ends_with_newline,
@@ -154,6 +162,11 @@ class ConversationStore:
         Raises `ConversationNotFound` if the conversation was never created.
         """
         cid = validate_id(conversation_id)
+        if isinstance(event, InquiryResponse) and isinstance(event.response, UnknownOutcome):
+            # Read-only: only a newer daemon writes outcomes this one does not know.
+            raise ValueError(
+                f"refusing to write unknown inquiry outcome {event.response.outcome!r}"
+            )
         data = (dump_event(event) + "\n").encode()
         with self._locked(cid) as state:
             if state.fh is None:
