@@ -14,7 +14,7 @@ from pygls.exceptions import JsonRpcException
 from tests.e2e.conftest import StartJpd
 from tests.e2e.harness import Jpd
 from tests.e2e.test_turns import disk_events
-from tests.e2e.tools import make_tool, tool_toml
+from tests.e2e.tools import SHIP_IT, make_tool, tool_toml
 from tests.e2e.tools import tool_call as call
 
 
@@ -358,3 +358,48 @@ async def test_tool_list_and_tool_call(jpd_factory: StartJpd, home: Path) -> Non
     assert described["content"].startswith("## echo")
     bad = await daemon.request("tool/call", {"name": "missing", "arguments": {}})
     assert bad["isError"]
+
+
+async def test_tool_call_in_a_conversation_with_a_running_turn_is_busy(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    """protocol.md 5.15: `tool/call` with the `conversationId` of a conversation whose turn
+    is running is refused with -32005 (its records would land inside the turn's); once the
+    turn has ended the same call runs and is recorded."""
+    command = make_tool(home, "asker", SHIP_IT)
+    daemon = await jpd_factory(
+        responses=[call("asker"), {"text": "done"}],
+        config=tool_toml("asker", command, run='"unattended"'),
+    )
+    await daemon.initialize(capabilities={"prompt": {"answerTypes": ["boolean"]}})
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(params: dict[str, Any]) -> Any:
+        asked.set()
+        await release.wait()
+        return {"answer": True}
+
+    daemon.on_prompt = slow
+    started = await daemon.request("turn/start", {"message": "go"})
+    conversation = started["conversationId"]
+    await asyncio.wait_for(asked.wait(), 60)
+
+    with pytest.raises(JsonRpcException) as refused:
+        await daemon.request(
+            "tool/call", {"name": "describe_tools", "conversationId": conversation}
+        )
+    assert refused.value.code == -32005
+
+    release.set()
+    await daemon.wait_event(started["turnId"], "turn_completed")
+    ran = await daemon.request(
+        "tool/call",
+        {
+            "name": "describe_tools",
+            "arguments": {"tools": ["asker"]},
+            "conversationId": conversation,
+        },
+    )
+    assert not ran["isError"]
+    kinds = [e["type"] for e in disk_events(home, conversation)]
+    assert kinds[-3:] == ["turn_end", "tool_call_request", "tool_call_response"]
