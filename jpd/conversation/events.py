@@ -3,14 +3,15 @@
 The `type` field discriminates; shapes follow protocol.md section 12. The question of
 an `inquiry_request` is the one question model (`jpd.protocol.question`), stored by
 field name (snake_case). Unknown cancellation reasons are kept verbatim so newer logs
-still load, and so are outcomes (`UnknownOutcome`, read-only).
+still load, and so are inquiry outcomes (`UnknownOutcome`), stop reasons and sampling
+outcomes: read-only (`unknown_value`).
 """
 
 from __future__ import annotations
 
 import functools
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -231,6 +232,10 @@ class InquiryResponse(_Event):
         return out
 
 
+SamplingOutcome = Literal["completed", "refused", "failed"]
+TurnStopReason = Literal["end_turn", "max_tokens", "cancelled", "error", "interrupted"]
+
+
 class SamplingMessage(BaseModel):
     model_config = ConfigDict(defer_build=True)
     role: Literal["user", "assistant"]
@@ -247,7 +252,8 @@ class Sampling(_Event):
     server: str
     system: str | None = None
     messages: list[SamplingMessage]
-    outcome: Literal["completed", "refused", "failed"]
+    outcome: SamplingOutcome | str
+    """One of `SamplingOutcome`; another value (a newer daemon's) is read, never written."""
     text: str | None = None
     """The model's answer (`completed`), or why not (`failed`)."""
 
@@ -268,8 +274,9 @@ class TurnEnd(_Event):
 
     type: Literal["turn_end"] = "turn_end"
     turn_id: str
-    stop_reason: Literal["end_turn", "max_tokens", "cancelled", "error", "interrupted"]
-    """`interrupted`: the daemon stopped during the turn (written by recovery)."""
+    stop_reason: TurnStopReason | str
+    """One of `TurnStopReason` (`interrupted`: the daemon stopped during the turn, written
+    by recovery); another value (a newer daemon's) is read, never written."""
     error: str | None = None
 
 
@@ -316,3 +323,17 @@ def event_to_json(event: Event) -> dict[str, Any]:
 
     result: dict[str, Any] = json.loads(dump_event(event))
     return result
+
+
+def unknown_value(event: Event) -> str | None:
+    """The value of `event` this version does not know, named (None: all are known).
+
+    Such values come from a newer daemon's log: they are read and kept as they are,
+    never written by this version (protocol.md 12.2, 12.3)."""
+    if isinstance(event, InquiryResponse) and isinstance(event.response, UnknownOutcome):
+        return f"inquiry outcome {event.response.outcome!r}"
+    if isinstance(event, TurnEnd) and event.stop_reason not in get_args(TurnStopReason):
+        return f"stop reason {event.stop_reason!r}"
+    if isinstance(event, Sampling) and event.outcome not in get_args(SamplingOutcome):
+        return f"sampling outcome {event.outcome!r}"
+    return None

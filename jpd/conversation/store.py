@@ -36,11 +36,10 @@ from types import TracebackType
 from jpd.conversation.events import (
     ChatRequest,
     Event,
-    InquiryResponse,
     TurnStart,
-    UnknownOutcome,
     dump_event,
     now,
+    unknown_value,
 )
 from jpd.conversation.gc_pause import gc_paused
 from jpd.conversation.logfile import (
@@ -162,11 +161,9 @@ class ConversationStore:
         Raises `ConversationNotFound` if the conversation was never created.
         """
         cid = validate_id(conversation_id)
-        if isinstance(event, InquiryResponse) and isinstance(event.response, UnknownOutcome):
-            # Read-only: only a newer daemon writes outcomes this one does not know.
-            raise ValueError(
-                f"refusing to write unknown inquiry outcome {event.response.outcome!r}"
-            )
+        unknown = unknown_value(event)
+        if unknown is not None:  # read-only: only a newer daemon writes what this one cannot
+            raise ValueError(f"refusing to write unknown {unknown}")
         data = (dump_event(event) + "\n").encode()
         with self._locked(cid) as state:
             if state.fh is None:

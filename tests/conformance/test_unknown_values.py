@@ -127,3 +127,30 @@ def test_every_outcome_and_reason_this_version_writes_is_known() -> None:
     for outcome in written:
         line = ev.dump_event(ev.InquiryResponse(response=outcome))
         assert not isinstance(ev.parse_event(line).response, ev.UnknownOutcome)  # type: ignore[union-attr]
+
+
+TURN_END_FROM_THE_FUTURE = (
+    '{"timestamp":"2026-11-22T02:41:11.123456Z","type":"turn_end","turn_id":"t1",'
+    '"stop_reason":"paused_for_review"}'
+)
+SAMPLING_FROM_THE_FUTURE = (
+    '{"timestamp":"2026-11-22T02:41:10.123456Z","type":"sampling","id":"call_1.sampling.1",'
+    '"server":"fx","messages":[],"outcome":"deferred"}'
+)
+
+
+@pytest.mark.parametrize("line", [TURN_END_FROM_THE_FUTURE, SAMPLING_FROM_THE_FUTURE])
+def test_an_unknown_stop_reason_or_sampling_outcome_is_read_kept_and_never_written(
+    tmp_path: Path, line: str
+) -> None:
+    """protocol.md 12.2: a `turn_end` stop reason or a `sampling` outcome this version does
+    not know is read and returned as stored, and this version never writes one."""
+    start = '{"timestamp":"2026-11-22T02:41:08Z","type":"turn_start","turn_id":"t1"}'
+    store = stored(tmp_path, [start, line])
+
+    event = store.load(CID)[-1]
+
+    assert ev.dump_event(event) == line
+    assert json.loads(line) in json.loads(store.load_encoded(CID))
+    with pytest.raises(ValueError, match="refusing to write unknown"):
+        store.append(CID, event)
