@@ -8,6 +8,7 @@ Exit codes: on stdio, 0 after `shutdown` + `exit` (or `daemon/stop`), else 1. Wi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gc
 import logging
@@ -15,6 +16,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NoReturn
 
 import platformdirs
 
@@ -124,6 +126,11 @@ def _main(argv: list[str] | None) -> int:
     from jpd.settings import Settings
 
     settings = dataclasses.replace(Settings.from_env(), log_file=log_file)
+    # Third-party pydantic plugins (found through package metadata: scanning it costs
+    # every start-up tens of milliseconds) would see every value the daemon validates,
+    # secrets included: the daemon runs without them. Set after `settings` copied the
+    # environment, so the turns' and tools' environments do not inherit it.
+    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
     server = create_server(settings)
     gc.freeze()
     gc.enable()
@@ -145,5 +152,20 @@ def _main(argv: list[str] | None) -> int:
         return 1
 
 
+def run() -> NoReturn:
+    """The `jpd` command: `main`, then exit without the interpreter's teardown.
+
+    By then the store is closed and synced and the connection flushed; unloading the
+    hundreds of modules a daemon holds would only keep its client (`jp --stdio`
+    waits for the process to end) waiting.
+    """
+    code = main()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

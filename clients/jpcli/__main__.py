@@ -103,18 +103,15 @@ Only the standard library is imported on the start-up path, so `jp` starts fast.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import gc
 import os
 import sys
 
-from jpcli.inputs import isatty, private_daemon, query_inputs
-from jpcli.parser import build_parser
-
 # `typing` costs several milliseconds at start-up and is needed only by the type checker.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    import subprocess
     from typing import Any
 
 EXIT_OK = 0
@@ -124,8 +121,14 @@ EXIT_NOT_RUNNING = 3
 EXIT_CANCELLED = 130
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run `jp` with `argv` (default: `sys.argv[1:]`); returns the exit code."""
+def main(argv: list[str] | None = None, early: subprocess.Popen[bytes] | None = None) -> int:
+    """Run `jp` with `argv` (default: `sys.argv[1:]`); returns the exit code.
+
+    `early` is a private daemon already spawned for this command (`jpcli.spawn`)."""
+    # Imported here, not at the top: `run` spawns an early daemon before any of this.
+    from jpcli.inputs import isatty, query_inputs
+    from jpcli.parser import build_parser
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -162,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_OK
     except SystemExit as exc:  # argparse: --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    return _run(args, inputs)
+    return _run(args, inputs, early)
 
 
 def _asks(args: argparse.Namespace) -> bool:
@@ -182,10 +185,15 @@ def _asks(args: argparse.Namespace) -> bool:
     return tty_available()
 
 
-def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:
+def _run(
+    args: argparse.Namespace, inputs: dict[str, Any], early: subprocess.Popen[bytes] | None
+) -> int:
     # Everything below is imported only once the arguments are known to be good.
+    import contextlib
+
     from jpcli.daemon import DaemonError, NotRunning, SocketDaemon
     from jpcli.dispatch import dispatch
+    from jpcli.inputs import isatty, private_daemon
     from jpcli.rpc import ConnectionClosed, RpcError
 
     err = sys.stderr
@@ -202,7 +210,10 @@ def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:
         from jpcli.stdio_daemon import StdioDaemon
 
         daemon = StdioDaemon(
-            workspace_root=os.getcwd(), capabilities=capabilities, on_connect=on_connect
+            workspace_root=os.getcwd(),
+            capabilities=capabilities,
+            on_connect=on_connect,
+            process=early,
         )
     else:
         from jpcli.terminal import Spinner
@@ -252,7 +263,14 @@ def _run(args: argparse.Namespace, inputs: dict[str, Any]) -> int:
 
 def run() -> None:
     """The `jp` command: `main` on this process's arguments, then exit with its code."""
-    code = main()
+    from jpcli.spawn import discard, launch_early
+
+    early = launch_early(sys.argv[1:])
+    try:
+        code = main(early=early)
+    finally:
+        if early is not None and early.poll() is None:
+            discard(early)  # not adopted (a usage error, say): the command never used it
     # Nothing `jp` allocated needs collecting at exit: frozen, it is skipped by the
     # interpreter's final collections (a few milliseconds off every command).
     gc.freeze()

@@ -13,12 +13,12 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jpcli import __version__, paths
 from jpcli.rpc import Connection, ConnectionClosed, RpcError
+from jpcli.spawn import log_path, open_daemon_log
 
 if TYPE_CHECKING:
     import socket  # imported where used: `jp --stdio` spawns its daemon without it
@@ -30,20 +30,6 @@ _POLL = 0.02
 _MAX_SPAWNS = 3
 # Paths the daemon reads from its environment; it runs from `/`, so they must be absolute.
 _PATH_VARIABLES = ("JP_CONFIG", "JP_DATA_DIR", "JP_LOG_DIR", "JP_SOCKET")
-
-
-def open_daemon_log(log_file: Path, command: Sequence[str]) -> int:
-    """Open the daemon's log for appending (a header line names the command), as an fd
-    for a child's stdout/stderr; `subprocess.DEVNULL` when it cannot be opened."""
-    try:
-        log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    except OSError:
-        return subprocess.DEVNULL  # logging is best effort; never fail a query over it
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-    with contextlib.suppress(OSError):
-        os.write(fd, f"--- {stamp} jp {__version__}: {shlex.join(command)}\n".encode())
-    return fd
 
 
 def client_environment() -> dict[str, Any]:
@@ -62,20 +48,6 @@ class DaemonError(Exception):
 
 class NotRunning(DaemonError):
     """No daemon answers on the socket (and `jp` was told not to start one)."""
-
-
-def daemon_command(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The command of a private stdio daemon: `$JPD_COMMAND` (shell-split) or `python -m jpd`."""
-    env = os.environ if environ is None else environ
-    override = env.get("JPD_COMMAND", "").strip()
-    if override:
-        return shlex.split(override)
-    return [sys.executable, "-m", "jpd"]
-
-
-def log_path(environ: Mapping[str, str] | None = None) -> Path:
-    """The daemon log: `$JP_LOG_DIR/jpd.log`, else `jpd.log` in the user log dir."""
-    return Path(paths.log_file(os.environ if environ is None else environ))
 
 
 def initialize(

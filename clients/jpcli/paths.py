@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Mapping
 
 APP = "jp"
@@ -72,6 +71,8 @@ def runtime_dir(env: Mapping[str, str]) -> str:
     default = f"/run/user/{os.geteuid()}"
     if not _dir_problem(default, missing_ok=False):
         return os.path.join(default, APP)
+    import tempfile  # rarely needed: not worth its import on every run
+
     return os.path.join(tempfile.gettempdir(), f"runtime-{os.geteuid()}", APP)
 
 

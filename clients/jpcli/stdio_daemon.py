@@ -16,14 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jpcli.daemon import (
-    DaemonError,
-    daemon_command,
-    initialize,
-    log_path,
-    open_daemon_log,
-)
+from jpcli.daemon import DaemonError, initialize
 from jpcli.rpc import Connection, ConnectionClosed, RpcError
+from jpcli.spawn import daemon_command, log_path, spawn_daemon
 
 
 class StdioDaemon:
@@ -41,15 +36,17 @@ class StdioDaemon:
         log_file: Path | None = None,
         capabilities: Mapping[str, Any] | None = None,
         on_connect: Callable[[Connection], None] | None = None,
+        process: subprocess.Popen[bytes] | None = None,
     ) -> None:
         self.command = list(command) if command is not None else daemon_command()
         self.workspace_root = workspace_root if workspace_root is not None else os.getcwd()
-        self.log_file = log_file if log_file is not None else log_path()
+        self.log_file = log_file if log_file is not None else Path(log_path())
         self.capabilities = dict(capabilities or {})
         self.on_connect = on_connect
         """Called with the connection before `initialize` (to register request handlers)."""
         self.server_info: dict[str, Any] = {}
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process = process
+        """Running already when `jp` spawned it early (`jpcli.spawn.launch_early`)."""
         self._connection: Connection | None = None
 
     @property
@@ -73,24 +70,10 @@ class StdioDaemon:
         """
         if self._process is not None:
             return
-        stderr = self._open_log()
         try:
-            # A new session keeps the terminal's Ctrl-C away from the daemon: `jp`
-            # turns Ctrl-C into `turn/cancel` and then shuts the daemon down itself.
-            self._process = subprocess.Popen(
-                self.command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                cwd=self.workspace_root,
-                start_new_session=True,
-            )
+            self._process = spawn_daemon(self.command, self.workspace_root, self.log_file)
         except OSError as exc:
             raise DaemonError(f"cannot start daemon {shlex.join(self.command)}: {exc}") from None
-        finally:
-            if stderr is not subprocess.DEVNULL:
-                with contextlib.suppress(OSError):
-                    os.close(stderr)
 
     def start(self) -> Connection:
         """Spawn the daemon (unless `launch` did) and run the `initialize` handshake.
@@ -162,9 +145,6 @@ class StdioDaemon:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-    def _open_log(self) -> int:
-        return open_daemon_log(self.log_file, self.command)
 
 
 def wait_exit(process: subprocess.Popen[bytes], timeout: float) -> bool:

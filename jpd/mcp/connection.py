@@ -29,6 +29,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from jpd import __version__
 from jpd.config.mcp import McpServerConfig
 from jpd.mcp import elicit
 from jpd.mcp.content import render_result
@@ -44,7 +45,7 @@ PING_TIMEOUT = 5.0
 STDERR_TAIL = 2000
 """Characters of a server's stderr quoted in an error."""
 
-CLIENT_INFO = types.Implementation(name="jpd", version="0.1.0")
+CLIENT_INFO = types.Implementation(name="jpd", version=__version__)
 
 
 def _flatten(exc: BaseException) -> BaseException:

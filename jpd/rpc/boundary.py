@@ -21,7 +21,6 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
-from lsprotocol.converters import get_converter
 from lsprotocol.types import CancelNotification
 from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
@@ -46,6 +45,7 @@ from jpd.protocol.method_table import (
 )
 from jpd.protocol.turn_events import TurnLaggedParams
 from jpd.rpc import errors
+from jpd.rpc.converter import message_converter
 from jpd.rpc.framing import Malformed, Receive, encode_frame, read_frames
 from jpd.rpc.inbound import Refused, read_message
 from jpd.rpc.methods import HANDLERS, Handler, Incoming
@@ -196,7 +196,7 @@ async def serve_connection(
             session.close(1)
 
     outbox = Outbox(limits.send_queue, lagged_frame, stuck)
-    server = _Server(_JpdProtocol, get_converter)
+    server = _Server(_JpdProtocol, message_converter)
     protocol = server.protocol
     assert isinstance(protocol, _JpdProtocol)
 

@@ -6,14 +6,13 @@ lives in the daemon core. Names and models come from `jpd.protocol.method_table`
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from collections.abc import Awaitable, Callable
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from jpd import __version__
 from jpd.core.daemon import Daemon
 from jpd.llm.registry import KNOWN
 from jpd.protocol import client_requests as wire
@@ -27,15 +26,6 @@ from jpd.rpc.session import Session
 
 Handler = Callable[[Daemon, Session, Any], Awaitable[WireModel | EncodedResult | None]]
 Incoming = mt.ClientRequest[Any, Any] | mt.ClientNotification[Any]
-
-
-@functools.cache
-def _version() -> str:
-    """The installed package version, read once (fixed for the daemon's life)."""
-    try:
-        return version("jpd")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 async def initialize(daemon: Daemon, session: Session, p: wire.InitializeParams) -> WireModel:
@@ -55,7 +45,7 @@ async def initialize(daemon: Daemon, session: Session, p: wire.InitializeParams)
     session.initialized = True
     daemon.client_ready(session)
     return wire.InitializeResult(
-        server_info=wire.ServerInfo(version=_version()),
+        server_info=wire.ServerInfo(version=__version__),
         capabilities=wire.ServerCapabilities(methods=_METHOD_NAMES, providers=list(KNOWN)),
     )
 
@@ -242,7 +232,7 @@ async def daemon_status(daemon: Daemon, session: Session, p: wire.NoParams) -> W
     assert host is not None  # the boundary always sets one
     return wire.DaemonStatusResult(
         pid=os.getpid(),
-        version=_version(),
+        version=__version__,
         uptime=round(host.uptime(), 3),
         socket_path=str(host.socket_path) if host.socket_path is not None else None,
         clients=host.client_count(),

@@ -20,7 +20,6 @@ from typing import IO, Any, cast
 import pytest
 from jpcli import rpc
 from jpcli.__main__ import main
-from jpcli.daemon import daemon_command
 from jpcli.overrides import parse_config_overrides, parse_value, split_key
 from jpcli.render import DIM, TurnRenderer, format_tool_call
 from jpcli.rpc import (
@@ -32,6 +31,7 @@ from jpcli.rpc import (
     read_message,
     write_message,
 )
+from jpcli.spawn import daemon_command
 from jpcli.stdio_daemon import wait_exit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -374,7 +374,7 @@ def test_wait_exit_reaps_an_ended_child_and_gives_up_on_a_running_one() -> None:
 def test_startup_path_imports_only_the_standard_library() -> None:
     code = (
         "import sys\n"
-        "import jpcli.__main__ as m\n"
+        "import jpcli.__main__\nimport jpcli.parser as m\n"
         "m.build_parser().parse_args(['query', '-c', 'a=1', '-m', 'x/y', 'hi'])\n"
         "m.build_parser().parse_args(['conversation', 'ls'])\n"
         "m.build_parser().parse_args(['acp'])\n"
@@ -397,6 +397,18 @@ def test_help_and_version_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert "query" in capsys.readouterr().out
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.startswith("jp ")
+
+
+def test_one_version_everywhere() -> None:
+    """`jp` may not import `jpd`, so it carries a copy of the version: the same one the
+    daemon reports and the installed distribution has."""
+    import importlib.metadata
+
+    import jpcli
+
+    import jpd
+
+    assert jpcli.__version__ == jpd.__version__ == importlib.metadata.version("jpd")
 
 
 # --- commands against the fake daemon -----------------------------------------------
@@ -713,7 +725,7 @@ def test_query_system_prompt_is_a_config_override(
 def test_every_command_help_carries_examples() -> None:
     import argparse
 
-    from jpcli.__main__ import build_parser
+    from jpcli.parser import build_parser
 
     def walk(parser: argparse.ArgumentParser) -> list[str]:
         missing = [] if (parser.epilog or "").startswith("examples:") else [parser.prog]

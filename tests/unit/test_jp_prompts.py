@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from jpcli.__main__ import _asks, build_parser, main
+from jpcli.__main__ import _asks, main
 from jpcli.follow import Follow, Follower, Interrupts
 from jpcli.inquiries import inquiry_answer, inquiry_row
+from jpcli.parser import build_parser
 from jpcli.prompter import CAPABILITIES, NOT_MINE, TerminalPrompter
 from jpcli.prompts import BadPrompt, PromptIO, Prompts, parse_boolean, parse_select
 from jpcli.render import TurnRenderer
