@@ -3,7 +3,7 @@ measured in the same run, as ratios (medians of interleaved rounds).
 
 Run from the repository root (about 3 minutes on 2 cores; `--quick` for fewer rounds):
 
-    python -m bench [--quick] [--only start,requests,tokens,fanout,history,inquiry]
+    python -m bench [--quick] [--only start,requests,tokens,fanout,history]
 
 It starts its own fake Anthropic server (2,000 tokens, one SSE event each), private
 daemons on stdio and on temporary Unix sockets, and temporary data directories.
@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import fig_history, fig_inquiry, fig_start, fig_stream  # noqa: E402
+from bench import fig_history, fig_start, fig_stream  # noqa: E402
 from bench.report import Row, print_table  # noqa: E402
 
-PARTS = ("start", "requests", "tokens", "fanout", "history", "inquiry")
+PARTS = ("start", "requests", "tokens", "fanout", "history")
 
 
 def main() -> None:
@@ -34,6 +34,8 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts")
     args = parser.parse_args()
     parts = set(args.only.split(","))
+    if parts - set(PARTS):
+        parser.error(f"--only: unknown part(s) {', '.join(sorted(parts - set(PARTS)))}")
     quick = args.quick
     base = {k: v for k, v in os.environ.items() if not k.startswith(("JP_", "JPD_"))}
     # Time the product as installed, with its bytecode, like the floor's packages: with
@@ -73,8 +75,6 @@ def main() -> None:
             sub = home / "history"
             sub.mkdir()
             rows += fig_history.history(sub, base, 2 if quick else 3, 3 if quick else 6)
-        if "inquiry" in parts:
-            rows += fig_inquiry.inquiry_requests()
     print_table(rows)
 
 

@@ -1,23 +1,21 @@
 """The LLM inquiry backend (protocol.md 10.4): the model answers a tool's question in
-a side request that reuses the parent request's prefix, so the provider's prompt
-cache is hit and only the question message is new.
+a side request built on the parent request.
 
-The side request is the parent turn's last request (same system prompt, tools and
-earlier messages), plus the assistant message with this response's tool calls, a
-"paused" result for each of them, and the question. The model answers through the
-`answer_inquiry` tool. The parent's `tool_choice` is kept (changing it would void the
-cached message blocks on Anthropic) and the question asks for the tool call; only if
-the model answers without it is `tool_choice` forced. A parent choice that forces
-another tool (or forbids tools) is not kept: the model would have to call the wrong
-tool and the request would be wasted, so `answer_inquiry` is forced at once, as it
-is for providers without a prefix cache (the embedded model). Nothing of this is
+The side request is the parent turn's last request (same system prompt and earlier
+messages), plus the assistant message with this response's tool calls, a "paused"
+result for each of them, and the question. The model answers through the
+`answer_inquiry` tool, forced, whose schema is pinned (`enum`) to this inquiry's id
+and, for a boolean or a select, its answer values: small models cannot be relied on to
+copy a long id, and constrained decoding (the embedded model) then cannot produce
+another. For every provider, from the first try. The pinned tools differ from the
+parent's, so on a hosted provider whose prompt cache starts with the tools the side
+request is a cache miss (the turn's own requests keep their cache). Nothing of this is
 persisted except the inquiry request/response pair the router writes.
 
 The inquiry assistant (protocol.md 10.4: a question's table `target`, then
 `conversation.inquiry.assistant`, then `assistant`) is laid over the parent request:
-only settings that differ from the turn's change, so without overrides the request
-prefix stays byte-identical. On another model the request is trimmed to that model's
-context when config knows it (see `trim.py`).
+only settings that differ from the turn's change. On another model the request is
+trimmed to that model's context when config knows it (see `trim.py`).
 """
 
 from __future__ import annotations
@@ -41,13 +39,6 @@ from jpd.protocol.question import validate_answer
 log = logging.getLogger(__name__)
 
 MAX_INVALID_RETRIES = 2
-NO_PREFIX_CACHE = frozenset({"local"})
-"""Providers for which keeping `tool_choice` buys nothing: force the tool at once."""
-PIN_AT_ONCE = frozenset({"local", "openai-compatible"})
-"""Providers whose (often small) models get `answer_inquiry` pinned to the pending id
-and choices from the first try: they cannot be relied on to copy a long id. The hosted
-ones keep the parent's tools byte-identical on the first try (their cached prefix starts
-with the tools) and get the pinned schema on any retry after an invalid answer."""
 
 PAUSED = "Tool paused: it is waiting for the answer to a question (inquiry {inquiry_id})."
 WAITING = "Tool still running: its result will follow."
@@ -89,27 +80,23 @@ class LlmInquiryBackend:
         if limit is not None:
             history = fit_history(history, tail, parent, limit)
         messages = [*history, *tail]
-        force = provider.name in NO_PREFIX_CACHE or not keeps_parent_choice(parent.tool_choice)
-        forced_once = force
-        pinned = provider.name in PIN_AT_ONCE
-        if pinned:
-            # Pin the schema to this inquiry's id and answer values (`enum`), so a small
-            # model (constrained decoding, for the embedded one) cannot produce others.
-            parent = parent.model_copy(update={"tools": specialised_tools(parent.tools, ctx)})
+        parent = parent.model_copy(
+            update={
+                "tools": specialised_tools(parent.tools, ctx),
+                "tool_choice": llm.ToolChoiceTool(name=ANSWER_INQUIRY),
+            }
+        )
         invalid = 0
         retried = False  # the one retry without reasoning (protocol.md 9.2)
         reasoning = True
         while True:
-            choice: llm.ToolChoice = (
-                llm.ToolChoiceTool(name=ANSWER_INQUIRY) if force else parent.tool_choice
-            )
-            request = parent.model_copy(update={"messages": tuple(messages), "tool_choice": choice})
+            request = parent.model_copy(update={"messages": tuple(messages)})
             if not reasoning:
                 request, reasoning = forced_tool.without_reasoning(request), True
             reply = await self._collect(provider, request)
             text, call = reply.text, reply.call
             if call is None:
-                if forced_once and not retried and forced_tool.soft_forced(provider, request):
+                if not retried and forced_tool.soft_forced(provider, request):
                     # Softened and missed: keep the answer, say so, retry without reasoning.
                     retried, reasoning = True, False
                     messages.append(reply.message())
@@ -122,20 +109,13 @@ class LlmInquiryBackend:
                         ctx.inquiry_id,
                     )
                     continue
-                if forced_once:
-                    raise BackendError("the assistant did not call answer_inquiry")
-                force = forced_once = True
-                continue
+                raise BackendError("the assistant did not call answer_inquiry")
             try:
                 return parse_answer(ctx, call.arguments)
             except ValueError as exc:
                 invalid += 1
                 if invalid > MAX_INVALID_RETRIES:
                     raise BackendError(f"no valid answer after {invalid} attempts: {exc}") from exc
-                if not pinned:  # the cached prefix did not help: pin for the retry
-                    pinned = True
-                    tools = specialised_tools(parent.tools, ctx)
-                    parent = parent.model_copy(update={"tools": tools})
                 messages.append(
                     llm.AssistantMessage(
                         content=text,
@@ -249,19 +229,11 @@ class _Reply:
         )
 
 
-def keeps_parent_choice(choice: llm.ToolChoice) -> bool:
-    """Whether the inquiry's first request can keep the parent's `tool_choice`
-    (protocol.md 10.4): only if that choice lets the model call `answer_inquiry`."""
-    if isinstance(choice, llm.ToolChoiceTool):
-        return choice.name == ANSWER_INQUIRY
-    return not isinstance(choice, llm.ToolChoiceNone)
-
-
 def changed_settings(turn: AssistantConfig, inquiry: AssistantConfig) -> dict[str, Any]:
     """`ModelRequest` fields where the inquiry assistant differs from the turn's.
 
     Only differences are applied: a setting the inquiry does not change keeps the
-    parent request's value, and with it the cached prefix.
+    parent request's value.
     """
     pairs = {
         "system": (turn.system_prompt, inquiry.system_prompt),

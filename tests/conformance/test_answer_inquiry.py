@@ -3,13 +3,14 @@
 In process: the LLM inquiry backend over a provider that honours `tool_choice` like a
 hosted API (tests/fixtures/choice_provider.py), the router and the tool coordinator.
 The forced-choice rules of the side request are in test_forced_retry.py. End to end
-(tests/e2e/test_inquiry_backend.py): the side request's prefix is byte-identical to
-the parent's, parallel inquiries, the inquiry model's settings, trimming to the
+(tests/e2e/test_inquiry_backend.py): the side request's messages start with the
+parent's, parallel inquiries, the inquiry model's settings, trimming to the
 embedded model's context, a provider error in the side request.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from jpd.llm.base import (
     StreamEvent,
     ToolCallEvent,
     ToolCallPart,
+    ToolChoiceTool,
     ToolResultMessage,
     UserMessage,
 )
@@ -44,6 +46,7 @@ from tests.fixtures.choice_provider import (
     ask_assistant,
     call,
     parent_request,
+    question,
 )
 from tests.unit.fakes import Clients, FakeLog
 
@@ -108,30 +111,58 @@ async def test_an_invalid_answer_is_retried_at_most_twice_then_the_backend_fails
     assert len(provider.requests) == 3
 
 
-async def test_a_hosted_provider_pins_answer_inquiry_only_on_a_retry() -> None:
-    """protocol.md 10.4: on a hosted provider the first side request keeps the turn's
-    tools byte-identical (the cached prefix starts with them); the retry after an invalid
-    answer pins `inquiry_id` (and a boolean's values) with `enum`."""
-    provider = ChoiceProvider(call("answer_inquiry", "perhaps"))
-
-    assert await ask_assistant(provider, parent_request()) is True
-
-    first, second = provider.requests
-    assert first.tools == parent_request().tools
-    assert pinned_ids(second) == ["call_1.go.1"]
-    [tool] = [t for t in second.tools if t.name == "answer_inquiry"]
-    assert tool.parameters["properties"]["answer"]["enum"] == ["true", "false"]
+PROVIDERS = ["anthropic", "openai", "openai-compatible", "local"]
 
 
-@pytest.mark.parametrize("name", ["local", "openai-compatible"])
-async def test_small_model_providers_pin_answer_inquiry_from_the_first_try(name: str) -> None:
-    """protocol.md 10.4: for `local` and `openai-compatible` the `answer_inquiry` schema
-    is pinned to the inquiry's id from the first side request."""
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_every_provider_forces_and_pins_answer_inquiry_from_the_first_try(
+    name: str,
+) -> None:
+    """protocol.md 10.4: for every provider, the first side request forces
+    `answer_inquiry` and pins `inquiry_id` (and a boolean's values) with `enum`; the
+    other tools are the turn's."""
     provider = ChoiceProvider(name=name)
 
     assert await ask_assistant(provider, parent_request()) is True
 
-    assert [pinned_ids(r) for r in provider.requests] == [["call_1.go.1"]]
+    [first] = provider.requests
+    assert first.tool_choice == ToolChoiceTool(name="answer_inquiry")
+    assert pinned_ids(first) == ["call_1.go.1"]
+    [tool] = [t for t in first.tools if t.name == "answer_inquiry"]
+    assert tool.parameters["properties"]["answer"]["enum"] == ["true", "false"]
+    others = [t for t in first.tools if t.name != "answer_inquiry"]
+    assert others == [t for t in parent_request().tools if t.name != "answer_inquiry"]
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_select_answer_is_pinned_to_its_options(name: str) -> None:
+    """protocol.md 10.4: a select question's `answer` is pinned to its options."""
+    provider = ChoiceProvider(call("answer_inquiry", "dev"), name=name)
+    select = Question.model_validate(
+        {
+            "id": "go",
+            "text": "Branch?",
+            "answer_type": {"type": "select", "options": ["main", "dev"]},
+        }
+    )
+    ctx = dataclasses.replace(question(), question=select)
+    backend = LlmInquiryBackend(View(parent_request()), provider, Config(), _NoOtherModels())
+
+    assert await backend.answer(ctx, None) == "dev"
+
+    [tool] = [t for t in provider.requests[0].tools if t.name == "answer_inquiry"]
+    assert tool.parameters["properties"]["answer"]["enum"] == ["main", "dev"]
+    assert pinned_ids(provider.requests[0]) == ["call_1.go.1"]
+
+
+async def test_a_reply_without_the_forced_call_fails_the_side_request() -> None:
+    """protocol.md 10.4: a model that answers without calling `answer_inquiry` despite
+    the forced choice (reasoning off) fails the side request: one request, no retry."""
+    provider = ChoiceProvider(lambda request: [Finish(reason="end_turn")])
+
+    with pytest.raises(BackendError, match="did not call answer_inquiry"):
+        await ask_assistant(provider, parent_request())
+    assert len(provider.requests) == 1
 
 
 # --- outside an inquiry (protocol.md 9.3) ----------------------------------------------

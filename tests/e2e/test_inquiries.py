@@ -413,35 +413,34 @@ async def test_deferred_question_times_out_into_the_fallback(
     assert daemon.resolved[-1]["outcome"] == "timed_out"
 
 
-async def test_assistant_answers_through_answer_inquiry_with_cache_friendly_request(
+async def test_assistant_answers_through_a_forced_pinned_answer_inquiry(
     jpd_factory: StartJpd, home: Path
 ) -> None:
+    """protocol.md 10.4: the side request is the turn's (system, messages) plus the
+    question, with `answer_inquiry` forced and pinned; an invalid answer is fed back."""
     bad = call("answer_inquiry", "i1", inquiry_id="call_1.q.1", answer="yes")
     good = call("answer_inquiry", "i2", inquiry_id="call_1.q.1", answer="false")
     daemon = await start(
         jpd_factory,
         home,
         settings='questions.q.target = "assistant"\n',
-        responses=[call("asker"), {"text": "I think no."}, bad, good, {"text": "ok"}],
+        responses=[call("asker"), bad, good, {"text": "ok"}],
     )
     started, result = await run(daemon)
     assert result["content"].strip() == "got=false"
     requests = [json.loads(x) for x in (home / "requests.jsonl").read_text().splitlines()]
-    parent, first, forced, retry, follow = requests
-    # Same tools and system; the parent's messages are a prefix of the side request's.
-    for side in (first, forced):
-        assert side["tools"] == parent["tools"] and side["system"] == parent["system"]
-    for side in (first, forced, retry):
-        assert side["messages"][: len(parent["messages"])] == parent["messages"]
-    # After an invalid answer the retry pins answer_inquiry to this inquiry (protocol.md
-    # 10.4); every other tool stays as it was.
+    parent, first, retry, follow = requests
     others = [t for t in parent["tools"] if t["name"] != "answer_inquiry"]
-    assert [t for t in retry["tools"] if t["name"] != "answer_inquiry"] == others
-    (pinned,) = [t for t in retry["tools"] if t["name"] == "answer_inquiry"]
-    assert pinned["parameters"]["properties"]["inquiry_id"]["enum"] == ["call_1.q.1"]
-    assert retry["system"] == parent["system"]
-    assert first["tool_choice"] == parent["tool_choice"] == {"type": "auto"}
-    assert forced["tool_choice"] == {"type": "tool", "name": "answer_inquiry"}
+    for side in (first, retry):
+        assert side["system"] == parent["system"]
+        # The parent's messages are a prefix of the side request's.
+        assert side["messages"][: len(parent["messages"])] == parent["messages"]
+        # Every other tool as it was; answer_inquiry pinned to this inquiry and forced.
+        assert [t for t in side["tools"] if t["name"] != "answer_inquiry"] == others
+        (pinned,) = [t for t in side["tools"] if t["name"] == "answer_inquiry"]
+        assert pinned["parameters"]["properties"]["inquiry_id"]["enum"] == ["call_1.q.1"]
+        assert side["tool_choice"] == {"type": "tool", "name": "answer_inquiry"}
+    assert parent["tool_choice"] == {"type": "auto"}
     assert "yes" in retry["messages"][-1]["content"]  # the invalid answer was fed back
     tail = first["messages"][len(parent["messages"]) :]
     assert [m["role"] for m in tail] == ["assistant", "tool", "user"]

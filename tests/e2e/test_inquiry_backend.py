@@ -1,5 +1,5 @@
-"""The LLM inquiry backend end to end (RFD 028/033/034): cache-preserving side
-requests, parallel inquiries, the inquiry model, cancellation and provider errors.
+"""The LLM inquiry backend end to end (RFD 028/033/034): side requests built on the
+turn's request, parallel inquiries, the inquiry model, cancellation and provider errors.
 
 The scripted `test` provider records every request it receives, so the tests compare
 the side request with the turn's own request exactly as a provider would send them.
@@ -53,7 +53,17 @@ async def start_asker(
     return daemon
 
 
-async def test_side_request_prefix_is_byte_identical_to_the_parent(
+def pinned_tools(parent: dict[str, Any], side: dict[str, Any], inquiry_id: str) -> None:
+    """The side request's tools: the parent's, with `answer_inquiry` pinned to the id
+    asked (protocol.md 10.4), and `answer_inquiry` forced."""
+    others = [t for t in parent["tools"] if t["name"] != "answer_inquiry"]
+    assert [t for t in side["tools"] if t["name"] != "answer_inquiry"] == others
+    (pinned,) = [t for t in side["tools"] if t["name"] == "answer_inquiry"]
+    assert pinned["parameters"]["properties"]["inquiry_id"]["enum"] == [inquiry_id]
+    assert side["tool_choice"] == {"type": "tool", "name": "answer_inquiry"}
+
+
+async def test_side_request_messages_start_with_the_parents_byte_for_byte(
     jpd_factory: StartJpd, home: Path
 ) -> None:
     daemon = await start_asker(
@@ -70,16 +80,15 @@ async def test_side_request_prefix_is_byte_identical_to_the_parent(
     parent, side = json.loads(parent_line), json.loads(side_line)
     prefix = len(parent["messages"])
 
-    # As recorded (pydantic's JSON, key order kept): tools, system, messages prefix.
-    assert encode(side["tools"]) == encode(parent["tools"])
+    # As recorded (pydantic's JSON, key order kept): system, messages prefix; the tools
+    # are the parent's with answer_inquiry pinned and forced.
+    pinned_tools(parent, side, "call_1.q.1")
     assert encode(side["system"]) == encode(parent["system"]) == b'"You are terse."'
     assert encode(side["messages"][:prefix]) == encode(parent["messages"])
-    assert side["tool_choice"] == parent["tool_choice"]  # not forced: cached blocks stay valid
 
-    # As the Anthropic request builder sends them (cache order: tools, system, messages).
+    # As the Anthropic request builder sends them.
     parent_body = build_body(ModelRequest.model_validate_json(parent_line))
     side_body = build_body(ModelRequest.model_validate_json(side_line))
-    assert encode(side_body["tools"]) == encode(parent_body["tools"])
     assert encode(side_body["system"]) == encode(parent_body["system"])
     parent_turns = parent_body["messages"]
     # Breakpoints sit on the newest two turns, so the parent's last turn carries one
@@ -116,7 +125,7 @@ def strip_breakpoints(value: Any) -> Any:
     return value
 
 
-async def test_later_turn_side_request_differs_only_in_moved_cache_breakpoints(
+async def test_later_turn_side_request_messages_differ_only_in_moved_breakpoints(
     jpd_factory: StartJpd, home: Path
 ) -> None:
     daemon = await start_asker(
@@ -129,7 +138,7 @@ async def test_later_turn_side_request_differs_only_in_moved_cache_breakpoints(
     _, parent_line, side_line, _ = record_lines(home)
     parent, side = json.loads(parent_line), json.loads(side_line)
     prefix = len(parent["messages"])
-    assert encode(side["tools"]) == encode(parent["tools"])
+    pinned_tools(parent, side, "call_1.q.1")
     assert encode(side["messages"][:prefix]) == encode(parent["messages"])
 
     # The builder puts its message breakpoints on the newest turns, so an older turn may
@@ -248,10 +257,10 @@ async def test_inquiry_model_merges_question_target_inquiry_and_assistant(
     # Per-question target first, then conversation.inquiry.assistant, then assistant.
     assert (side1["model"], side1["max_tokens"]) == ("special", 5)
     assert (side2["model"], side2["max_tokens"]) == ("inquirer", 77)
-    for side in (side1, side2):
+    for side, call_id in ((side1, "c1"), (side2, "c2")):
         assert side["system"] == "Answer tool questions."
         assert side["temperature"] == 0.5
-        assert side["tools"] == parent1["tools"]
+        pinned_tools(parent1, side, f"{call_id}.q.1")
 
 
 async def test_unknown_inquiry_model_is_backend_error(jpd_factory: StartJpd, home: Path) -> None:
