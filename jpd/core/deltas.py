@@ -42,8 +42,9 @@ class DeltaBatcher:
             self._publish(_event(kind, text))
             return
         self._kind = kind
+        if not self._pending:
+            self._wake.set()  # once per held batch: the timer is then running
         self._pending.append(text)
-        self._wake.set()
 
     def flush(self) -> None:
         """Publish what is held (before any other event, and at the end of a stream)."""
