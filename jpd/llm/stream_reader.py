@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import codecs
 import time
-from collections.abc import AsyncGenerator, AsyncIterable, Callable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
 
+import anyio
 import anyio.lowlevel
 
 from jpd.llm.base import ReasoningDelta, StreamEvent, TextDelta
@@ -23,6 +24,8 @@ from jpd.llm.sse import SSEDecoder, SSEEvent
 
 YIELD_INTERVAL = 0.001
 """Longest stretch (seconds) a fast stream is read without letting other tasks run."""
+DRAIN_TIMEOUT = 1.0
+"""Longest wait (seconds) for the body's end after the final event (see `_drain`)."""
 
 Handler = Callable[[SSEEvent], tuple[list[StreamEvent], bool]]
 """One SSE event to its stream events, and whether the response is complete."""
@@ -109,8 +112,19 @@ async def stream_events(
         if failure is not None:
             raise failure
         if complete:
+            await _drain(reader)
             return
         now = time.perf_counter()
         if now - last >= interval:
             await anyio.lowlevel.checkpoint()
             last = time.perf_counter()
+
+
+async def _drain(reader: AsyncIterator[bytes]) -> None:
+    """Read what follows the final event: normally just the end of the body, already
+    there. A body left unread makes the HTTP client close the connection instead of
+    keeping it for the next model call, which would then pay a new TCP (and TLS)
+    handshake. A server that goes on sending is cut off after `DRAIN_TIMEOUT`."""
+    with anyio.move_on_after(DRAIN_TIMEOUT):
+        async for _ in reader:
+            pass
