@@ -103,13 +103,14 @@ async def through(provider: Provider, tokens: int) -> Timing:
     start = time.perf_counter()
     first = 0.0
     pieces: list[str] = []
-    async for event in provider.stream(ask("bench")):
-        if isinstance(event, TextDelta):
-            pieces.append(event.text)
-            if not first:
-                first = time.perf_counter() - start
-        elif isinstance(event, Finish):
-            break
+    async with provider.stream(ask("bench")) as events:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                pieces.append(event.text)
+                if not first:
+                    first = time.perf_counter() - start
+            elif isinstance(event, Finish):
+                break
     # Deltas read together come merged (protocol.md 7.2): check the text itself.
     expected = "".join(f" tok{i}" for i in range(tokens))
     assert "".join(pieces) == expected, f"{tokens} tokens expected, got {len(pieces)} deltas"

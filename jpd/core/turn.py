@@ -285,44 +285,51 @@ class Turn:
         self, request: llm.ModelRequest, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]
     ) -> llm.FinishReason:
         """Read the model's stream into the partial output, publishing as it goes."""
-        spec = self.spec
-        partial = self._partial
         reason: llm.FinishReason = "end_turn"
-        async for item in spec.provider.stream(request):
-            if isinstance(item, llm.TextDelta):
-                partial.texts.append(item.text)
-                deltas.add("text", item.text)
-                self._checkpoints.text(item.text)
-            elif isinstance(item, llm.ReasoningDelta):
-                partial.reasoning += item.text
-                if item.signature:
-                    partial.signature = item.signature
-                if item.text:
-                    deltas.add("reasoning", item.text)
-                    self._checkpoints.reasoning(item.text)
-            elif isinstance(item, llm.ToolCallEvent):
-                partial.calls.append(
-                    llm.ToolCallPart(id=item.id, name=item.name, arguments=item.arguments)
-                )
-                emit(
-                    ToolCallStarted(
-                        id=item.id,
-                        name=item.name,
-                        arguments=item.arguments,
-                        hidden=spec.tools.hidden(item.name),
-                    )
-                )
-            elif isinstance(item, llm.UsageEvent):
-                partial.usage = item.usage
-                emit(UsageReported(usage=item.usage, cost=_cost(spec.price, item.usage)))
-            elif isinstance(item, llm.Retry):
-                # A retried call starts over: drop what the failed attempt produced.
-                self._partial = partial = _Partial()
-                self._checkpoints.retry()
-                emit(RetryScheduled(attempt=item.attempt, delay=item.delay, reason=item.reason))
-            elif isinstance(item, llm.Finish):
-                reason = item.reason
+        async with self.spec.provider.stream(request) as events:
+            async for item in events:
+                reason = self._take(item, deltas, emit) or reason
         return reason
+
+    def _take(
+        self, item: llm.StreamEvent, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]
+    ) -> llm.FinishReason | None:
+        """One stream event into the partial output; the finish reason once it ends."""
+        partial = self._partial
+        if isinstance(item, llm.TextDelta):
+            partial.texts.append(item.text)
+            deltas.add("text", item.text)
+            self._checkpoints.text(item.text)
+        elif isinstance(item, llm.ReasoningDelta):
+            partial.reasoning += item.text
+            if item.signature:
+                partial.signature = item.signature
+            if item.text:
+                deltas.add("reasoning", item.text)
+                self._checkpoints.reasoning(item.text)
+        elif isinstance(item, llm.ToolCallEvent):
+            partial.calls.append(
+                llm.ToolCallPart(id=item.id, name=item.name, arguments=item.arguments)
+            )
+            emit(
+                ToolCallStarted(
+                    id=item.id,
+                    name=item.name,
+                    arguments=item.arguments,
+                    hidden=self.spec.tools.hidden(item.name),
+                )
+            )
+        elif isinstance(item, llm.UsageEvent):
+            partial.usage = item.usage
+            emit(UsageReported(usage=item.usage, cost=_cost(self.spec.price, item.usage)))
+        elif isinstance(item, llm.Retry):
+            # A retried call starts over: drop what the failed attempt produced.
+            self._partial = _Partial()
+            self._checkpoints.retry()
+            emit(RetryScheduled(attempt=item.attempt, delay=item.delay, reason=item.reason))
+        elif isinstance(item, llm.Finish):
+            return item.reason
+        return None
 
     def _flush_partial(self) -> list[llm.ToolCallPart]:
         """Persist the current model output; returns its tool calls."""

@@ -196,16 +196,17 @@ class LlmInquiryBackend:
     async def _collect(provider: llm.Provider, request: llm.ModelRequest) -> _Reply:
         reply = _Reply()
         try:
-            async for event in provider.stream(request):
-                if isinstance(event, llm.Retry):
-                    reply = _Reply()
-                elif isinstance(event, llm.TextDelta):
-                    reply.text += event.text
-                elif isinstance(event, llm.ReasoningDelta):
-                    reply.reasoning += event.text
-                    reply.signature = event.signature or reply.signature
-                elif isinstance(event, llm.ToolCallEvent) and event.name == ANSWER_INQUIRY:
-                    reply.call = reply.call or event
+            async with provider.stream(request) as events:
+                async for event in events:
+                    if isinstance(event, llm.Retry):
+                        reply = _Reply()
+                    elif isinstance(event, llm.TextDelta):
+                        reply.text += event.text
+                    elif isinstance(event, llm.ReasoningDelta):
+                        reply.reasoning += event.text
+                        reply.signature = event.signature or reply.signature
+                    elif isinstance(event, llm.ToolCallEvent) and event.name == ANSWER_INQUIRY:
+                        reply.call = reply.call or event
         except ProviderError as exc:
             raise BackendError(exc.message) from exc
         return reply

@@ -11,10 +11,11 @@ failure and is retried like a 5xx.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,20 +25,20 @@ import httpx
 from jpd.llm import forced_tool
 from jpd.llm.anthropic_request import build_body, thinking_budget, uses_strict_tools
 from jpd.llm.base import (
+    EventStream,
     Finish,
     FinishReason,
     ModelRequest,
     ReasoningDelta,
     StreamEvent,
-    TextDelta,
     ToolCallEvent,
     UsageEvent,
 )
 from jpd.llm.errors import ProviderError
+from jpd.llm.readahead import Readahead, read_ahead
 from jpd.llm.request_build import encode_body
 from jpd.llm.retry import RetryableError, RetryPolicy, run_with_retries
-from jpd.llm.sse import SSEEvent
-from jpd.llm.stream_reader import stream_events
+from jpd.llm.stream_reader import Batch, stream_events
 from jpd.llm.transport import (
     StreamingPost,
     body_chunks,
@@ -97,18 +98,20 @@ class AnthropicProvider:
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> EventStream:
         """Stream one model call (see `Provider.stream`); a forced tool with reasoning on is
         sent softened (protocol.md 9.2): the sender retries a miss without reasoning."""
         if forced_tool.forces_tool(request) and _reasoning_active(request):
-            return self._stream_one(forced_tool.soften(request))
-        return self._stream_one(request)
+            request = forced_tool.soften(request)
+        return read_ahead(functools.partial(self._events, request))
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it."""
         await self._post.aclose()
 
-    async def _stream_one(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+    def _events(
+        self, request: ModelRequest, readahead: Readahead
+    ) -> AsyncGenerator[StreamEvent, None]:
         key = read_api_key(self._env, self.api_key_env, self.name)
         body = encode_body(build_body(request))
         headers = {
@@ -120,29 +123,28 @@ class AnthropicProvider:
             headers["anthropic-beta"] = STRICT_TOOLS_BETA
         url = f"{self.base_url}/v1/messages"
         secret = key.get_secret_value()
+        headers["x-api-key"] = secret
 
         def attempt() -> AsyncGenerator[StreamEvent, None]:
-            return self._attempt(url, {**headers, "x-api-key": secret}, body, secret)
+            return self._attempt(url, headers, body, secret, readahead)
 
-        async with aclosing(run_with_retries(attempt, self.policy, self._rng)) as events:
-            async for event in events:
-                yield event
+        return run_with_retries(attempt, self.policy, self._rng)
 
     async def _attempt(
-        self, url: str, headers: dict[str, str], body: bytes, secret: str
+        self, url: str, headers: dict[str, str], body: bytes, secret: str, readahead: Readahead
     ) -> AsyncGenerator[StreamEvent, None]:
         state = _StreamState()
         secrets = (secret,)
 
-        def handle(sse: SSEEvent) -> tuple[list[StreamEvent], bool]:
-            data = event_json(self.name, sse.data, secrets)
-            if not isinstance(data, dict):
-                return [], False
-            return state.handle(data, secrets), state.done
+        def handle(data: str, out: Batch) -> bool:
+            event = event_json(self.name, data, secrets)
+            if isinstance(event, dict):
+                state.handle(event, out, secrets)
+            return state.done
 
         async with (
             self._post.open(url, headers, body, secrets=secrets) as response,
-            aclosing(stream_events(body_chunks(response), handle)) as events,
+            aclosing(stream_events(readahead.batches(body_chunks(response)), handle)) as events,
         ):
             async for event in events:
                 yield event
@@ -176,15 +178,16 @@ class _StreamState:
     stop_reason: str | None = None
     done: bool = False
 
-    def handle(self, data: dict[str, Any], secrets: tuple[str, ...]) -> list[StreamEvent]:
+    def handle(self, data: dict[str, Any], out: Batch, secrets: tuple[str, ...]) -> None:
+        """One wire event into `out` (an `error` event is raised)."""
         kind = data.get("type")
         if kind == "content_block_delta":
-            return self._delta(data)
-        if kind == "content_block_start":
-            return self._start(data)
-        if kind == "content_block_stop":
-            return self._stop(data)
-        if kind == "message_start":
+            self._delta(data, out)
+        elif kind == "content_block_start":
+            self._start(data, out)
+        elif kind == "content_block_stop":
+            self._stop(data, out)
+        elif kind == "message_start":
             message = data.get("message") or {}
             self._merge_usage(message.get("usage"))
         elif kind == "message_delta":
@@ -193,12 +196,12 @@ class _StreamState:
             self._merge_usage(data.get("usage"))
         elif kind == "message_stop":
             self.done = True
-            return [UsageEvent(usage=self._usage()), Finish(reason=self._finish_reason())]
+            out.add(UsageEvent(usage=self._usage()))
+            out.add(Finish(reason=self._finish_reason()))
         elif kind == "error":
             raise _stream_error(data.get("error") or {}, secrets)
-        return []
 
-    def _start(self, data: dict[str, Any]) -> list[StreamEvent]:
+    def _start(self, data: dict[str, Any], out: Batch) -> None:
         raw = data.get("content_block") or {}
         block = _Block(type=str(raw.get("type", "")))
         if block.type == "tool_use":
@@ -209,38 +212,39 @@ class _StreamState:
             if initial:
                 block.parts.append(json.dumps(initial))
         self.blocks[int(data.get("index", 0))] = block
-        if block.type == "text" and raw.get("text"):
-            return [TextDelta(text=raw["text"])]
-        if block.type == "thinking" and raw.get("thinking"):
-            return [ReasoningDelta(text=raw["thinking"])]
-        return []
+        if block.type == "text" and isinstance(text := raw.get("text"), str) and text:
+            out.text(text)
+        elif block.type == "thinking" and isinstance(text := raw.get("thinking"), str) and text:
+            out.reasoning(text)
 
-    def _delta(self, data: dict[str, Any]) -> list[StreamEvent]:
+    def _delta(self, data: dict[str, Any], out: Batch) -> None:
         delta = data.get("delta") or {}
         kind = delta.get("type")
         if kind == "text_delta":
-            text = delta.get("text", "")
-            return [TextDelta(text=text)] if text else []
+            if isinstance(text := delta.get("text"), str) and text:
+                out.text(text)
+            return
         if kind == "thinking_delta":
-            text = delta.get("thinking", "")
-            return [ReasoningDelta(text=text)] if text else []
+            if isinstance(text := delta.get("thinking"), str) and text:
+                out.reasoning(text)
+            return
         block = self.blocks.get(int(data.get("index", 0)))
         if block is None:
-            return []
+            return
         if kind == "input_json_delta":
             block.parts.append(delta.get("partial_json", ""))
         elif kind == "signature_delta":
             block.signature += delta.get("signature", "")
-        return []
 
-    def _stop(self, data: dict[str, Any]) -> list[StreamEvent]:
+    def _stop(self, data: dict[str, Any], out: Batch) -> None:
         block = self.blocks.pop(int(data.get("index", 0)), None)
         if block is None:
-            return []
+            return
         if block.type == "thinking" and block.signature:
-            return [ReasoningDelta(text="", signature=block.signature)]
+            out.add(ReasoningDelta(text="", signature=block.signature))
+            return
         if block.type != "tool_use":
-            return []
+            return
         raw = "".join(block.parts).strip()
         try:
             arguments = json.loads(raw) if raw else {}
@@ -252,7 +256,7 @@ class _StreamState:
             raise ProviderError(
                 f"anthropic: the model sent non-object arguments for tool `{block.name}`"
             )
-        return [ToolCallEvent(id=block.id, name=block.name, arguments=arguments)]
+        out.add(ToolCallEvent(id=block.id, name=block.name, arguments=arguments))
 
     def _merge_usage(self, raw: Any) -> None:
         if not isinstance(raw, dict):

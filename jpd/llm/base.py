@@ -1,12 +1,13 @@
 """The provider interface: a chat request in, typed stream events out.
 
-Every provider (test, local, and later anthropic/openai) implements `Provider`
-and yields only the events defined here, so the turn loop never sees a wire format.
+Every provider (test, local, anthropic, openai) implements `Provider` and yields only
+the events defined here, so the turn loop never sees a wire format.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -152,6 +153,9 @@ class Retry(_Model):
 
 StreamEvent = TextDelta | ReasoningDelta | ToolCallEvent | UsageEvent | Retry | Finish
 
+EventStream = AbstractAsyncContextManager[AsyncIterator[StreamEvent]]
+"""What `Provider.stream` returns: `async with provider.stream(request) as events:`."""
+
 
 class Provider(Protocol):
     """A model backend. `stream` yields events and ends with exactly one `Finish`."""
@@ -162,8 +166,10 @@ class Provider(Protocol):
     sent softened and its sender retries a miss once without reasoning (protocol.md
     9.2, `jpd.llm.forced_tool`)."""
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Run one model call, yielding events as they arrive.
+    def stream(self, request: ModelRequest) -> EventStream:
+        """Run one model call: `async with provider.stream(request) as events`, then
+        iterate `events` as they arrive. The block may hold tasks that read ahead for
+        the iteration (`jpd.llm.readahead`), so the events are read inside it.
 
         Raises `jpd.llm.errors.ProviderError` on failure. Cancelling the consuming
         task must stop the underlying work promptly.

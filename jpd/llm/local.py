@@ -25,7 +25,8 @@ import importlib
 import io
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import aclosing
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -33,6 +34,7 @@ from typing import Any
 import anyio
 
 from jpd.llm.base import (
+    EventStream,
     Finish,
     FinishReason,
     ModelRequest,
@@ -252,8 +254,11 @@ class LocalProvider:
         async with self._serial:
             await anyio.to_thread.run_sync(self._load_sync, model)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> EventStream:
         """Generate a reply: text deltas (or one forced tool call), usage, then finish."""
+        return aclosing(self._events(request))
+
+    async def _events(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         plan = tool_plan(request)
         async with self._serial:
             model = await anyio.to_thread.run_sync(self._load_sync, request.model)

@@ -15,11 +15,12 @@ is complete, so it is kept rather than paid for twice.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,21 +28,20 @@ from typing import Any
 import httpx
 
 from jpd.llm.base import (
+    EventStream,
     Finish,
     FinishReason,
     ModelRequest,
-    ReasoningDelta,
     StreamEvent,
-    TextDelta,
     ToolCallEvent,
     UsageEvent,
 )
 from jpd.llm.errors import ProviderError, ProviderUnavailable
 from jpd.llm.openai_request import build_body
+from jpd.llm.readahead import Readahead, read_ahead
 from jpd.llm.request_build import encode_body
 from jpd.llm.retry import RetryableError, RetryPolicy, run_with_retries
-from jpd.llm.sse import SSEEvent
-from jpd.llm.stream_reader import stream_events
+from jpd.llm.stream_reader import Batch, stream_events
 from jpd.llm.transport import (
     StreamingPost,
     body_chunks,
@@ -129,8 +129,13 @@ class OpenAIProvider:
             f"api_key_env={self.api_key_env!r})"
         )
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> EventStream:
         """Stream one model call (see `Provider.stream`)."""
+        return read_ahead(functools.partial(self._events, request))
+
+    def _events(
+        self, request: ModelRequest, readahead: Readahead
+    ) -> AsyncGenerator[StreamEvent, None]:
         if self.base_url is None:
             raise ProviderUnavailable(
                 f"{self.name}: no base URL; set providers.openai_compatible.base_url"
@@ -146,31 +151,37 @@ class OpenAIProvider:
         url = f"{self.base_url}/chat/completions"
 
         def attempt() -> AsyncGenerator[StreamEvent, None]:
-            return self._attempt(url, headers, body, secrets)
+            return self._attempt(url, headers, body, secrets, readahead)
 
-        async with aclosing(run_with_retries(attempt, self.policy, self._rng)) as events:
-            async for event in events:
-                yield event
+        return run_with_retries(attempt, self.policy, self._rng)
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it."""
         await self._post.aclose()
 
     async def _attempt(
-        self, url: str, headers: dict[str, str], body: bytes, secrets: tuple[str, ...]
+        self,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        secrets: tuple[str, ...],
+        readahead: Readahead,
     ) -> AsyncGenerator[StreamEvent, None]:
         state = _StreamState(self.name, secrets)
 
-        def handle(sse: SSEEvent) -> tuple[list[StreamEvent], bool]:
-            if sse.data.strip() == "[DONE]":
-                return state.end(), True
-            data = event_json(self.name, sse.data, secrets)
-            return (state.chunk(data) if isinstance(data, dict) else []), False
+        def handle(data: str, out: Batch) -> bool:
+            if data.strip() == "[DONE]":
+                state.end(out)
+                return True
+            chunk = event_json(self.name, data, secrets)
+            if isinstance(chunk, dict):
+                state.chunk(chunk, out)
+            return False
 
         done = False
         async with (
             self._post.open(url, headers, body, secrets=secrets) as response,
-            aclosing(stream_events(body_chunks(response), handle)) as events,
+            aclosing(stream_events(readahead.batches(body_chunks(response)), handle)) as events,
         ):
             async for event in events:
                 done = done or isinstance(event, Finish)
@@ -182,7 +193,9 @@ class OpenAIProvider:
                 f"{self.name}: the response stream ended before [DONE]",
                 reason="stream ended early",
             )
-        for event in state.end():
+        out = Batch()
+        state.end(out)
+        for event in out.take():
             yield event
 
 
@@ -203,13 +216,13 @@ class _StreamState:
     finish_reason: str | None = None
     usage: TokenUsage | None = None
 
-    def chunk(self, data: dict[str, Any]) -> list[StreamEvent]:
+    def chunk(self, data: dict[str, Any], out: Batch) -> None:
+        """One wire chunk into `out` (an `error` chunk is raised)."""
         error = data.get("error")
         if error:
             raise self._error(error)
         if isinstance(data.get("usage"), dict):
             self.usage = _usage(data["usage"])
-        events: list[StreamEvent] = []
         for choice in data.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
@@ -217,17 +230,16 @@ class _StreamState:
             for key in ("reasoning_content", "reasoning"):
                 text = delta.get(key)
                 if isinstance(text, str) and text:
-                    events.append(ReasoningDelta(text=text))
+                    out.reasoning(text)
                     break
             for key in ("content", "refusal"):
                 text = delta.get(key)
                 if isinstance(text, str) and text:
-                    events.append(TextDelta(text=text))
+                    out.text(text)
             for fragment in delta.get("tool_calls") or []:
                 self._tool_fragment(fragment)
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
-        return events
 
     def _tool_fragment(self, fragment: dict[str, Any]) -> None:
         call = self.calls.setdefault(int(fragment.get("index", len(self.calls))), _Call())
@@ -243,8 +255,8 @@ class _StreamState:
             # Some compatible servers send the arguments already parsed.
             call.parts.append(json.dumps(arguments))
 
-    def end(self) -> list[StreamEvent]:
-        events: list[StreamEvent] = []
+    def end(self, out: Batch) -> None:
+        """The closing events: tool calls, usage, finish."""
         for index in sorted(self.calls):
             call = self.calls[index]
             raw = "".join(call.parts).strip()
@@ -260,13 +272,12 @@ class _StreamState:
                 )
             # Some compatible servers omit call ids; the turn loop needs one.
             call_id = call.id or f"call_{uuid.uuid4().hex[:24]}"
-            events.append(ToolCallEvent(id=call_id, name=call.name, arguments=arguments))
+            out.add(ToolCallEvent(id=call_id, name=call.name, arguments=arguments))
         if self.usage is not None:
-            events.append(UsageEvent(usage=self.usage))
+            out.add(UsageEvent(usage=self.usage))
         reason = _FINISH_REASONS.get(self.finish_reason or "stop", "end_turn")
         # Some servers report "stop" even when the answer is tool calls.
-        events.append(Finish(reason="tool_use" if self.calls else reason))
-        return events
+        out.add(Finish(reason="tool_use" if self.calls else reason))
 
     def _error(self, error: Any) -> ProviderError:
         if isinstance(error, dict):

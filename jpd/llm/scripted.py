@@ -26,7 +26,8 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +35,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jpd.llm.base import (
+    EventStream,
     Finish,
     ModelRequest,
     ReasoningDelta,
@@ -98,8 +100,11 @@ class ScriptedProvider:
         self._record = record
         self._next = 0
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Yield the next scripted response as stream events."""
+    def stream(self, request: ModelRequest) -> EventStream:
+        """The next scripted response as stream events (see `Provider.stream`)."""
+        return aclosing(self._events(request))
+
+    async def _events(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         if self._record is not None:
             line = request.model_dump_json() + "\n"
             await anyio.to_thread.run_sync(_append, self._record, line)

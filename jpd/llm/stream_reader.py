@@ -1,13 +1,13 @@
-"""From a provider's SSE body to its stream events, a network chunk at a time.
+"""From a provider's SSE body to its stream events, a batch of bytes at a time.
 
-Each provider turns one SSE event into zero or more `StreamEvent`s (its own
-`handle`); this module runs that over the body and hands the results on merged:
-consecutive text (or unsigned reasoning) deltas from one chunk become one delta.
-A fast stream then costs the layers above (retries, the turn loop, the store and
-the clients) once per chunk instead of once per token, which is what lets a
-daemon's total approach a direct reader's (protocol.md 7.2 already lets deltas
-that arrive together be merged). The first text is never held back for the rest
-of its chunk.
+Each provider turns one SSE event's data into output (its own `handle`, writing into a
+`Batch`); this module runs that over the body and hands the results on merged:
+consecutive text (or unsigned reasoning) deltas of one batch become one delta. The
+batches come from `jpd.llm.readahead`: everything that arrived while the previous one
+was handled. A fast stream then costs the layers above (retries, the turn loop, the
+store and the clients) once per batch instead of once per token, which is what lets a
+daemon's total approach a direct reader's (protocol.md 7.2 lets deltas that arrive
+together be merged). The first text is never held back for the rest of its batch.
 """
 
 from __future__ import annotations
@@ -15,60 +15,91 @@ from __future__ import annotations
 import codecs
 import time
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
+from typing import Literal
 
 import anyio
 import anyio.lowlevel
 
 from jpd.llm.base import ReasoningDelta, StreamEvent, TextDelta
-from jpd.llm.sse import SSEDecoder, SSEEvent
+from jpd.llm.sse import SSEDecoder
 
 YIELD_INTERVAL = 0.001
-"""Longest stretch (seconds) a fast stream is read without letting other tasks run."""
+"""Longest stretch (seconds) a fast stream is handled without letting other tasks run."""
 DRAIN_TIMEOUT = 1.0
 """Longest wait (seconds) for the body's end after the final event (see `_drain`)."""
 
-Handler = Callable[[SSEEvent], tuple[list[StreamEvent], bool]]
-"""One SSE event to its stream events, and whether the response is complete."""
+
+class Batch:
+    """The stream events made from one batch, consecutive deltas joined as they come:
+    a run of text pieces (or of unsigned reasoning pieces) becomes one delta."""
+
+    __slots__ = ("_events", "_kind", "_pieces", "text_seen")
+
+    def __init__(self) -> None:
+        self._events: list[StreamEvent] = []
+        self._kind: Literal["text", "reasoning"] = "text"
+        self._pieces: list[str] = []
+        self.text_seen = False
+        """Whether any text was added (the first text goes on at once: `stream_events`)."""
+
+    def text(self, piece: str) -> None:
+        """A piece of the answer."""
+        if self._kind != "text":
+            self._close_run()
+            self._kind = "text"
+        self._pieces.append(piece)
+        self.text_seen = True
+
+    def reasoning(self, piece: str) -> None:
+        """A piece of reasoning (unsigned: a signature goes as its own `ReasoningDelta`)."""
+        if self._kind != "reasoning":
+            self._close_run()
+            self._kind = "reasoning"
+        self._pieces.append(piece)
+
+    def add(self, event: StreamEvent) -> None:
+        """Any other event, after the deltas before it."""
+        self._close_run()
+        self._events.append(event)
+
+    def take(self) -> list[StreamEvent]:
+        """Everything added so far, in order; the batch is then empty."""
+        self._close_run()
+        events, self._events = self._events, []
+        return events
+
+    def _close_run(self) -> None:
+        if not self._pieces:
+            return
+        text = self._pieces[0] if len(self._pieces) == 1 else "".join(self._pieces)
+        self._pieces = []
+        run = TextDelta(text=text) if self._kind == "text" else ReasoningDelta(text=text)
+        self._events.append(run)
 
 
-def merge_deltas(events: list[StreamEvent]) -> list[StreamEvent]:
-    """Join runs of text deltas, and runs of unsigned reasoning deltas, into one each."""
-    merged: list[StreamEvent] = []
-    for event in events:
-        last = merged[-1] if merged else None
-        if isinstance(event, TextDelta) and isinstance(last, TextDelta):
-            merged[-1] = TextDelta(text=last.text + event.text)
-        elif (
-            isinstance(event, ReasoningDelta)
-            and isinstance(last, ReasoningDelta)
-            and event.signature is None
-            and last.signature is None
-        ):
-            merged[-1] = ReasoningDelta(text=last.text + event.text)
-        else:
-            merged.append(event)
-    return merged
+Handler = Callable[[str, Batch], bool]
+"""One SSE event's data into the batch; returns whether the response is complete."""
 
 
 async def stream_events(
     chunks: AsyncIterable[bytes], handle: Handler, interval: float = YIELD_INTERVAL
 ) -> AsyncGenerator[StreamEvent, None]:
-    """Run `handle` over the SSE events of `chunks` (a UTF-8 body, e.g.
-    `httpx.Response.aiter_bytes()`) and yield what it makes, merged per chunk; stop once
-    `handle` says the response is complete.
+    """Run `handle` over the SSE events of `chunks` (a UTF-8 body, e.g. the batches of
+    `Readahead.batches`) and yield what it makes, merged per chunk; stop once `handle`
+    says the response is complete.
 
     An error `handle` raises is raised after the events before it in the chunk were
     yielded, as when they were handed on one by one.
 
-    Reading a socket that already holds data never suspends (buffered bytes are
-    returned at once), so a stream arriving faster than the daemon handles it would
-    keep every other task waiting until the buffer ran dry: among them the writer
-    that forwards the deltas to clients. So every `interval` seconds, after the
-    consumer has handled what was yielded, the event loop runs other tasks.
+    Handling a large chunk never suspends, and neither does reading one the HTTP client
+    already holds: so every `interval` seconds, after the consumer has handled what was
+    yielded, the event loop runs other tasks (among them the writer that forwards the
+    deltas to clients).
     """
     decoder = SSEDecoder()
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    text_seen = False
+    out = Batch()
+    text_sent = False
     first_chunk = True
     last = time.perf_counter()
     reader = aiter(chunks)
@@ -86,28 +117,25 @@ async def stream_events(
                 text = text.removeprefix("\ufeff")
                 first_chunk = False
             batch = decoder.feed(text)
-        pending: list[StreamEvent] = []
         complete = False
         failure: Exception | None = None
         for sse in batch:
             try:
-                events, complete = handle(sse)
+                complete = handle(sse.data, out)
             except Exception as exc:  # raised below, after what came before it
                 failure = exc
                 break
-            pending += events
             if complete:
                 break
-            if not text_seen and any(isinstance(e, TextDelta) for e in events):
+            if not text_sent and out.text_seen:
                 # The first text goes out at once, not after the whole chunk, and
                 # the writer to clients gets to run before the rest is parsed.
-                text_seen = True
-                for event in merge_deltas(pending):
+                text_sent = True
+                for event in out.take():
                     yield event
-                pending = []
                 await anyio.lowlevel.checkpoint()
                 last = time.perf_counter()
-        for event in merge_deltas(pending):
+        for event in out.take():
             yield event
         if failure is not None:
             raise failure

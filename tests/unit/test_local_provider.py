@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -67,7 +68,8 @@ def _ask(text: str, **kwargs: Any) -> ModelRequest:
 
 
 async def _collect(provider: LocalProvider, request: ModelRequest) -> list[StreamEvent]:
-    return [event async for event in provider.stream(request)]
+    async with provider.stream(request) as events:
+        return [event async for event in events]
 
 
 def _text(events: list[StreamEvent]) -> str:
@@ -170,10 +172,11 @@ async def test_cancel_mid_stream_leaves_model_usable(provider: LocalProvider) ->
     received: list[StreamEvent] = []
 
     async def consume() -> None:
-        async for event in provider.stream(_ask("Tell me about the sea.", max_tokens=200)):
-            received.append(event)
-            if isinstance(event, TextDelta):
-                scope.cancel()
+        async with provider.stream(_ask("Tell me about the sea.", max_tokens=200)) as events:
+            async for event in events:
+                received.append(event)
+                if isinstance(event, TextDelta):
+                    scope.cancel()
 
     with anyio.CancelScope() as scope:
         await consume()
@@ -184,15 +187,19 @@ async def test_cancel_mid_stream_leaves_model_usable(provider: LocalProvider) ->
     assert isinstance(events[-1], Finish)
 
 
-@pytest.mark.parametrize("close", [True, False], ids=["aclose", "dropped"])
-async def test_abandoned_stream_releases_model(provider: LocalProvider, close: bool) -> None:
-    stream = provider.stream(_ask("Count to ten.", max_tokens=50))
-    first = await anext(stream)
-    assert isinstance(first, TextDelta)
-    if close:
-        await stream.aclose()  # type: ignore[attr-defined]
-    # Dropped without closing: asyncio's async generator finalizer closes it.
-    del stream
+class _Abandon(Exception):
+    pass
+
+
+@pytest.mark.parametrize("leave", ["break", "raise"])
+async def test_abandoned_stream_releases_model(provider: LocalProvider, leave: str) -> None:
+    with contextlib.suppress(_Abandon):
+        async with provider.stream(_ask("Count to ten.", max_tokens=50)) as events:
+            async for first in events:
+                assert isinstance(first, TextDelta)
+                if leave == "raise":
+                    raise _Abandon
+                break
     events = await _collect(provider, _ask("Say hi.", max_tokens=6))
     assert isinstance(events[-1], Finish)
 

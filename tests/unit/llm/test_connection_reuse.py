@@ -11,9 +11,8 @@ import pytest
 
 from jpd.llm import stream_reader
 from jpd.llm.anthropic import AnthropicProvider
-from jpd.llm.base import Finish, StreamEvent, TextDelta
+from jpd.llm.base import Finish, TextDelta
 from jpd.llm.openai import OpenAIProvider
-from jpd.llm.sse import SSEEvent
 from tests.fixtures.fake_llm_server import FakeLLMServer
 from tests.fixtures.llm_support import ask, collect
 from tests.fixtures.llm_wire import a_text_answer, o_text_answer, stream_reply
@@ -52,8 +51,10 @@ async def test_a_body_that_goes_on_after_the_final_event_is_cut_off(
             await anyio.sleep(0.01)
             yield b": still here\n\n"
 
-    def handle(sse: SSEEvent) -> tuple[list[StreamEvent], bool]:
-        return [TextDelta(text="x"), Finish(reason="end_turn")], True
+    def handle(data: str, out: stream_reader.Batch) -> bool:
+        out.text("x")
+        out.add(Finish(reason="end_turn"))
+        return True
 
     with anyio.fail_after(5):
         events = [e async for e in stream_reader.stream_events(endless(), handle)]

@@ -123,8 +123,9 @@ async def test_gives_up_after_max_retries_with_one_line(
     server.push(_503(), _503(), _503(), _503(), clean_answer())
     seen = []
     with pytest.raises(ProviderError) as caught:
-        async for event in anthropic.stream(ask()):
-            seen.append(event)
+        async with anthropic.stream(ask()) as events:
+            async for event in events:
+                seen.append(event)
     assert [r.attempt for r in retries(seen)] == [1, 2, 3]
     assert len(server.requests) == 4
     message = caught.value.message
@@ -143,8 +144,9 @@ async def test_a_500_repeating_the_same_error_is_not_retried_again(
     server.push(invalid, invalid, clean_answer())
     seen = []
     with pytest.raises(ProviderError) as caught:
-        async for event in anthropic.stream(ask()):
-            seen.append(event)
+        async with anthropic.stream(ask()) as events:
+            async for event in events:
+                seen.append(event)
     assert [r.attempt for r in retries(seen)] == [1]
     assert len(server.requests) == 2
     assert "the same error again: not retried" in caught.value.message
@@ -196,8 +198,9 @@ async def test_bad_request_is_not_retried(
     )
     seen = []
     with pytest.raises(ProviderError) as caught:
-        async for event in anthropic.stream(ask()):
-            seen.append(event)
+        async with anthropic.stream(ask()) as events:
+            async for event in events:
+                seen.append(event)
     assert seen == []
     assert len(server.requests) == 1
     assert caught.value.message == (

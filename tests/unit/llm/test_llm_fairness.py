@@ -37,11 +37,12 @@ async def ticks_during_stream(provider: Provider) -> tuple[list[int], str]:
     async with anyio.create_task_group() as tg:
         tg.start_soon(ticker)
         await anyio.lowlevel.checkpoint()
-        async for event in provider.stream(ask()):
-            if isinstance(event, TextDelta):
-                seen.append(ticks)
-                text.append(event.text)
-                time.sleep(0.002)  # noqa: ASYNC251 - a consumer busy with the delta
+        async with provider.stream(ask()) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    seen.append(ticks)
+                    text.append(event.text)
+                    time.sleep(0.002)  # noqa: ASYNC251 - a consumer busy with the delta
         tg.cancel_scope.cancel()
     return seen, "".join(text)
 

@@ -1,4 +1,4 @@
-"""Provider stream events are handed on merged per network chunk (jpd/llm/stream_reader.py)."""
+"""Provider stream events are handed on merged per batch (jpd/llm/stream_reader.py)."""
 
 from __future__ import annotations
 
@@ -11,24 +11,23 @@ import anyio.lowlevel
 import pytest
 
 from jpd.llm.base import Finish, ReasoningDelta, StreamEvent, TextDelta, ToolCallEvent
-from jpd.llm.sse import SSEEvent
-from jpd.llm.stream_reader import Handler, merge_deltas, stream_events
+from jpd.llm.stream_reader import Batch, Handler, stream_events
 
 
 def test_runs_of_text_and_unsigned_reasoning_are_joined_in_order() -> None:
     call = ToolCallEvent(id="c", name="t", arguments={})
     signed = ReasoningDelta(text="", signature="sig")
-    events: list[StreamEvent] = [
-        ReasoningDelta(text="th"),
-        ReasoningDelta(text="ink"),
-        signed,
-        TextDelta(text="a"),
-        TextDelta(text="b"),
-        call,
-        TextDelta(text="c"),
-        Finish(reason="end_turn"),
-    ]
-    assert merge_deltas(events) == [
+    batch = Batch()
+    batch.reasoning("th")
+    batch.reasoning("ink")
+    batch.add(signed)
+    batch.text("a")
+    batch.text("b")
+    batch.add(call)
+    batch.text("c")
+    batch.add(Finish(reason="end_turn"))
+    assert batch.text_seen
+    assert batch.take() == [
         ReasoningDelta(text="think"),
         signed,
         TextDelta(text="ab"),
@@ -36,15 +35,26 @@ def test_runs_of_text_and_unsigned_reasoning_are_joined_in_order() -> None:
         TextDelta(text="c"),
         Finish(reason="end_turn"),
     ]
+    assert batch.take() == []
+
+
+def test_a_run_ends_where_the_other_kind_begins() -> None:
+    batch = Batch()
+    batch.text("a")
+    batch.reasoning("r")
+    batch.text("b")
+    assert batch.take() == [TextDelta(text="a"), ReasoningDelta(text="r"), TextDelta(text="b")]
 
 
 def _handler(fail_on: str = "") -> Handler:
-    def handle(sse: SSEEvent) -> tuple[list[StreamEvent], bool]:
-        if sse.data == fail_on:
+    def handle(data: str, out: Batch) -> bool:
+        if data == fail_on:
             raise ValueError("bad event")
-        if sse.data == "end":
-            return [Finish(reason="end_turn")], True
-        return [TextDelta(text=sse.data)], False
+        if data == "end":
+            out.add(Finish(reason="end_turn"))
+            return True
+        out.text(data)
+        return False
 
     return handle
 
@@ -80,16 +90,16 @@ async def test_an_error_is_raised_after_the_events_before_it_in_its_chunk() -> N
 
 async def test_a_body_split_anywhere_decodes_utf8_and_drops_a_leading_bom() -> None:
     raw = "\ufeffdata: h\u00e9llo\n\n".encode()
-    seen: list[SSEEvent] = []
+    seen: list[str] = []
 
-    def handle(sse: SSEEvent) -> tuple[list[StreamEvent], bool]:
-        seen.append(sse)
-        return [], False
+    def handle(data: str, out: Batch) -> bool:
+        seen.append(data)
+        return False
 
     assert [
         e async for e in stream_events(_chunks(*(raw[i : i + 1] for i in range(len(raw)))), handle)
     ] == []
-    assert seen == [SSEEvent(event="message", data="h\u00e9llo")]
+    assert seen == ["h\u00e9llo"]
 
 
 async def test_other_tasks_run_while_chunks_already_read_are_handled() -> None:

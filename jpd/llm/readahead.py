@@ -1,0 +1,154 @@
+"""Reading a streamed response body ahead of its parser (protocol.md section 7.2).
+
+An SSE body arrives one HTTP chunk per event, and the HTTP client hands chunks over one
+at a time. Parsed one at a time, every layer above the HTTP client (SSE framing, JSON,
+the provider's handler, retries, the turn loop) would run once per token, and a fast
+stream would cost the daemon several times what reading it costs. So a task reads the
+body into a buffer while the parser works, and the parser takes everything that
+arrived since its last look as one piece: a fast stream is parsed in a few large
+pieces, a slow one chunk by chunk as before.
+
+Nothing waits to be batched: the reader lets the parser run whenever it waits for the
+network, and, while bytes keep coming without a wait, at least every `HANDOVER`
+seconds. The first chunk after a quiet spell is handed over at once.
+
+The reader runs in the task group of a `read_ahead` block, which the stream's consumer
+enters (`async with provider.stream(request) as events`): a task group must not stay
+open across an async generator's `yield` (PEP 789), so it cannot live inside the
+provider's generators.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
+from contextlib import aclosing, asynccontextmanager, suppress
+
+import anyio
+import anyio.lowlevel
+from anyio.abc import TaskGroup
+
+from jpd.llm.base import StreamEvent
+
+HANDOVER = 0.001
+"""Longest stretch (seconds) the reader keeps read bytes from the parser."""
+
+
+class Readahead:
+    """Starts body readers in the task group of one `read_ahead` block."""
+
+    def __init__(self, task_group: TaskGroup) -> None:
+        self._tg = task_group
+
+    async def batches(self, chunks: AsyncIterable[bytes]) -> AsyncGenerator[bytes, None]:
+        """Yield the bytes of `chunks` (e.g. `httpx.Response.aiter_raw()`), read by a task of
+        their own: each time, everything read since the last yield, joined.
+
+        An error of the reader is raised here after the bytes it read before it. Closing
+        this generator stops the reader, and returns once it has stopped: the body can
+        then be closed safely.
+        """
+        inbox = _Inbox()
+        self._tg.start_soon(_read, chunks, inbox)
+        try:
+            while data := await inbox.take():
+                yield data
+        finally:
+            await inbox.stop()
+
+
+@asynccontextmanager
+async def read_ahead(
+    events: Callable[[Readahead], AsyncGenerator[StreamEvent, None]],
+) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+    """The events of `events(readahead)`, whose body readers run in this block's task
+    group. Errors come out as they are, not wrapped in an exception group."""
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        try:
+            async with aclosing(events(Readahead(tg))) as stream:
+                yield stream
+        except Exception as exc:  # re-raised below, not wrapped in an ExceptionGroup
+            failure = exc
+    if failure is not None:
+        raise failure
+
+
+class _Inbox:
+    """What the reader read and the parser has not taken yet."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.since = -math.inf
+        """When the parser last took bytes, or the reader last let it run (never, yet)."""
+        self.ended = False
+        self.error: Exception | None = None
+        self.scope = anyio.CancelScope()
+        self.done = anyio.Event()
+        self._waiting: anyio.Event | None = None
+
+    def put(self, chunk: bytes) -> None:
+        self.parts.append(chunk)
+        self._wake()
+
+    def end(self, error: Exception | None) -> None:
+        self.ended, self.error = True, error
+        self._wake()
+        self.done.set()
+
+    async def take(self) -> bytes:
+        """Everything read so far; b"" once the body ended (or the reader's error)."""
+        while not self.parts:
+            if self.ended:
+                if self.error is not None:
+                    raise self.error
+                return b""
+            self._waiting = anyio.Event()
+            await self._waiting.wait()
+        parts, self.parts = self.parts, []
+        self.since = time.perf_counter()
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    async def stop(self) -> None:
+        """Stop the reader and wait until it has (at once if it already ended)."""
+        self.scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await self.done.wait()
+
+    def _wake(self) -> None:
+        if self._waiting is not None:
+            self._waiting.set()
+            self._waiting = None
+
+
+async def _read(chunks: AsyncIterable[bytes], inbox: _Inbox) -> None:
+    error: Exception | None = None
+    try:
+        with inbox.scope:
+            async for chunk in chunks:
+                if not chunk:
+                    continue  # b"" is how `take` says the body ended
+                inbox.put(chunk)
+                # Reading bytes the HTTP client already holds never suspends: let the
+                # parser (and every other task) run at least every HANDOVER seconds.
+                if time.perf_counter() - inbox.since >= HANDOVER:
+                    await anyio.lowlevel.checkpoint()
+                    inbox.since = time.perf_counter()
+    except Exception as exc:  # raised to the parser, after the bytes before it
+        error = exc
+    finally:
+        try:
+            await _close(chunks)
+        finally:
+            inbox.end(error)
+
+
+async def _close(chunks: AsyncIterable[bytes]) -> None:
+    """Stopped between chunks, the body's iterator waits at a `yield`: close it now
+    rather than whenever the garbage collector finds it. The body is being abandoned:
+    an error while closing it changes nothing."""
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        with anyio.CancelScope(shield=True), suppress(Exception):
+            await aclose()
