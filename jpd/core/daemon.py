@@ -19,7 +19,6 @@ from anyio.abc import TaskGroup
 
 from jpd.conversation.replay import ReplayFiles
 from jpd.conversation.store import (
-    ConversationExists,
     ConversationNotFound,
     ConversationStore,
     new_conversation_id,
@@ -292,13 +291,16 @@ class Daemon:
         """Everything is valid: only now does a new conversation reach the disk."""
         conversation_id = turn.conversation_id
         if is_new:
-            try:
-                await anyio.to_thread.run_sync(self.store.create, conversation_id)
-            except ConversationExists:
-                raise InvalidParams(f"conversation {conversation_id} already exists") from None
-        self._check_idle(conversation_id)  # again: another turn may have started meanwhile
-        self._turn_locks[turn.turn_id] = await self.conversations.lock_turn(conversation_id)
-        self._check_idle(conversation_id)  # and again after the lock's await
+            lock = await self.conversations.create(conversation_id)
+        else:
+            self._check_idle(conversation_id)  # again: another turn may have started meanwhile
+            lock = await self.conversations.lock_turn(conversation_id)
+        try:
+            self._check_idle(conversation_id)  # and again after the lock's await
+        except Busy:
+            lock.release()
+            raise
+        self._turn_locks[turn.turn_id] = lock
         self.conversations.remember_history(conversation_id, turn.transcript.history)
         self.conversations.resumable.pop(
             conversation_id, None
