@@ -206,9 +206,24 @@ class ConversationStore:
                 except FileNotFoundError:
                     raise ConversationNotFound(cid) from None
             if state.dir_sync_pending:
-                fsync_dir(directory)
-                fsync_dir(self._dir)
+                self._fsync_entries(cid)
                 state.dir_sync_pending = False
+
+    def sync_entries(self, conversation_id: str) -> None:
+        """Make a created conversation's directory entries durable (its directory in
+        `conversations/`, its log in its directory), unless that is done already.
+
+        `sync` does it too while it is pending; this lets a caller do it earlier, e.g.
+        while a new conversation's first model call runs rather than before its
+        `turn_completed`. No lock is held while it fsyncs: appends go on meanwhile.
+        """
+        cid = validate_id(conversation_id)
+        with self._locked(cid) as state:
+            if not state.dir_sync_pending:
+                return
+        self._fsync_entries(cid)
+        with self._locked(cid) as state:
+            state.dir_sync_pending = False
 
     def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
         """All events of a conversation, oldest first.
@@ -330,6 +345,10 @@ class ConversationStore:
             self._write_meta(cid, state)
         if not (self._dir / cid).is_dir():
             state.dirty = state.dir_sync_pending = False  # deleted: nothing left to write
+
+    def _fsync_entries(self, cid: str) -> None:
+        fsync_dir(self._dir / cid)  # the log's entry
+        fsync_dir(self._dir)  # the conversation directory's entry
 
     def _close_handle(self, cid: str, state: LogState) -> None:
         state.close_handle()

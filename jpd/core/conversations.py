@@ -192,6 +192,14 @@ class Conversations:
             raise Busy(f"conversation {conversation_id} has a turn running in another jpd")
         return lock
 
+    async def sync_entries(self, conversation_id: str) -> None:
+        """Make a new conversation's directory entries durable, in a worker thread: the
+        end-of-turn sync then has only the log to fsync (protocol.md 7.2)."""
+        try:
+            await anyio.to_thread.run_sync(self.store.sync_entries, conversation_id)
+        except Exception:  # the end-of-turn sync does it then
+            log.exception("could not sync the directory of conversation %s", conversation_id)
+
     async def lock_turn(self, conversation_id: str) -> TurnLock:
         """The conversation's turn lock, held while this daemon runs a turn there."""
         from jpd.conversation.recovery import lock_turn

@@ -301,6 +301,9 @@ class Daemon:
             lock.release()
             raise
         self._turn_locks[turn.turn_id] = lock
+        if is_new:
+            # Durable while the model call runs, not on the way to turn_completed.
+            self._tg.start_soon(self.conversations.sync_entries, conversation_id)
         self.conversations.remember_history(conversation_id, turn.transcript.history)
         self.conversations.resumable.pop(
             conversation_id, None

@@ -514,6 +514,42 @@ def test_fsync_happens_on_sync_not_on_append(
     assert len(synced) == before + 1
 
 
+def test_a_new_conversations_directory_entries_are_fsynced_once(
+    store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []  # inode of each fsynced file or directory
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    conversations = store.root / "conversations"
+    store.create("c-a")
+    store.sync_entries("c-a")  # early: while the first model call runs
+    assert sorted(synced) == sorted(
+        [conversations.stat().st_ino, (conversations / "c-a").stat().st_ino]
+    )
+    synced.clear()
+    store.append("c-a", ChatRequest(content="a"))
+    store.sync("c-a")
+    store.sync_entries("c-a")
+    assert synced == [log_path(store, "c-a").stat().st_ino]
+    # Not done early: the first sync does it.
+    synced.clear()
+    store.create("c-b")
+    store.append("c-b", ChatRequest(content="b"))
+    store.sync("c-b")
+    assert sorted(synced) == sorted(
+        [
+            log_path(store, "c-b").stat().st_ino,
+            (conversations / "c-b").stat().st_ino,
+            conversations.stat().st_ino,
+        ]
+    )
+
+
 def test_close_writes_pending_metadata_and_store_stays_usable(tmp_path: Path) -> None:
     store = ConversationStore(tmp_path)
     store.create(CID)
