@@ -79,6 +79,7 @@ class Daemon:
         self._turns: dict[str, Turn] = {}
         self._links: dict[int, ClientLink] = {}
         self._builtins: BuiltinRegistry | None = None
+        self._last_catalog: tuple[Config, list[ToolToggle], dict[str, EffectiveTool]] | None = None
         self._tool_processes: ToolProcesses | None = None
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
         self._mcp: McpManager | None = None
@@ -450,8 +451,18 @@ class Daemon:
         from jpd.tools.catalog import build_catalog
 
         servers = {name: s for name, s in cfg.mcp.servers.items() if s.enable}
-        listings = await self.mcp.listings(servers, root) if servers else {}
-        return build_catalog(cfg, self.builtins, toggles, listings)
+        if servers:
+            return build_catalog(
+                cfg, self.builtins, toggles, await self.mcp.listings(servers, root)
+            )
+        # Without MCP servers the tools depend on the config alone, which is the same
+        # object while its files are unchanged (jpd/config/cache.py): built once for it.
+        last = self._last_catalog
+        if last is not None and last[0] is cfg and last[1] == toggles:
+            return last[2]
+        catalog = build_catalog(cfg, self.builtins, toggles)
+        self._last_catalog = (cfg, list(toggles), catalog)
+        return catalog
 
     def _progress_sink(
         self, conversation_id: str, turn_id: str
