@@ -91,7 +91,7 @@ class Server:
     @staticmethod
     def _limits(daemon: Daemon) -> ConnectionLimits:
         try:
-            cfg = daemon.load_config(None).daemon
+            cfg = daemon.configs.load(None).daemon
         except ConfigInvalid as exc:
             log.warning("%s; default connection limits", exc.message)
             return ConnectionLimits()
@@ -104,7 +104,7 @@ class Server:
     @staticmethod
     def _idle_timeout(daemon: Daemon) -> float:
         try:
-            return daemon.load_config(None).daemon.idle_timeout
+            return daemon.configs.load(None).daemon.idle_timeout
         except ConfigInvalid as exc:
             # A broken config file must not stop the daemon; each turn reports it.
             log.warning("%s; idle timeout %gs", exc.message, DEFAULT_IDLE_TIMEOUT)

@@ -13,7 +13,7 @@ import datetime
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,32 +68,55 @@ def validate_layer(data: Any, *, source: str, base_dir: Path | None = None) -> C
         raise from_validation_error(exc, source=source, data=data) from None
 
 
+def config_paths(workspace: Path | None, env: Mapping[str, str] | None) -> list[Path]:
+    """The files of the layered config, lowest first: the user file, then the
+    workspace's when there is a workspace (either may not exist)."""
+    paths = [user_config_path(env)]
+    if workspace is not None:
+        paths.append(workspace_config_path(workspace))
+    return paths
+
+
+def read_file_layer(path: Path) -> Config | None:
+    """One config file, parsed and validated on its own; None when it does not exist.
+
+    A problem raises `ConfigError` naming the file and, where it can be found, the
+    line of each bad key.
+    """
+    try:
+        data = read_toml_layer(path)
+        if data is None:
+            return None
+        return validate_layer(data, source=str(path), base_dir=path.parent)
+    except ConfigError as exc:
+        raise _with_lines(exc, path) from None
+
+
 def load_config(
     *,
     workspace: Path | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    read_layer: Callable[[Path], Config | None] = read_file_layer,
 ) -> Config:
     """Load and merge every layer; raise `ConfigError` listing the problems of every
     bad layer at once (each with its source, key and, for files, line).
 
     `overrides` are `(source_name, nested_dict)` pairs applied in order (e.g.
     `("turn/start config", {...})`, `("-c", parse_assignment(...))`); relative
-    paths in them resolve against `workspace` when given. This reads files: call it
-    from a worker thread in async code.
+    paths in them resolve against `workspace` when given. Each file of
+    `config_paths` is read with `read_layer`, in order (`read_file_layer`, or a
+    `ConfigCache`'s). This reads files: call it from a worker thread in async code.
     """
     layers: list[Config] = []
     problems: list[ConfigError] = []
-    paths = [user_config_path(env)]
-    if workspace is not None:
-        paths.append(workspace_config_path(workspace))
-    for path in paths:
+    for path in config_paths(workspace, env):
         try:
-            data = read_toml_layer(path)
-            if data is not None:
-                layers.append(validate_layer(data, source=str(path), base_dir=path.parent))
+            layer = read_layer(path)
+            if layer is not None:
+                layers.append(layer)
         except ConfigError as exc:
-            problems.append(_with_lines(exc, path))
+            problems.append(exc)
     for source, override in overrides:
         try:
             layers.append(validate_layer(override, source=source, base_dir=workspace))

@@ -8,13 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jpd.config.loader import (
-    load_config,
-    read_toml_layer,
-    user_config_path,
-    validate_layer,
-    workspace_config_path,
-)
+from jpd.config.loader import config_paths, load_config, read_file_layer, validate_layer
 
 DEFAULT_ORIGIN = "default"
 REDACTED = "<redacted>"
@@ -61,20 +55,10 @@ def config_origins(
     """
     effective = load_config(workspace=workspace, env=env, overrides=overrides)
     layers: list[tuple[str, dict[str, Any]]] = []
-    paths = [user_config_path(env)]
-    if workspace is not None:
-        paths.append(workspace_config_path(workspace))
-    for path in paths:
-        data = read_toml_layer(path)
-        if data is not None:
-            layers.append(
-                (
-                    str(path),
-                    validate_layer(data, source=str(path), base_dir=path.parent).model_dump(
-                        mode="json", exclude_unset=True
-                    ),
-                )
-            )
+    for path in config_paths(workspace, env):
+        file_layer = read_file_layer(path)
+        if file_layer is not None:
+            layers.append((str(path), file_layer.model_dump(mode="json", exclude_unset=True)))
     for source, override in overrides:
         layer = validate_layer(override, source=source, base_dir=workspace)
         layers.append((source, layer.model_dump(mode="json", exclude_unset=True)))

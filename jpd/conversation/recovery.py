@@ -140,6 +140,7 @@ def recover(store: ConversationStore, conversation_id: str) -> int:
         store.append(conversation_id, event)
     if appended:
         store.sync(conversation_id)
+        store.release(conversation_id)  # its metadata.json is written; nothing stays in memory
         log.warning("conversation %s: closed a turn its daemon left open", conversation_id)
     return len(appended)
 

@@ -5,10 +5,12 @@ only ever appended) and `conversations/<id>/metadata.json` (derived, rebuildable
 
 Durability model: each append is written and flushed (it reaches the OS at once);
 `sync` fsyncs the log and is called by the daemon at turn end and before a question
-is asked. `metadata.json` is a cache: it records the log size it describes, and when
-it is missing, corrupt or describes a different size (a crash after appends but
-before `sync`), it is rebuilt from the log. One process (the daemon) owns a data dir;
-within it, each conversation has a lock, so the methods are thread-safe.
+is asked. `metadata.json` is a cache, kept in memory while the conversation is in use
+and written when it goes idle (`release`, `close`): never on the way to a turn's first
+model call or to its `turn_completed`. It records the log size it describes, and when
+it is missing, corrupt or describes a different size (a crash before it was written),
+it is rebuilt from the log. One process (the daemon) owns a data dir; within it, each
+conversation has a lock, so the methods are thread-safe.
 
 Long life: at most `max_open` log handles are open at once (least recently used ones
 are closed first, and reopened on the next append), and a conversation's in-memory
@@ -149,7 +151,7 @@ class ConversationStore:
             created = now()
             state.adopt(MetaRecord(id=cid, created_at=created, updated_at=created, log_size=0))
             state.dir_sync_pending = True
-            self._write_meta(cid, state)
+            state.dirty = True  # metadata.json is written when the conversation goes idle
 
     def exists(self, conversation_id: str) -> bool:
         """Whether a conversation with this id has a log."""
@@ -187,11 +189,9 @@ class ConversationStore:
                 state.workspace = event.workspace
             if state.title is None and isinstance(event, ChatRequest):
                 state.title = make_title(event.content)
-                if state.title is not None:
-                    self._write_meta(cid, state)
 
     def sync(self, conversation_id: str) -> None:
-        """Make every appended event durable (fsync) and write metadata if it changed."""
+        """Make every appended event durable (fsync); metadata.json waits for `release`."""
         cid = validate_id(conversation_id)
         with self._locked(cid) as state:
             directory = self._dir / cid
@@ -206,11 +206,24 @@ class ConversationStore:
                 except FileNotFoundError:
                     raise ConversationNotFound(cid) from None
             if state.dir_sync_pending:
-                fsync_dir(directory)
-                fsync_dir(self._dir)
+                self._fsync_entries(cid)
                 state.dir_sync_pending = False
-            if state.dirty and state.loaded:
-                self._write_meta(cid, state)
+
+    def sync_entries(self, conversation_id: str) -> None:
+        """Make a created conversation's directory entries durable (its directory in
+        `conversations/`, its log in its directory), unless that is done already.
+
+        `sync` does it too while it is pending; this lets a caller do it earlier, e.g.
+        while a new conversation's first model call runs rather than before its
+        `turn_completed`. No lock is held while it fsyncs: appends go on meanwhile.
+        """
+        cid = validate_id(conversation_id)
+        with self._locked(cid) as state:
+            if not state.dir_sync_pending:
+                return
+        self._fsync_entries(cid)
+        with self._locked(cid) as state:
+            state.dir_sync_pending = False
 
     def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
         """All events of a conversation, oldest first.
@@ -270,7 +283,8 @@ class ConversationStore:
         return ConversationMeta.model_validate(record.model_dump(exclude={"log_size"}))
 
     def release(self, conversation_id: str) -> None:
-        """The conversation went idle: close its log and drop its in-memory state.
+        """The conversation went idle: close its log, write its metadata.json if it is
+        behind, and drop its in-memory state.
 
         Not an fsync (`sync` is): what was appended has reached the OS already.
         A later call reopens what it needs.
@@ -331,6 +345,10 @@ class ConversationStore:
             self._write_meta(cid, state)
         if not (self._dir / cid).is_dir():
             state.dirty = state.dir_sync_pending = False  # deleted: nothing left to write
+
+    def _fsync_entries(self, cid: str) -> None:
+        fsync_dir(self._dir / cid)  # the log's entry
+        fsync_dir(self._dir)  # the conversation directory's entry
 
     def _close_handle(self, cid: str, state: LogState) -> None:
         state.close_handle()

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from jpd.conversation.store import ConversationNotFound, ConversationStore, InvalidConversationId
+from jpd.conversation.store import (
+    ConversationExists,
+    ConversationNotFound,
+    ConversationStore,
+    InvalidConversationId,
+)
 from jpd.core.hub import EventHub
 from jpd.protocol.errors import Busy, InvalidParams, NotFound
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
@@ -168,6 +173,32 @@ class Conversations:
         start = await anyio.to_thread.run_sync(run)
         if start is not None:
             self.note_resumable(conversation_id, start)
+
+    async def create(self, conversation_id: str) -> TurnLock:
+        """Create a new conversation and take its turn lock, in one worker-thread hop."""
+        from jpd.conversation.recovery import lock_turn
+
+        def run() -> TurnLock | None:
+            self.store.create(conversation_id)
+            return lock_turn(self.store, conversation_id)
+
+        try:
+            lock = await anyio.to_thread.run_sync(run)
+        except ConversationExists:
+            raise InvalidParams(f"conversation {conversation_id} already exists") from None
+        except ConversationNotFound as exc:  # deleted as soon as created
+            raise NotFound(str(exc)) from exc
+        if lock is None:
+            raise Busy(f"conversation {conversation_id} has a turn running in another jpd")
+        return lock
+
+    async def sync_entries(self, conversation_id: str) -> None:
+        """Make a new conversation's directory entries durable, in a worker thread: the
+        end-of-turn sync then has only the log to fsync (protocol.md 7.2)."""
+        try:
+            await anyio.to_thread.run_sync(self.store.sync_entries, conversation_id)
+        except Exception:  # the end-of-turn sync does it then
+            log.exception("could not sync the directory of conversation %s", conversation_id)
 
     async def lock_turn(self, conversation_id: str) -> TurnLock:
         """The conversation's turn lock, held while this daemon runs a turn there."""

@@ -19,11 +19,11 @@ from anyio.abc import TaskGroup
 
 from jpd.conversation.replay import ReplayFiles
 from jpd.conversation.store import (
-    ConversationExists,
     ConversationNotFound,
     ConversationStore,
     new_conversation_id,
 )
+from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
 from jpd.core.hub import EventHub
 from jpd.core.request_env import RequestEnv, request_env
@@ -72,12 +72,14 @@ class Daemon:
         self._tg = task_group
         self.store = ConversationStore(settings.data_dir)
         self.providers = ProviderRegistry(settings.env)
+        self.configs = RequestConfigs(settings.env)
         replay_files = ReplayFiles(settings.data_dir / "replay")
         replay_files.reset()  # seqs restart with each run (protocol.md section 7.2)
         self.hub = EventHub(replay_files, replay_limit=self._replay_limit)
         self._turns: dict[str, Turn] = {}
         self._links: dict[int, ClientLink] = {}
         self._builtins: BuiltinRegistry | None = None
+        self._last_catalog: tuple[Config, list[ToolToggle], dict[str, EffectiveTool]] | None = None
         self._tool_processes: ToolProcesses | None = None
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
         self._mcp: McpManager | None = None
@@ -122,30 +124,11 @@ class Daemon:
 
     def _replay_limit(self) -> int:
         try:
-            return self.load_config(None).daemon.replay_buffer
+            return self.configs.load(None).daemon.replay_buffer
         except ConfigInvalid as exc:
             # A broken config file must not stop the daemon; each turn reports it.
             log.warning("%s", exc.message)
             return 10_000
-
-    def load_config(
-        self,
-        workspace: Path | None,
-        overrides: list[tuple[str, Mapping[str, Any]]] | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> Config:
-        """Layered config for one request (`env`: the request's, None: the daemon's);
-        errors become `ConfigInvalid` (-32003)."""
-        from jpd.config import ConfigError, load_config
-
-        try:
-            return load_config(
-                workspace=workspace,
-                env=self.settings.env if env is None else env,
-                overrides=overrides or [],
-            )
-        except ConfigError as exc:
-            raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
 
     # --- turns ---------------------------------------------------------------------
 
@@ -166,7 +149,7 @@ class Daemon:
         With `create`, `conversation_id` names a conversation to create (protocol.md 5.5).
         """
         renv = self.request_env(link, environment)
-        cfg = await self._turn_config(renv, config, model)
+        cfg = await self.configs.for_turn(renv, config, model)
         providers, provider = self._turn_provider(cfg, renv)
         history = await self._turn_history(conversation_id, create)
         turn = await self._assemble_turn(
@@ -213,7 +196,7 @@ class Daemon:
         except NotResumable as exc:
             raise InvalidParams(str(exc)) from None
         renv = self.request_env(link, environment)
-        cfg = await self._turn_config(renv, None, plan.model)
+        cfg = await self.configs.for_turn(renv, None, plan.model)
         providers, provider = self._turn_provider(cfg, renv)
         turn = await self._assemble_turn(
             conversation_id=conversation_id,
@@ -230,24 +213,6 @@ class Daemon:
         turn.spec.first_tool_choice = ToolChoiceAuto()  # the turn's first call was made
         await self._launch(turn, link, is_new=False)
         return self._info(turn)
-
-    async def _turn_config(
-        self, renv: RequestEnv, config: Mapping[str, Any] | None, model: str | None
-    ) -> Config:
-        """The layered config of one turn, with its `config` and `model` layers; `model`
-        may be one of the config's `aliases`."""
-        from jpd.config import ConfigError
-
-        overrides: list[tuple[str, Mapping[str, Any]]] = []
-        if config:
-            overrides.append(("turn/start config", config))
-        cfg = await anyio.to_thread.run_sync(self.load_config, renv.workspace, overrides, renv.env)
-        if model is None:
-            return cfg
-        try:
-            return cfg.with_model(cfg.resolve_model(model), source="turn/start model")
-        except ConfigError as exc:
-            raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
 
     def _turn_provider(self, cfg: Config, renv: RequestEnv) -> tuple[ProviderSource, Provider]:
         """The turn's provider (its key checked now), and the providers of side requests."""
@@ -327,13 +292,19 @@ class Daemon:
         """Everything is valid: only now does a new conversation reach the disk."""
         conversation_id = turn.conversation_id
         if is_new:
-            try:
-                await anyio.to_thread.run_sync(self.store.create, conversation_id)
-            except ConversationExists:
-                raise InvalidParams(f"conversation {conversation_id} already exists") from None
-        self._check_idle(conversation_id)  # again: another turn may have started meanwhile
-        self._turn_locks[turn.turn_id] = await self.conversations.lock_turn(conversation_id)
-        self._check_idle(conversation_id)  # and again after the lock's await
+            lock = await self.conversations.create(conversation_id)
+        else:
+            self._check_idle(conversation_id)  # again: another turn may have started meanwhile
+            lock = await self.conversations.lock_turn(conversation_id)
+        try:
+            self._check_idle(conversation_id)  # and again after the lock's await
+        except Busy:
+            lock.release()
+            raise
+        self._turn_locks[turn.turn_id] = lock
+        if is_new:
+            # Durable while the model call runs, not on the way to turn_completed.
+            self._tg.start_soon(self.conversations.sync_entries, conversation_id)
         self.conversations.remember_history(conversation_id, turn.transcript.history)
         self.conversations.resumable.pop(
             conversation_id, None
@@ -480,8 +451,18 @@ class Daemon:
         from jpd.tools.catalog import build_catalog
 
         servers = {name: s for name, s in cfg.mcp.servers.items() if s.enable}
-        listings = await self.mcp.listings(servers, root) if servers else {}
-        return build_catalog(cfg, self.builtins, toggles, listings)
+        if servers:
+            return build_catalog(
+                cfg, self.builtins, toggles, await self.mcp.listings(servers, root)
+            )
+        # Without MCP servers the tools depend on the config alone, which is the same
+        # object while its files are unchanged (jpd/config/cache.py): built once for it.
+        last = self._last_catalog
+        if last is not None and last[0] is cfg and last[1] == toggles:
+            return last[2]
+        catalog = build_catalog(cfg, self.builtins, toggles)
+        self._last_catalog = (cfg, list(toggles), catalog)
+        return catalog
 
     def _progress_sink(
         self, conversation_id: str, turn_id: str
@@ -503,39 +484,16 @@ class Daemon:
         from jpd.llm.registry import KNOWN
 
         renv = self.request_env(link, environment)
-        cfg = await anyio.to_thread.run_sync(self.load_config, renv.workspace, None, renv.env)
+        cfg = await self.configs.for_request(renv)
         statuses = [(name, self.providers.unavailable(name, cfg, renv.env)) for name in KNOWN]
         return cfg, statuses
-
-    async def show_config(
-        self,
-        link: ClientLink,
-        environment: ClientEnvironment | None = None,
-        config: Mapping[str, Any] | None = None,
-    ) -> list[tuple[str, Any, str, bool]]:
-        """Every effective config leaf with its origin (secrets redacted); a bad layer
-        raises `ConfigInvalid` (-32003) as for a turn."""
-        from jpd.config import ConfigError
-        from jpd.config.origins import config_origins
-
-        renv = self.request_env(link, environment)
-        overrides = [("-c", config)] if config else []
-        env = self.settings.env if renv.env is None else renv.env
-
-        def compute() -> list[tuple[str, Any, str, bool]]:
-            try:
-                return config_origins(workspace=renv.workspace, env=env, overrides=overrides)
-            except ConfigError as exc:
-                raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
-
-        return await anyio.to_thread.run_sync(compute)
 
     async def list_tools(
         self, link: ClientLink, environment: ClientEnvironment | None = None
     ) -> list[EffectiveTool]:
         """The effective tools for this client's workspace config."""
         renv = self.request_env(link, environment)
-        cfg = await anyio.to_thread.run_sync(self.load_config, renv.workspace, None, renv.env)
+        cfg = await self.configs.for_request(renv)
         return list((await self._catalog(cfg, [], renv.root)).values())
 
     async def call_tool(
@@ -553,7 +511,7 @@ class Daemon:
         from jpd.llm.base import ToolCallPart
 
         renv = self.request_env(link, environment)
-        cfg = await anyio.to_thread.run_sync(self.load_config, renv.workspace, None, renv.env)
+        cfg = await self.configs.for_request(renv)
         call_id = "call-" + secrets.token_hex(6)
         log: Any = NullLog()
         channel = conversation_id or call_id

@@ -130,7 +130,7 @@ async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireM
 
 async def config_show(daemon: Daemon, session: Session, p: wire.ConfigShowParams) -> WireModel:
     """The effective config, one leaf per entry, with the layer it came from."""
-    rows = await daemon.show_config(session, p.environment, p.config)
+    rows = await daemon.configs.show(daemon.request_env(session, p.environment), p.config)
     return wire.ConfigShowResult(
         entries=[
             wire.ConfigEntry(key=key, value=value, origin=origin, redacted=redacted)

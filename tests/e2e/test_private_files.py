@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from pathlib import Path
@@ -34,6 +35,12 @@ async def test_everything_the_daemon_writes_is_private(tmp_path: Path, daemons: 
     turn = await client.request("turn/start", {"message": "hi"})
     await client.wait_event(turn["turnId"], "turn_completed")
     await client.close()
+    # metadata.json is written once the turn has ended, after turn_completed.
+    conversation = data / "conversations" / turn["conversationId"]
+    for _ in range(500):
+        if (conversation / "metadata.json").exists():
+            break
+        await asyncio.sleep(0.01)
 
     written = {
         "data": modes(data),

@@ -89,6 +89,28 @@ async def test_second_turn_sends_history_to_the_model(jpd_factory: StartJpd, hom
     assert seqs == list(range(1, len(seqs) + 1))
 
 
+async def test_an_edited_config_file_applies_to_the_next_turn(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    daemon = await jpd_factory(
+        responses=[{"text": "one"}, {"text": "two"}, {"text": "three"}],
+        config='[assistant]\nsystem_prompt = "first prompt"\n',
+    )
+    await daemon.initialize()
+    # Older than a file the daemon reads again on every turn however it looks (2 s,
+    # jpd/config/cache.py), so the second turn takes the unchanged config from the cache.
+    await asyncio.sleep(2.1)
+    for message in ("a", "b"):
+        _, events = await daemon.run_turn(message)
+        assert events[-1]["event"]["stopReason"] == "end_turn"
+    config = home / "config.toml"
+    config.write_text(config.read_text().replace("first prompt", "other prompt"))  # same size
+    _, events = await daemon.run_turn("c")
+    assert events[-1]["event"]["stopReason"] == "end_turn"
+    requests = [json.loads(x) for x in (home / "requests.jsonl").read_text().splitlines()]
+    assert [r["system"] for r in requests] == ["first prompt", "first prompt", "other prompt"]
+
+
 async def test_cancel_mid_stream_keeps_what_was_received(jpd_factory: StartJpd, home: Path) -> None:
     daemon = await jpd_factory(responses=[SLOW])
     await daemon.initialize()

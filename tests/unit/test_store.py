@@ -394,7 +394,7 @@ def test_list_is_newest_updated_first(store: ConversationStore) -> None:
     (store.root / "conversations" / "half-created").mkdir()
     assert [m.id for m in store.list()] == ["c-a", "c-c", "c-b"]
     # Another store sees the same order from metadata.json.
-    store.sync("c-a")
+    store.close()
     assert [m.id for m in ConversationStore(store.root).list()] == ["c-a", "c-c", "c-b"]
 
 
@@ -413,9 +413,37 @@ def test_metadata_title_counts_and_times(store: ConversationStore) -> None:
     assert meta.title.startswith("word word")
     assert meta.event_count == 3
     assert meta.updated_at >= meta.created_at
-    # The title is written as soon as it is known, before any sync.
+    # Written when the conversation goes idle, with everything it knew.
+    store.release(CID)
     on_disk = json.loads((store.conversation_dir(CID) / "metadata.json").read_text())
     assert on_disk["title"] == meta.title
+    assert on_disk["event_count"] == 3
+
+
+def test_metadata_json_is_written_when_the_conversation_goes_idle(
+    store: ConversationStore,
+) -> None:
+    # Not when it is created, nor as a turn's events arrive, nor by the end-of-turn sync
+    # (none of that work is on the way to a turn's first model call or to its end):
+    # meanwhile the summary is served from memory.
+    store.create(CID)
+    meta_path = store.conversation_dir(CID) / "metadata.json"
+    store.append(CID, TurnStart(turn_id="t1", workspace="/w", timestamp=at(0)))
+    store.append(CID, ChatRequest(content="Hello there", timestamp=at(1)))
+    store.sync(CID)
+    assert not meta_path.exists()
+    meta = store.metadata(CID)
+    assert (meta.title, meta.event_count, meta.workspace) == ("Hello there", 2, "/w")
+    assert [m.title for m in store.list()] == ["Hello there"]
+    # A crash now loses nothing: the next daemon rebuilds it from the log.
+    rebuilt = ConversationStore(store.root).metadata(CID)
+    assert (rebuilt.title, rebuilt.event_count, rebuilt.workspace) == ("Hello there", 2, "/w")
+    store.append(CID, ChatResponse(message="Hi", timestamp=at(2)))
+    store.release(CID)
+    on_disk = json.loads(meta_path.read_text())
+    assert on_disk["event_count"] == 3
+    assert on_disk["log_size"] == log_path(store).stat().st_size
+    assert store._states == {}
 
 
 def test_short_title_is_kept_whole(store: ConversationStore) -> None:
@@ -444,9 +472,9 @@ def test_metadata_is_rebuilt_from_the_log(tmp_path: Path, damage: str) -> None:
     events = every_event_type()
     for event in events[:5]:
         writer.append(CID, event)
-    writer.sync(CID)
+    writer.release(CID)  # writes metadata.json
     for event in events[5:]:
-        writer.append(CID, event)  # not synced: metadata.json is now behind the log
+        writer.append(CID, event)  # not released: metadata.json is now behind the log
     meta_path = writer.conversation_dir(CID) / "metadata.json"
     if damage == "missing":
         meta_path.unlink()
@@ -484,6 +512,42 @@ def test_fsync_happens_on_sync_not_on_append(
     store.append(CID, ChatResponse(message="more"))
     store.sync(CID)
     assert len(synced) == before + 1
+
+
+def test_a_new_conversations_directory_entries_are_fsynced_once(
+    store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []  # inode of each fsynced file or directory
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    conversations = store.root / "conversations"
+    store.create("c-a")
+    store.sync_entries("c-a")  # early: while the first model call runs
+    assert sorted(synced) == sorted(
+        [conversations.stat().st_ino, (conversations / "c-a").stat().st_ino]
+    )
+    synced.clear()
+    store.append("c-a", ChatRequest(content="a"))
+    store.sync("c-a")
+    store.sync_entries("c-a")
+    assert synced == [log_path(store, "c-a").stat().st_ino]
+    # Not done early: the first sync does it.
+    synced.clear()
+    store.create("c-b")
+    store.append("c-b", ChatRequest(content="b"))
+    store.sync("c-b")
+    assert sorted(synced) == sorted(
+        [
+            log_path(store, "c-b").stat().st_ino,
+            (conversations / "c-b").stat().st_ino,
+            conversations.stat().st_ino,
+        ]
+    )
 
 
 def test_close_writes_pending_metadata_and_store_stays_usable(tmp_path: Path) -> None:

@@ -1,0 +1,139 @@
+"""Config layers kept parsed while their files are unchanged.
+
+Every request loads the layered config (each turn its own: the client's workspace and
+environment may differ). Reading, parsing and validating the TOML files again each time
+cost about as much as the rest of starting a turn, so the daemon keeps what it parsed,
+per file, and the merged config of the files alone, and reuses them while each file's
+stamp (device, inode, size, modification and change times, or its absence) is the same.
+A changed file is read again on the next request.
+
+A file changed within its filesystem's timestamp resolution of being read could keep
+its stamp (the same size, and times the clock has not moved past yet), so a file whose
+times are within `RECENT_NS` of the moment it is stamped is read again every time,
+until it is older (git's "racily clean" entries, the same way).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from jpd.config.config import Config
+from jpd.config.loader import config_paths, load_config, read_file_layer
+
+RECENT_NS = 2_000_000_000
+"""Files changed this recently are not trusted by stamp: 2 s is above every common
+filesystem's timestamp resolution (FAT's is 2 s, ext4's a clock tick)."""
+
+MAX_ENTRIES = 64
+"""Files and file sets remembered (least recently used dropped first): one daemon
+serves many workspaces, each with its own file."""
+
+
+class Stamp(NamedTuple):
+    """One version of a file, as far as `stat` tells."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+ABSENT = Stamp(0, 0, -1, 0, 0)
+"""The stamp of a file that does not exist."""
+
+
+def stamp(path: Path) -> Stamp | None:
+    """The file's stamp (`ABSENT` if it does not exist); None when it cannot be known
+    (e.g. permission denied) or the file is too recent to be known by it."""
+    now = time.time_ns()
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return ABSENT
+    except OSError:
+        return None
+    if max(st.st_mtime_ns, st.st_ctime_ns) > now - RECENT_NS:
+        return None
+    return Stamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class ConfigCache:
+    """`load_config` through the parsed layers of unchanged files (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._layers: OrderedDict[Path, tuple[Stamp, Config | None]] = OrderedDict()
+        self._merged: OrderedDict[tuple[Path, ...], tuple[tuple[Stamp, ...], Config]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def cached(self, workspace: Path | None, env: Mapping[str, str] | None) -> Config | None:
+        """The config of the files alone (no overrides) if none changed since it was
+        loaded, else None. Costs a `stat` per file, no read: cheap enough for the event
+        loop."""
+        paths = tuple(config_paths(workspace, env))
+        with self._lock:
+            entry = self._merged.get(paths)
+        if entry is None:
+            return None
+        stamps = tuple(stamp(path) for path in paths)
+        if stamps != entry[0]:
+            return None
+        with self._lock:
+            if paths in self._merged:
+                self._merged.move_to_end(paths)
+        return entry[1]
+
+    def load(
+        self,
+        *,
+        workspace: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        overrides: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> Config:
+        """As `load_config`; files whose stamp is unchanged are not read again. Reads
+        the files that changed: call it from a worker thread in async code."""
+        if not overrides:
+            hit = self.cached(workspace, env)
+            if hit is not None:
+                return hit
+        used: list[tuple[Path, Stamp | None]] = []
+
+        def read_layer(path: Path) -> Config | None:
+            current = stamp(path)
+            used.append((path, current))
+            return self._layer(path, current)
+
+        config = load_config(
+            workspace=workspace, env=env, overrides=overrides, read_layer=read_layer
+        )
+        if not overrides and all(current is not None for _, current in used):
+            key = tuple(path for path, _ in used)
+            stamps = tuple(current for _, current in used if current is not None)
+            self._remember(self._merged, key, (stamps, config))
+        return config
+
+    def _layer(self, path: Path, current: Stamp | None) -> Config | None:
+        if current is not None:
+            with self._lock:
+                entry = self._layers.get(path)
+            if entry is not None and entry[0] == current:
+                return entry[1]
+        layer = read_file_layer(path)  # raises ConfigError: a bad file is never kept
+        if current is not None:
+            self._remember(self._layers, path, (current, layer))
+        return layer
+
+    def _remember(self, table: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+        with self._lock:
+            table[key] = value
+            table.move_to_end(key)
+            while len(table) > MAX_ENTRIES:
+                table.popitem(last=False)

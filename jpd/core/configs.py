@@ -1,0 +1,105 @@
+"""The config each request runs with: the layers of protocol.md section 13 for the
+request's workspace and environment, loaded through one cache for the daemon's life,
+so that a file is read and validated again only when it changed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from jpd.core.request_env import RequestEnv
+from jpd.protocol.errors import ConfigInvalid
+
+# Start-up imports no config (protocol.md section 4, "Start-up"): it loads with the
+# first request that needs it.
+if TYPE_CHECKING:
+    from jpd.config import Config
+    from jpd.config.cache import ConfigCache
+
+
+class RequestConfigs:
+    """Loads the layered config of each request; a request that sends no `env` gets
+    the daemon's own (`daemon_env`)."""
+
+    def __init__(self, daemon_env: Mapping[str, str]) -> None:
+        self._daemon_env = daemon_env
+        self._cache: ConfigCache | None = None
+
+    def _files(self) -> ConfigCache:
+        if self._cache is None:
+            from jpd.config.cache import ConfigCache
+
+            self._cache = ConfigCache()
+        return self._cache
+
+    def load(
+        self,
+        workspace: Path | None,
+        overrides: list[tuple[str, Mapping[str, Any]]] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Config:
+        """Layered config for one request (`env`: the request's, None: the daemon's);
+        errors become `ConfigInvalid` (-32003). Reads the files that changed: call it
+        from a worker thread in async code."""
+        from jpd.config import ConfigError
+
+        try:
+            return self._files().load(
+                workspace=workspace,
+                env=self._daemon_env if env is None else env,
+                overrides=overrides or [],
+            )
+        except ConfigError as exc:
+            raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
+
+    async def for_request(
+        self, renv: RequestEnv, overrides: list[tuple[str, Mapping[str, Any]]] | None = None
+    ) -> Config:
+        """The request's config. When no file changed since it was last loaded, it is
+        taken on the event loop for the price of a `stat` per file: no worker thread,
+        whose hop costs more than that. Otherwise it is loaded in a worker thread."""
+        if not overrides:
+            cached = self._files().cached(renv.workspace, renv.env)
+            if cached is not None:
+                return cached
+        return await anyio.to_thread.run_sync(self.load, renv.workspace, overrides, renv.env)
+
+    async def for_turn(
+        self, renv: RequestEnv, config: Mapping[str, Any] | None, model: str | None
+    ) -> Config:
+        """The layered config of one turn, with its `config` and `model` layers; `model`
+        may be one of the config's `aliases`."""
+        from jpd.config import ConfigError
+
+        overrides: list[tuple[str, Mapping[str, Any]]] = []
+        if config:
+            overrides.append(("turn/start config", config))
+        cfg = await self.for_request(renv, overrides)
+        if model is None:
+            return cfg
+        try:
+            return cfg.with_model(cfg.resolve_model(model), source="turn/start model")
+        except ConfigError as exc:
+            raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
+
+    async def show(
+        self, renv: RequestEnv, config: Mapping[str, Any] | None = None
+    ) -> list[tuple[str, Any, str, bool]]:
+        """Every effective config leaf with its origin (secrets redacted); a bad layer
+        raises `ConfigInvalid` (-32003) as for a turn. Read afresh: `config/show` is
+        rare, and shows what is in the files now."""
+        from jpd.config import ConfigError
+        from jpd.config.origins import config_origins
+
+        overrides = [("-c", config)] if config else []
+
+        def compute() -> list[tuple[str, Any, str, bool]]:
+            try:
+                return config_origins(workspace=renv.workspace, env=renv.env, overrides=overrides)
+            except ConfigError as exc:
+                raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
+
+        return await anyio.to_thread.run_sync(compute)
