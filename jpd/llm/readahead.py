@@ -10,7 +10,10 @@ pieces, a slow one chunk by chunk as before.
 
 Nothing waits to be batched: the reader lets the parser run whenever it waits for the
 network, and, while bytes keep coming without a wait, at least every `HANDOVER`
-seconds. The first chunk after a quiet spell is handed over at once.
+seconds. The first chunk after a quiet spell is handed over at once, and so are the
+first `OPENING` chunks of a body: the response's opening events and its first text
+(or reasoning) are among them, and a reader would otherwise hold that text while it
+reads on through whatever else the same network read brought.
 
 The reader runs in the task group of a `read_ahead` block, which the stream's consumer
 enters (`async with provider.stream(request) as events`): a task group must not stay
@@ -33,6 +36,8 @@ from jpd.llm.base import StreamEvent
 
 HANDOVER = 0.001
 """Longest stretch (seconds) the reader keeps read bytes from the parser."""
+OPENING = 4
+"""The first chunks of a body, handed over one by one."""
 
 
 class Readahead:
@@ -124,6 +129,7 @@ class _Inbox:
 
 async def _read(chunks: AsyncIterable[bytes], inbox: _Inbox) -> None:
     error: Exception | None = None
+    opening = OPENING
     try:
         with inbox.scope:
             async for chunk in chunks:
@@ -132,7 +138,8 @@ async def _read(chunks: AsyncIterable[bytes], inbox: _Inbox) -> None:
                 inbox.put(chunk)
                 # Reading bytes the HTTP client already holds never suspends: let the
                 # parser (and every other task) run at least every HANDOVER seconds.
-                if time.perf_counter() - inbox.since >= HANDOVER:
+                opening -= 1
+                if opening >= 0 or time.perf_counter() - inbox.since >= HANDOVER:
                     await anyio.lowlevel.checkpoint()
                     inbox.since = time.perf_counter()
     except Exception as exc:  # raised to the parser, after the bytes before it
