@@ -28,7 +28,6 @@ import io
 import logging
 import os
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -52,9 +51,8 @@ from jpd.conversation.metadata import (
     ConversationMeta,
     MetaRecord,
     aware,
+    load_record,
     make_title,
-    read_record,
-    record_from_events,
     write_record,
 )
 from jpd.conversation.paths import (
@@ -344,23 +342,15 @@ class ConversationStore:
     def _ensure_loaded(self, cid: str, state: LogState) -> None:
         if state.loaded:
             return
-        directory = self._dir / cid
-        path = directory / EVENTS_FILE
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            raise ConversationNotFound(cid) from None
-        record = read_record(directory / METADATA_FILE)
-        if record is not None and record.id == cid and record.log_size == stat.st_size:
-            state.adopt(record)
+        found = load_record(self._dir / cid, cid)
+        if found is None:
+            raise ConversationNotFound(cid)
+        record, stored = found
+        state.adopt(record)
+        if stored:
             state.dirty = False
-            return
-        # Missing, corrupt or stale: the log is the truth.
-        data = path.read_bytes()
-        mtime = datetime.fromtimestamp(stat.st_mtime, UTC)
-        events = parse_log(data, str(path))
-        state.adopt(record_from_events(cid, events, len(data), mtime))
-        self._write_meta(cid, state)
+        else:
+            self._write_meta(cid, state)
 
     def _write_meta(self, cid: str, state: LogState) -> None:
         path = self._dir / cid / METADATA_FILE
