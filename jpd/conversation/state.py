@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from jpd.conversation.events import now
-from jpd.conversation.metadata import MetaRecord, aware
+from jpd.conversation.events import ChatRequest, Event, TurnStart, now
+from jpd.conversation.metadata import MetaRecord, aware, make_title
 
 
 @dataclass
@@ -54,6 +54,17 @@ class LogState:
         self.workspace = record.workspace
         self.created_at, self.updated_at = aware(record.created_at), aware(record.updated_at)
         self.loaded = True
+
+    def note_append(self, event: Event, size: int) -> None:
+        """Count `event`, just appended to the log as `size` bytes, into the record."""
+        self.log_size += size
+        self.event_count += 1
+        self.updated_at = max(self.updated_at, aware(event.timestamp))
+        self.dirty = True
+        if isinstance(event, TurnStart) and event.workspace:
+            self.workspace = event.workspace
+        if self.title is None and isinstance(event, ChatRequest):
+            self.title = make_title(event.content)
 
     def holds_nothing(self) -> bool:
         """Whether dropping this state loses nothing (all of it is on disk)."""

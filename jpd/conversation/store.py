@@ -32,9 +32,7 @@ from pathlib import Path
 from types import TracebackType
 
 from jpd.conversation.events import (
-    ChatRequest,
     Event,
-    TurnStart,
     dump_event,
     now,
     unknown_value,
@@ -50,9 +48,7 @@ from jpd.conversation.logfile import (
 from jpd.conversation.metadata import (
     ConversationMeta,
     MetaRecord,
-    aware,
     load_record,
-    make_title,
     write_record,
 )
 from jpd.conversation.paths import (
@@ -172,14 +168,7 @@ class ConversationStore:
                 self._states.close_handle(cid, state)
                 state.loaded = False
                 raise
-            state.log_size += len(data)
-            state.event_count += 1
-            state.updated_at = max(state.updated_at, aware(event.timestamp))
-            state.dirty = True
-            if isinstance(event, TurnStart) and event.workspace:
-                state.workspace = event.workspace
-            if state.title is None and isinstance(event, ChatRequest):
-                state.title = make_title(event.content)
+            state.note_append(event, len(data))
 
     def sync(self, conversation_id: str) -> None:
         """Make every appended event durable (fsync); metadata.json waits for `release`."""
