@@ -212,15 +212,9 @@ class ConversationStore:
         result is passed through `sanitize` unless `sanitized=False` (e.g. to show the
         log of a turn still running, where unanswered tool calls are expected).
         """
-        cid = validate_id(conversation_id)
-        path = self._dir / cid / EVENTS_FILE
-        with self._states.locked(cid):  # never read half of a line being appended
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                raise ConversationNotFound(cid) from None
+        data, source = self._read(validate_id(conversation_id))
         with gc_paused(data.count(b"\n")):  # see gc_pause: no collector pauses for others
-            events = parse_log(data, str(path))
+            events = parse_log(data, source)
             return sanitize(events) if sanitized else events
 
     def load_encoded(self, conversation_id: str) -> bytes:
@@ -229,15 +223,9 @@ class ConversationStore:
         What `sanitize` keeps as it was is sent as the line read from disk (no
         decode/re-encode); only events it adds or changes are encoded.
         """
-        cid = validate_id(conversation_id)
-        path = self._dir / cid / EVENTS_FILE
-        with self._states.locked(cid):  # never read half of a line being appended
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                raise ConversationNotFound(cid) from None
+        data, source = self._read(validate_id(conversation_id))
         with gc_paused(data.count(b"\n")):  # see gc_pause: no collector pauses for others
-            pairs = parse_lines(data, str(path))
+            pairs = parse_lines(data, source)
             stored = {id(event): line for line, event in pairs}
             kept = sanitize([event for _, event in pairs])
             parts = [stored.get(id(e)) or dump_event(e).encode() for e in kept]
@@ -294,6 +282,15 @@ class ConversationStore:
         self.close()
 
     # --- internals (the `_open`/`_ensure_loaded`/`_write_meta` caller holds state.lock)
+
+    def _read(self, cid: str) -> tuple[bytes, str]:
+        """The bytes of a conversation's log, and its path (for warnings)."""
+        path = self._dir / cid / EVENTS_FILE
+        with self._states.locked(cid):  # never read half of a line being appended
+            try:
+                return path.read_bytes(), str(path)
+            except FileNotFoundError:
+                raise ConversationNotFound(cid) from None
 
     def _settle(self, cid: str, state: LogState, *, fsync: bool) -> None:
         if state.fh is not None and fsync:
