@@ -27,6 +27,7 @@ from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
 from jpd.core.hub import EventHub
 from jpd.core.request_env import RequestEnv, request_env
+from jpd.core.running_turns import RunningTurns, turn_info
 from jpd.inquiry.pending import PendingQuestions
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
@@ -48,7 +49,6 @@ from jpd.settings import Settings
 if TYPE_CHECKING:
     from jpd.config import Config
     from jpd.conversation.resume import ResumePlan
-    from jpd.conversation.turn_lock import TurnLock
     from jpd.core.turn import Turn
     from jpd.inquiry.backend import LlmInquiryBackend
     from jpd.inquiry.recorder import EventLog
@@ -76,16 +76,15 @@ class Daemon:
         replay_files = ReplayFiles(settings.data_dir / "replay")
         replay_files.reset()  # seqs restart with each run (protocol.md section 7.2)
         self.hub = EventHub(replay_files, replay_limit=self._replay_limit)
-        self._turns: dict[str, Turn] = {}
         self._links: dict[int, ClientLink] = {}
         self._builtins: BuiltinRegistry | None = None
         self._last_catalog: tuple[Config, list[ToolToggle], dict[str, EffectiveTool]] | None = None
         self._tool_processes: ToolProcesses | None = None
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
         self._mcp: McpManager | None = None
-        self._turn_locks: dict[str, TurnLock] = {}
         self._stopping = False
-        self.conversations = Conversations(self.store, self.hub, self._busy)
+        self.turns = RunningTurns(self.store, self.hub, task_group)
+        self.conversations = Conversations(self.store, self.hub, self.turns.busy)
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
 
@@ -130,7 +129,7 @@ class Daemon:
             log.warning("%s", exc.message)
             return 10_000
 
-    # --- turns ---------------------------------------------------------------------
+    # --- turns (see jpd.core.running_turns) ----------------------------------------
 
     async def start_turn(
         self,
@@ -164,7 +163,7 @@ class Daemon:
             detached=detached,
         )
         await self._launch(turn, link, is_new=conversation_id is None or create)
-        return self._info(turn)
+        return turn_info(turn)
 
     async def resume_turn(
         self,
@@ -180,7 +179,7 @@ class Daemon:
         from jpd.llm.base import ToolChoiceAuto
 
         check_id(conversation_id)
-        self._check_idle(conversation_id)
+        self.turns.check_idle(conversation_id)
         history = await self.conversations.history(
             conversation_id
         )  # recovers the turn if still open
@@ -212,7 +211,7 @@ class Daemon:
         )
         turn.spec.first_tool_choice = ToolChoiceAuto()  # the turn's first call was made
         await self._launch(turn, link, is_new=False)
-        return self._info(turn)
+        return turn_info(turn)
 
     def _turn_provider(self, cfg: Config, renv: RequestEnv) -> tuple[ProviderSource, Provider]:
         """The turn's provider (its key checked now), and the providers of side requests."""
@@ -237,7 +236,7 @@ class Daemon:
             if await anyio.to_thread.run_sync(self.store.exists, conversation_id):
                 raise InvalidParams(f"conversation {conversation_id} already exists")
             return MessageHistory()
-        self._check_idle(conversation_id)
+        self.turns.check_idle(conversation_id)
         return await self.conversations.history(conversation_id)
 
     async def _assemble_turn(
@@ -294,14 +293,13 @@ class Daemon:
         if is_new:
             lock = await self.conversations.create(conversation_id)
         else:
-            self._check_idle(conversation_id)  # again: another turn may have started meanwhile
+            self.turns.check_idle(conversation_id)  # again: another turn may have started meanwhile
             lock = await self.conversations.lock_turn(conversation_id)
         try:
-            self._check_idle(conversation_id)  # and again after the lock's await
+            self.turns.check_idle(conversation_id)  # and again after the lock's await
         except Busy:
             lock.release()
             raise
-        self._turn_locks[turn.turn_id] = lock
         if is_new:
             # Durable while the model call runs, not on the way to turn_completed.
             self._tg.start_soon(self.conversations.sync_entries, conversation_id)
@@ -309,9 +307,7 @@ class Daemon:
         self.conversations.resumable.pop(
             conversation_id, None
         )  # no longer the last turn, or resumed
-        self._turns[turn.turn_id] = turn
-        self.hub.subscribe(conversation_id, link)
-        self._tg.start_soon(self._run_turn, turn)
+        self.turns.run(turn, lock, link)
 
     def _coordinator(
         self,
@@ -348,54 +344,13 @@ class Daemon:
             stopping=lambda: self._stopping,
         )
 
-    def _busy(self, conversation_id: str) -> bool:
-        return any(t.conversation_id == conversation_id for t in self._turns.values())
-
-    def _check_idle(self, conversation_id: str) -> None:
-        if self._busy(conversation_id):
-            raise Busy(f"conversation {conversation_id} already has a running turn")
-
-    async def _run_turn(self, turn: Turn) -> None:
-        try:
-            await turn.run()
-        finally:
-            self._turns.pop(turn.turn_id, None)
-            lock = self._turn_locks.pop(turn.turn_id, None)
-            if lock is not None:
-                lock.release()
-            with anyio.CancelScope(shield=True):
-                await self._settle(turn.conversation_id)
-
-    async def _settle(self, conversation_id: str) -> None:
-        """A conversation's turn or tool call ended: give back what it no longer needs.
-
-        Its log file is closed (reopened by the next append) and, when no client follows
-        it, its replay events move to disk, so that a daemon that served thousands of
-        conversations holds neither their files nor their events (protocol.md 8.1).
-        """
-        if self._busy(conversation_id):
-            return
-        try:
-            await anyio.to_thread.run_sync(self.store.release, conversation_id)
-            await self.hub.settle(conversation_id)
-        except OSError as exc:
-            log.warning("could not release conversation %s: %s", conversation_id, exc)
-
     def cancel_turn(self, turn_id: str) -> bool:
         """Cancel a running turn; False if it already ended."""
-        turn = self._turns.get(turn_id)
-        if turn is None:
-            return False
-        turn.cancel()
-        return True
+        return self.turns.cancel(turn_id)
 
     async def wait_turn(self, turn_id: str) -> StopReason:
         """Wait for a running turn to end; returns its stop reason."""
-        turn = self._turns.get(turn_id)
-        if turn is None:
-            raise NotFound(f"no running turn {turn_id}")
-        await turn.done.wait()
-        return turn.stop_reason
+        return await self.turns.wait(turn_id)
 
     async def list_turns(self) -> list[TurnInfo]:
         """Running turns, oldest first, then resumable ones, oldest first (protocol.md 5.10)."""
@@ -405,7 +360,7 @@ class Daemon:
 
     def running_turns(self) -> list[TurnInfo]:
         """Turns currently running, oldest first."""
-        return [self._info(t) for t in sorted(self._turns.values(), key=lambda t: t.started_at)]
+        return self.turns.running()
 
     async def attach(
         self, link: ClientLink, conversation_id: str, from_seq: int | None
@@ -425,7 +380,7 @@ class Daemon:
         """Unsubscribe `link` from a conversation."""
         detached = self.hub.unsubscribe(conversation_id, link)
         if detached:
-            self._tg.start_soon(self._settle, conversation_id)
+            self._tg.start_soon(self.turns.settle, conversation_id)
         return detached
 
     def connected(self, link: ClientLink) -> None:
@@ -436,7 +391,7 @@ class Daemon:
         """A client went away: forget its subscriptions; its turns keep running."""
         self._links.pop(link.link_id, None)
         for conversation_id in self.hub.drop(link):
-            self._tg.start_soon(self._settle, conversation_id)
+            self._tg.start_soon(self.turns.settle, conversation_id)
 
     def client_ready(self, link: ClientLink) -> None:
         """A client (re-)initialized: send it the pending questions it can answer."""
@@ -520,7 +475,7 @@ class Daemon:
             if not self.store.exists(conversation_id):
                 raise NotFound(f"conversation not found: {conversation_id}")
             # Its events would land inside the running turn's window of the log.
-            self._check_idle(conversation_id)
+            self.turns.check_idle(conversation_id)
             log = self.store
         coordinator = self._coordinator(
             cfg,
@@ -549,7 +504,7 @@ class Daemon:
         log.append(channel, ev.ToolCallResponse(id=call_id, content=content, is_error=is_error))
         await anyio.to_thread.run_sync(log.sync, channel)
         if conversation_id is not None:
-            await self._settle(conversation_id)
+            await self.turns.settle(conversation_id)
         return content, is_error
 
     def pending_inquiries(self) -> list[PendingInfo]:
@@ -578,11 +533,7 @@ class Daemon:
     async def aclose(self) -> None:
         """Cancel running turns, wait until each has recorded its end, close resources."""
         self._stopping = True  # a question cut short now is `daemon_stopped` (protocol.md 10.3)
-        turns = list(self._turns.values())
-        for turn in turns:
-            turn.cancel()
-        for turn in turns:
-            await turn.done.wait()
+        await self.turns.cancel_all()
         if self._mcp is not None:
             await self._mcp.aclose()
         await self.providers.aclose()
@@ -603,12 +554,3 @@ class Daemon:
     async def delete_conversation(self, conversation_id: str) -> None:
         """Delete a conversation that has no running turn."""
         await self.conversations.delete(conversation_id)
-
-    @staticmethod
-    def _info(turn: Turn) -> TurnInfo:
-        return TurnInfo(
-            turn_id=turn.turn_id,
-            conversation_id=turn.conversation_id,
-            model=turn.spec.model_id,
-            started_at=turn.started_at,
-        )
