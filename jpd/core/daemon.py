@@ -9,9 +9,8 @@ from __future__ import annotations
 import functools
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -28,6 +27,7 @@ from jpd.core.conversations import Conversations, check_id
 from jpd.core.hub import EventHub
 from jpd.core.request_env import RequestEnv, request_env
 from jpd.core.running_turns import RunningTurns, turn_info
+from jpd.core.toolbox import Toolbox
 from jpd.inquiry.pending import PendingQuestions
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
@@ -50,16 +50,10 @@ if TYPE_CHECKING:
     from jpd.config import Config
     from jpd.conversation.resume import ResumePlan
     from jpd.core.turn import Turn
-    from jpd.inquiry.backend import LlmInquiryBackend
-    from jpd.inquiry.recorder import EventLog
     from jpd.llm.base import Provider
     from jpd.llm.history import MessageHistory
     from jpd.llm.registry import ProviderSource
-    from jpd.mcp.manager import McpManager
-    from jpd.process_groups import ToolProcesses
-    from jpd.tools.builtin import BuiltinRegistry
     from jpd.tools.catalog import EffectiveTool
-    from jpd.tools.coordinator import Coordinator
 
 log = logging.getLogger(__name__)
 
@@ -77,49 +71,21 @@ class Daemon:
         replay_files.reset()  # seqs restart with each run (protocol.md section 7.2)
         self.hub = EventHub(replay_files, replay_limit=self._replay_limit)
         self._links: dict[int, ClientLink] = {}
-        self._builtins: BuiltinRegistry | None = None
-        self._last_catalog: tuple[Config, list[ToolToggle], dict[str, EffectiveTool]] | None = None
-        self._tool_processes: ToolProcesses | None = None
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
-        self._mcp: McpManager | None = None
         self._stopping = False
         self.turns = RunningTurns(self.store, self.hub, task_group)
+        self.tools = Toolbox(
+            task_group, settings.data_dir, self.questions, self.hub, lambda: self._stopping
+        )
         self.conversations = Conversations(self.store, self.hub, self.turns.busy)
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
 
     # --- configuration -------------------------------------------------------------
 
-    @property
-    def builtins(self) -> BuiltinRegistry:
-        """The built-in tools, created on first use."""
-        if self._builtins is None:
-            from jpd.tools.builtin import default_registry
-
-            self._builtins = default_registry()
-        return self._builtins
-
-    @property
-    def mcp(self) -> McpManager:
-        """The MCP servers (protocol.md section 9.6), created on first use."""
-        if self._mcp is None:
-            from jpd.mcp.manager import McpManager
-
-            self._mcp = McpManager(self._tg)
-        return self._mcp
-
     def request_env(self, link: ClientLink, environment: ClientEnvironment | None) -> RequestEnv:
         """What a request runs with: the client's environment when sent (protocol.md 5.5)."""
         return request_env(environment, link.workspace_root, self.settings.env)
-
-    @property
-    def tool_processes(self) -> ToolProcesses:
-        """The lifeline and record of this daemon's tool processes, made on first use."""
-        if self._tool_processes is None:
-            from jpd.process_groups import ToolProcesses
-
-            self._tool_processes = ToolProcesses(self.settings.data_dir)
-        return self._tool_processes
 
     def _replay_limit(self) -> int:
         try:
@@ -263,10 +229,10 @@ class Daemon:
         turn_id = resume.turn_id if resume else "t-" + secrets.token_hex(6)
         transcript = Transcript(history)
         backend = LlmInquiryBackend(transcript, provider, cfg, providers)
-        coordinator = self._coordinator(
+        coordinator = self.tools.coordinator(
             cfg,
             renv,
-            await self._catalog(cfg, toggles, renv.root),
+            await self.tools.catalog(cfg, toggles, renv.root),
             log=self.store,
             backend=backend,
             channel=conversation_id,
@@ -308,41 +274,6 @@ class Daemon:
             conversation_id, None
         )  # no longer the last turn, or resumed
         self.turns.run(turn, lock, link)
-
-    def _coordinator(
-        self,
-        cfg: Config,
-        renv: RequestEnv,
-        tools: Mapping[str, EffectiveTool],
-        *,
-        log: EventLog,
-        backend: LlmInquiryBackend | None,
-        channel: str,
-        call_id: str,
-        detached: Any,
-        resume: ResumePlan | None = None,
-    ) -> Coordinator:
-        """The tool coordinator of a turn (with its inquiry backend) or of a `tool/call`."""
-        from jpd.core.turn_tools import make_coordinator
-
-        return make_coordinator(
-            tools=tools,
-            pending=self.questions,
-            log=log,
-            backend=backend,
-            conversation_id=channel,
-            turn_id=call_id,
-            root=renv.root,
-            env=renv.env,
-            detached=detached,
-            processes=self.tool_processes,
-            provider_keys=cfg.providers.api_key_variables(),
-            mcp=self.mcp.bound(renv.root),
-            on_progress=self._progress_sink(channel, call_id) if backend else None,
-            sampler=backend,
-            resumed=resume,
-            stopping=lambda: self._stopping,
-        )
 
     def cancel_turn(self, turn_id: str) -> bool:
         """Cancel a running turn; False if it already ended."""
@@ -399,39 +330,6 @@ class Daemon:
 
     # --- tools and inquiries -----------------------------------------------------------
 
-    async def _catalog(
-        self, cfg: Config, toggles: list[ToolToggle], root: Path
-    ) -> dict[str, EffectiveTool]:
-        """The tools of `cfg`; MCP servers it enables are started (once) and listed."""
-        from jpd.tools.catalog import build_catalog
-
-        servers = {name: s for name, s in cfg.mcp.servers.items() if s.enable}
-        if servers:
-            return build_catalog(
-                cfg, self.builtins, toggles, await self.mcp.listings(servers, root)
-            )
-        # Without MCP servers the tools depend on the config alone, which is the same
-        # object while its files are unchanged (jpd/config/cache.py): built once for it.
-        last = self._last_catalog
-        if last is not None and last[0] is cfg and last[1] == toggles:
-            return last[2]
-        catalog = build_catalog(cfg, self.builtins, toggles)
-        self._last_catalog = (cfg, list(toggles), catalog)
-        return catalog
-
-    def _progress_sink(
-        self, conversation_id: str, turn_id: str
-    ) -> Callable[[str, float, float | None, str | None], None]:
-        from jpd.protocol.turn_events import ToolProgress
-
-        def publish(
-            call_id: str, progress: float, total: float | None, message: str | None
-        ) -> None:
-            event = ToolProgress(id=call_id, progress=progress, total=total, message=message)
-            self.hub.publish(conversation_id, turn_id, event)
-
-        return publish
-
     async def list_models(
         self, link: ClientLink, environment: ClientEnvironment | None = None
     ) -> tuple[Config, list[tuple[str, str | None]]]:
@@ -449,7 +347,7 @@ class Daemon:
         """The effective tools for this client's workspace config."""
         renv = self.request_env(link, environment)
         cfg = await self.configs.for_request(renv)
-        return list((await self._catalog(cfg, [], renv.root)).values())
+        return list((await self.tools.catalog(cfg, [], renv.root)).values())
 
     async def call_tool(
         self,
@@ -477,10 +375,10 @@ class Daemon:
             # Its events would land inside the running turn's window of the log.
             self.turns.check_idle(conversation_id)
             log = self.store
-        coordinator = self._coordinator(
+        coordinator = self.tools.coordinator(
             cfg,
             renv,
-            await self._catalog(cfg, [], renv.root),
+            await self.tools.catalog(cfg, [], renv.root),
             log=log,
             backend=None,
             channel=channel,
@@ -534,12 +432,10 @@ class Daemon:
         """Cancel running turns, wait until each has recorded its end, close resources."""
         self._stopping = True  # a question cut short now is `daemon_stopped` (protocol.md 10.3)
         await self.turns.cancel_all()
-        if self._mcp is not None:
-            await self._mcp.aclose()
+        await self.tools.close_mcp()
         await self.providers.aclose()
         self.store.close()
-        if self._tool_processes is not None:
-            self._tool_processes.close()
+        self.tools.close_processes()
 
     # --- conversations (see jpd.core.conversations) ----------------------------------
 
