@@ -1,44 +1,37 @@
-"""The daemon core: conversations, running turns and event fan-out.
+"""The daemon core's facade: one `Daemon` that owns the store, providers, event hub and
+pending questions, wires the parts that do the work, and is what the rpc layer calls.
 
+The parts, one job each: `turn_start` (starting and resuming turns), `running_turns`
+(the turns running now), `toolbox` (the tools, their catalog and coordinators),
+`conversations` (stored conversations, recovery).
 Transport-agnostic: clients are `ClientLink`s. Turns run as tasks in the daemon's
 task group, so they outlive the request that started them.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import secrets
-from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from jpd.conversation.replay import ReplayFiles
-from jpd.conversation.store import (
-    ConversationNotFound,
-    ConversationStore,
-    new_conversation_id,
-)
+from jpd.conversation.store import ConversationStore
 from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
 from jpd.core.hub import EventHub
+from jpd.core.parts import DaemonParts
 from jpd.core.request_env import RequestEnv, request_env
-from jpd.core.running_turns import RunningTurns, turn_info
+from jpd.core.running_turns import RunningTurns
 from jpd.core.toolbox import Toolbox
+from jpd.core.turn_start import TurnStarter
 from jpd.inquiry.pending import PendingQuestions
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import ClientEnvironment, ToolToggle
-from jpd.protocol.errors import (
-    Busy,
-    ConfigInvalid,
-    InvalidParams,
-    NotFound,
-    ProviderUnavailableError,
-)
+from jpd.protocol.client_requests import ClientEnvironment
+from jpd.protocol.errors import ConfigInvalid, NotFound
 from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 from jpd.protocol.turn_events import StopReason
@@ -48,11 +41,6 @@ from jpd.settings import Settings
 # config, the turn loop, tools, inquiries and providers load with the first use.
 if TYPE_CHECKING:
     from jpd.config import Config
-    from jpd.conversation.resume import ResumePlan
-    from jpd.core.turn import Turn
-    from jpd.llm.base import Provider
-    from jpd.llm.history import MessageHistory
-    from jpd.llm.registry import ProviderSource
     from jpd.tools.catalog import EffectiveTool
 
 log = logging.getLogger(__name__)
@@ -78,6 +66,20 @@ class Daemon:
             task_group, settings.data_dir, self.questions, self.hub, lambda: self._stopping
         )
         self.conversations = Conversations(self.store, self.hub, self.turns.busy)
+        parts = DaemonParts(
+            store=self.store,
+            hub=self.hub,
+            configs=self.configs,
+            conversations=self.conversations,
+            turns=self.turns,
+            tools=self.tools,
+            request_env=self.request_env,
+        )
+        starter = TurnStarter(parts, self.providers, task_group)
+        # turn/start and turn/resume are the methods of the part that does the work
+        # (jpd.core.turn_start): their signatures are written once.
+        self.start_turn = starter.start
+        self.resume_turn = starter.resume
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
 
@@ -97,184 +99,6 @@ class Daemon:
 
     # --- turns (see jpd.core.running_turns) ----------------------------------------
 
-    async def start_turn(
-        self,
-        link: ClientLink,
-        message: str,
-        conversation_id: str | None = None,
-        model: str | None = None,
-        config: Mapping[str, Any] | None = None,
-        toggles: list[ToolToggle] | None = None,
-        detached: Any = None,
-        environment: ClientEnvironment | None = None,
-        create: bool = False,
-    ) -> TurnInfo:
-        """Validate everything, then start the turn as a task and return at once.
-
-        With `create`, `conversation_id` names a conversation to create (protocol.md 5.5).
-        """
-        renv = self.request_env(link, environment)
-        cfg = await self.configs.for_turn(renv, config, model)
-        providers, provider = self._turn_provider(cfg, renv)
-        history = await self._turn_history(conversation_id, create)
-        turn = await self._assemble_turn(
-            conversation_id=conversation_id or new_conversation_id(),
-            message=message,
-            cfg=cfg,
-            renv=renv,
-            providers=providers,
-            provider=provider,
-            history=history,
-            toggles=toggles or [],
-            detached=detached,
-        )
-        await self._launch(turn, link, is_new=conversation_id is None or create)
-        return turn_info(turn)
-
-    async def resume_turn(
-        self,
-        link: ClientLink,
-        conversation_id: str,
-        turn_id: str,
-        detached: Any = None,
-        environment: ClientEnvironment | None = None,
-    ) -> TurnInfo:
-        """Continue an interrupted turn under its id (protocol.md 12.4): interrupted tool
-        calls run again, a cut output is continued, then the turn goes on as usual."""
-        from jpd.conversation.resume import NotResumable, TurnNotFound, plan_resume
-        from jpd.llm.base import ToolChoiceAuto
-
-        check_id(conversation_id)
-        self.turns.check_idle(conversation_id)
-        history = await self.conversations.history(
-            conversation_id
-        )  # recovers the turn if still open
-        try:
-            events = await anyio.to_thread.run_sync(
-                functools.partial(self.store.load, conversation_id, sanitized=False)
-            )
-            plan = plan_resume(events, turn_id)
-        except ConversationNotFound as exc:
-            raise NotFound(str(exc)) from exc
-        except TurnNotFound:
-            raise NotFound(f"conversation {conversation_id} has no turn {turn_id}") from None
-        except NotResumable as exc:
-            raise InvalidParams(str(exc)) from None
-        renv = self.request_env(link, environment)
-        cfg = await self.configs.for_turn(renv, None, plan.model)
-        providers, provider = self._turn_provider(cfg, renv)
-        turn = await self._assemble_turn(
-            conversation_id=conversation_id,
-            message="",
-            cfg=cfg,
-            renv=renv,
-            providers=providers,
-            provider=provider,
-            history=history,
-            toggles=[],
-            detached=detached,
-            resume=plan,
-        )
-        turn.spec.first_tool_choice = ToolChoiceAuto()  # the turn's first call was made
-        await self._launch(turn, link, is_new=False)
-        return turn_info(turn)
-
-    def _turn_provider(self, cfg: Config, renv: RequestEnv) -> tuple[ProviderSource, Provider]:
-        """The turn's provider (its key checked now), and the providers of side requests."""
-        from jpd.llm.errors import ProviderUnavailable
-
-        providers = self.providers.bound(renv.env)
-        try:
-            return providers, providers.get(cfg)
-        except ProviderUnavailable as exc:
-            raise ProviderUnavailableError(exc.message) from exc
-
-    async def _turn_history(self, conversation_id: str | None, create: bool) -> MessageHistory:
-        """The messages a turn continues from (none for a new conversation)."""
-        from jpd.llm.history import MessageHistory
-
-        if conversation_id is None:
-            if create:
-                raise InvalidParams("create needs a conversationId")
-            return MessageHistory()
-        if create:
-            check_id(conversation_id)
-            if await anyio.to_thread.run_sync(self.store.exists, conversation_id):
-                raise InvalidParams(f"conversation {conversation_id} already exists")
-            return MessageHistory()
-        self.turns.check_idle(conversation_id)
-        return await self.conversations.history(conversation_id)
-
-    async def _assemble_turn(
-        self,
-        *,
-        conversation_id: str,
-        message: str,
-        cfg: Config,
-        renv: RequestEnv,
-        providers: ProviderSource,
-        provider: Provider,
-        history: MessageHistory,
-        toggles: list[ToolToggle],
-        detached: Any,
-        resume: ResumePlan | None = None,
-    ) -> Turn:
-        """The turn with its tools and inquiry backend; nothing reaches the disk yet.
-        With `resume`, it continues that interrupted turn under its id."""
-        from jpd.core.transcript import Transcript
-        from jpd.core.turn import Turn
-        from jpd.core.turn_setup import turn_spec
-        from jpd.inquiry.backend import LlmInquiryBackend
-
-        turn_id = resume.turn_id if resume else "t-" + secrets.token_hex(6)
-        transcript = Transcript(history)
-        backend = LlmInquiryBackend(transcript, provider, cfg, providers)
-        coordinator = self.tools.coordinator(
-            cfg,
-            renv,
-            await self.tools.catalog(cfg, toggles, renv.root),
-            log=self.store,
-            backend=backend,
-            channel=conversation_id,
-            call_id=turn_id,
-            detached=detached,
-            resume=resume,
-        )
-        spec = turn_spec(
-            cfg,
-            conversation_id=conversation_id,
-            turn_id=turn_id,
-            message=message,
-            provider=provider,
-            tools=coordinator,
-            transcript=transcript,
-            workspace=str(renv.workspace) if renv.workspace else None,
-        )
-        spec.resume = resume
-        return Turn(spec, self.store, self.hub, datetime.now(UTC))
-
-    async def _launch(self, turn: Turn, link: ClientLink, *, is_new: bool) -> None:
-        """Everything is valid: only now does a new conversation reach the disk."""
-        conversation_id = turn.conversation_id
-        if is_new:
-            lock = await self.conversations.create(conversation_id)
-        else:
-            self.turns.check_idle(conversation_id)  # again: another turn may have started meanwhile
-            lock = await self.conversations.lock_turn(conversation_id)
-        try:
-            self.turns.check_idle(conversation_id)  # and again after the lock's await
-        except Busy:
-            lock.release()
-            raise
-        if is_new:
-            # Durable while the model call runs, not on the way to turn_completed.
-            self._tg.start_soon(self.conversations.sync_entries, conversation_id)
-        self.conversations.remember_history(conversation_id, turn.transcript.history)
-        self.conversations.resumable.pop(
-            conversation_id, None
-        )  # no longer the last turn, or resumed
-        self.turns.run(turn, lock, link)
-
     def cancel_turn(self, turn_id: str) -> bool:
         """Cancel a running turn; False if it already ended."""
         return self.turns.cancel(turn_id)
@@ -292,6 +116,8 @@ class Daemon:
     def running_turns(self) -> list[TurnInfo]:
         """Turns currently running, oldest first."""
         return self.turns.running()
+
+    # --- clients and subscriptions ---------------------------------------------------
 
     async def attach(
         self, link: ClientLink, conversation_id: str, from_seq: int | None
@@ -328,7 +154,7 @@ class Daemon:
         """A client (re-)initialized: send it the pending questions it can answer."""
         self.questions.client_ready(link)
 
-    # --- tools and inquiries -----------------------------------------------------------
+    # --- models, tools and inquiries -------------------------------------------------
 
     async def list_models(
         self, link: ClientLink, environment: ClientEnvironment | None = None
