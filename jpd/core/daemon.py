@@ -2,8 +2,8 @@
 pending questions, wires the parts that do the work, and is what the rpc layer calls.
 
 The parts, one job each: `turn_start` (starting and resuming turns), `running_turns`
-(the turns running now), `toolbox` (the tools, their catalog and coordinators),
-`conversations` (stored conversations, recovery).
+(the turns running now), `tool_call` (`tool/call`), `toolbox` (the tools, their
+catalog and coordinators), `conversations` (stored conversations, recovery).
 Transport-agnostic: clients are `ClientLink`s. Turns run as tasks in the daemon's
 task group, so they outlive the request that started them.
 """
@@ -11,10 +11,8 @@ task group, so they outlive the request that started them.
 from __future__ import annotations
 
 import logging
-import secrets
 from typing import TYPE_CHECKING, Any
 
-import anyio
 from anyio.abc import TaskGroup
 
 from jpd.conversation.replay import ReplayFiles
@@ -25,6 +23,7 @@ from jpd.core.hub import EventHub
 from jpd.core.parts import DaemonParts
 from jpd.core.request_env import RequestEnv, request_env
 from jpd.core.running_turns import RunningTurns
+from jpd.core.tool_call import ToolCalls
 from jpd.core.toolbox import Toolbox
 from jpd.core.turn_start import TurnStarter
 from jpd.inquiry.pending import PendingQuestions
@@ -76,10 +75,11 @@ class Daemon:
             request_env=self.request_env,
         )
         starter = TurnStarter(parts, self.providers, task_group)
-        # turn/start and turn/resume are the methods of the part that does the work
-        # (jpd.core.turn_start): their signatures are written once.
+        # turn/start, turn/resume and tool/call are the methods of the parts that do the
+        # work (jpd.core.turn_start, jpd.core.tool_call): their signatures are written once.
         self.start_turn = starter.start
         self.resume_turn = starter.resume
+        self.call_tool = ToolCalls(parts).call
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
 
@@ -174,62 +174,6 @@ class Daemon:
         renv = self.request_env(link, environment)
         cfg = await self.configs.for_request(renv)
         return list((await self.tools.catalog(cfg, [], renv.root)).values())
-
-    async def call_tool(
-        self,
-        link: ClientLink,
-        name: str,
-        arguments: dict[str, Any],
-        conversation_id: str | None,
-        detached: Any = None,
-        environment: ClientEnvironment | None = None,
-    ) -> tuple[str, bool]:
-        """Run one tool outside a turn, through the coordinator (questions included)."""
-        from jpd.conversation import events as ev
-        from jpd.core.turn_tools import NullLog
-        from jpd.llm.base import ToolCallPart
-
-        renv = self.request_env(link, environment)
-        cfg = await self.configs.for_request(renv)
-        call_id = "call-" + secrets.token_hex(6)
-        log: Any = NullLog()
-        channel = conversation_id or call_id
-        if conversation_id is not None:
-            check_id(conversation_id)
-            if not self.store.exists(conversation_id):
-                raise NotFound(f"conversation not found: {conversation_id}")
-            # Its events would land inside the running turn's window of the log.
-            self.turns.check_idle(conversation_id)
-            log = self.store
-        coordinator = self.tools.coordinator(
-            cfg,
-            renv,
-            await self.tools.catalog(cfg, [], renv.root),
-            log=log,
-            backend=None,
-            channel=channel,
-            call_id=call_id,
-            detached=detached,
-        )
-        call = ToolCallPart(id=call_id, name=name, arguments=arguments)
-        log.append(channel, ev.ToolCallRequest(id=call_id, name=name, arguments=arguments))
-        self.conversations.histories.pop(
-            channel, None
-        )  # the log grew outside a turn: reload next time
-        was_subscribed = any(s.link_id == link.link_id for s in self.hub.subscribers(channel))
-        self.hub.subscribe(channel, link)  # so that this client is asked the tool's questions
-        try:
-            content, is_error = await coordinator.run_one(call)
-        finally:
-            if conversation_id is None:
-                self.hub.discard(channel)
-            elif not was_subscribed:
-                self.hub.unsubscribe(channel, link)
-        log.append(channel, ev.ToolCallResponse(id=call_id, content=content, is_error=is_error))
-        await anyio.to_thread.run_sync(log.sync, channel)
-        if conversation_id is not None:
-            await self.turns.settle(conversation_id)
-        return content, is_error
 
     def pending_inquiries(self) -> list[PendingInfo]:
         """Questions and permission requests waiting for an answer."""

@@ -1,5 +1,5 @@
-"""`DaemonParts`: the parts of the daemon core that its request handlers (such as
-`turn_start`) work with, made once by the `Daemon`."""
+"""`DaemonParts`: the parts of the daemon core that its request handlers
+(`turn_start`, `tool_call`) work with, made once by the `Daemon`."""
 
 from __future__ import annotations
 
