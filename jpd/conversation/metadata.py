@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from jpd.conversation.events import ChatRequest, Event, TurnStart
+from jpd.conversation.logfile import parse_log
+from jpd.conversation.paths import EVENTS_FILE, METADATA_FILE
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,27 @@ def read_record(path: Path) -> MetaRecord | None:
     except ValidationError:
         log.warning("corrupt %s; rebuilding it from the log", path)
         return None
+
+
+def load_record(directory: Path, conversation_id: str) -> tuple[MetaRecord, bool] | None:
+    """The record of the conversation in `directory`, and whether its metadata.json holds
+    it; None if the conversation has no log.
+
+    A metadata.json that is missing, corrupt or describes another log size (a crash
+    before it was written) is not used: the record is rebuilt from the log, the truth.
+    """
+    path = directory / EVENTS_FILE
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    record = read_record(directory / METADATA_FILE)
+    if record is not None and record.id == conversation_id and record.log_size == stat.st_size:
+        return record, True
+    data = path.read_bytes()
+    mtime = datetime.fromtimestamp(stat.st_mtime, UTC)
+    events = parse_log(data, str(path))
+    return record_from_events(conversation_id, events, len(data), mtime), False
 
 
 def write_record(path: Path, record: MetaRecord) -> bool:

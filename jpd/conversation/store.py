@@ -12,12 +12,12 @@ it is missing, corrupt or describes a different size (a crash before it was writ
 it is rebuilt from the log. One process (the daemon) owns a data dir; within it, each
 conversation has a lock, so the methods are thread-safe.
 
-Long life: at most `max_open` log handles are open at once (least recently used ones
-are closed first, and reopened on the next append), and a conversation's in-memory
-state is dropped as soon as no call uses it and it holds nothing unwritten (no open
-handle, no pending metadata or directory sync). `release` closes an idle
-conversation's handle at once, so a daemon that served thousands of conversations
-holds neither their files nor their state.
+Long life (the state table is `state.LogStates`): at most `max_open` log handles are
+open at once (least recently used ones are closed first, and reopened on the next
+append), and a conversation's in-memory state is dropped as soon as no call uses it
+and it holds nothing unwritten (no open handle, no pending metadata or directory
+sync). `release` closes an idle conversation's handle at once, so a daemon that served
+thousands of conversations holds neither their files nor their state.
 """
 
 from __future__ import annotations
@@ -28,17 +28,11 @@ import io
 import logging
 import os
 import shutil
-import threading
-from collections import OrderedDict
-from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
 from jpd.conversation.events import (
-    ChatRequest,
     Event,
-    TurnStart,
     dump_event,
     now,
     unknown_value,
@@ -54,10 +48,7 @@ from jpd.conversation.logfile import (
 from jpd.conversation.metadata import (
     ConversationMeta,
     MetaRecord,
-    aware,
-    make_title,
-    read_record,
-    record_from_events,
+    load_record,
     write_record,
 )
 from jpd.conversation.paths import (
@@ -70,7 +61,7 @@ from jpd.conversation.paths import (
     validate_id,
 )
 from jpd.conversation.sanitize import sanitize
-from jpd.conversation.state import LogState
+from jpd.conversation.state import LogState, LogStates
 
 log = logging.getLogger(__name__)
 
@@ -111,11 +102,7 @@ class ConversationStore:
     def __init__(self, root: Path, max_open: int = 64) -> None:
         self._root = Path(root)
         self._dir = self._root / "conversations"
-        self._max_open = max(1, max_open)
-        self._states: dict[str, LogState] = {}
-        # Conversations with an open log handle, least recently used first.
-        self._handles: OrderedDict[str, LogState] = OrderedDict()
-        self._states_lock = threading.Lock()
+        self._states = LogStates(max_open)
 
     @property
     def root(self) -> Path:
@@ -139,7 +126,7 @@ class ConversationStore:
     def create(self, conversation_id: str) -> None:
         """Create an empty conversation; raise `ConversationExists` if it has a log."""
         cid = validate_id(conversation_id)
-        with self._locked(cid) as state:
+        with self._states.locked(cid) as state:
             directory = self._dir / cid
             directory.mkdir(parents=True, exist_ok=True)
             try:
@@ -147,7 +134,7 @@ class ConversationStore:
                     pass
             except FileExistsError:
                 raise ConversationExists(f"conversation already exists: {cid}") from None
-            self._close_handle(cid, state)
+            self._states.close_handle(cid, state)
             created = now()
             state.adopt(MetaRecord(id=cid, created_at=created, updated_at=created, log_size=0))
             state.dir_sync_pending = True
@@ -167,33 +154,26 @@ class ConversationStore:
         if unknown is not None:  # read-only: only a newer daemon writes what this one cannot
             raise ValueError(f"refusing to write unknown {unknown}")
         data = (dump_event(event) + "\n").encode()
-        with self._locked(cid) as state:
+        with self._states.locked(cid) as state:
             if state.fh is None:
                 fh = self._open(cid, state)
             else:
                 fh = state.fh
-                self._track_handle(cid, state)
+                self._states.track_handle(cid, state)
             try:
                 fh.write(data)
                 fh.flush()
             except OSError:
                 # The file may now end mid-line; reopening re-checks it and the metadata.
-                self._close_handle(cid, state)
+                self._states.close_handle(cid, state)
                 state.loaded = False
                 raise
-            state.log_size += len(data)
-            state.event_count += 1
-            state.updated_at = max(state.updated_at, aware(event.timestamp))
-            state.dirty = True
-            if isinstance(event, TurnStart) and event.workspace:
-                state.workspace = event.workspace
-            if state.title is None and isinstance(event, ChatRequest):
-                state.title = make_title(event.content)
+            state.note_append(event, len(data))
 
     def sync(self, conversation_id: str) -> None:
         """Make every appended event durable (fsync); metadata.json waits for `release`."""
         cid = validate_id(conversation_id)
-        with self._locked(cid) as state:
+        with self._states.locked(cid) as state:
             directory = self._dir / cid
             if state.fh is not None:
                 state.fh.flush()
@@ -218,11 +198,11 @@ class ConversationStore:
         `turn_completed`. No lock is held while it fsyncs: appends go on meanwhile.
         """
         cid = validate_id(conversation_id)
-        with self._locked(cid) as state:
+        with self._states.locked(cid) as state:
             if not state.dir_sync_pending:
                 return
         self._fsync_entries(cid)
-        with self._locked(cid) as state:
+        with self._states.locked(cid) as state:
             state.dir_sync_pending = False
 
     def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
@@ -232,15 +212,9 @@ class ConversationStore:
         result is passed through `sanitize` unless `sanitized=False` (e.g. to show the
         log of a turn still running, where unanswered tool calls are expected).
         """
-        cid = validate_id(conversation_id)
-        path = self._dir / cid / EVENTS_FILE
-        with self._locked(cid):  # never read half of a line being appended
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                raise ConversationNotFound(cid) from None
+        data, source = self._read(validate_id(conversation_id))
         with gc_paused(data.count(b"\n")):  # see gc_pause: no collector pauses for others
-            events = parse_log(data, str(path))
+            events = parse_log(data, source)
             return sanitize(events) if sanitized else events
 
     def load_encoded(self, conversation_id: str) -> bytes:
@@ -249,15 +223,9 @@ class ConversationStore:
         What `sanitize` keeps as it was is sent as the line read from disk (no
         decode/re-encode); only events it adds or changes are encoded.
         """
-        cid = validate_id(conversation_id)
-        path = self._dir / cid / EVENTS_FILE
-        with self._locked(cid):  # never read half of a line being appended
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                raise ConversationNotFound(cid) from None
+        data, source = self._read(validate_id(conversation_id))
         with gc_paused(data.count(b"\n")):  # see gc_pause: no collector pauses for others
-            pairs = parse_lines(data, str(path))
+            pairs = parse_lines(data, source)
             stored = {id(event): line for line, event in pairs}
             kept = sanitize([event for _, event in pairs])
             parts = [stored.get(id(e)) or dump_event(e).encode() for e in kept]
@@ -266,8 +234,8 @@ class ConversationStore:
     def delete(self, conversation_id: str) -> None:
         """Remove a conversation's directory; raise `ConversationNotFound` if absent."""
         cid = validate_id(conversation_id)
-        with self._locked(cid) as state:
-            self._close_handle(cid, state)
+        with self._states.locked(cid) as state:
+            self._states.close_handle(cid, state)
             state.loaded = state.dirty = state.dir_sync_pending = False
             directory = self._dir / cid
             if not directory.is_dir():
@@ -277,7 +245,7 @@ class ConversationStore:
     def metadata(self, conversation_id: str) -> ConversationMeta:
         """The conversation's summary, rebuilt from the log if metadata.json is stale."""
         cid = validate_id(conversation_id)
-        with self._locked(cid) as state:
+        with self._states.locked(cid) as state:
             self._ensure_loaded(cid, state)
             record = state.record(cid)
         return ConversationMeta.model_validate(record.model_dump(exclude={"log_size"}))
@@ -290,7 +258,7 @@ class ConversationStore:
         A later call reopens what it needs.
         """
         cid = validate_id(conversation_id)
-        with self._locked(cid) as state:
+        with self._states.locked(cid) as state:
             self._settle(cid, state, fsync=False)
 
     def close(self) -> None:
@@ -298,10 +266,8 @@ class ConversationStore:
 
         The store stays usable: a later call reopens what it needs.
         """
-        with self._states_lock:
-            cids = builtins.list(self._states)
-        for cid in cids:
-            with self._locked(cid) as state:
+        for cid in self._states:  # a snapshot of the ids
+            with self._states.locked(cid) as state:
                 self._settle(cid, state, fsync=True)
 
     def __enter__(self) -> ConversationStore:
@@ -317,30 +283,21 @@ class ConversationStore:
 
     # --- internals (the `_open`/`_ensure_loaded`/`_write_meta` caller holds state.lock)
 
-    @contextlib.contextmanager
-    def _locked(self, cid: str) -> Iterator[LogState]:
-        """The conversation's state, locked; dropped after use if it holds nothing."""
-        with self._states_lock:
-            state = self._states.get(cid)
-            if state is None:
-                state = self._states[cid] = LogState()
-            state.users += 1
-        try:
-            with state.lock:
-                yield state
-        finally:
-            with self._states_lock:
-                state.users -= 1
-                # users == 0: nobody holds or waits for state.lock, its fields are stable.
-                if state.users == 0 and state.holds_nothing() and self._states.get(cid) is state:
-                    del self._states[cid]
+    def _read(self, cid: str) -> tuple[bytes, str]:
+        """The bytes of a conversation's log, and its path (for warnings)."""
+        path = self._dir / cid / EVENTS_FILE
+        with self._states.locked(cid):  # never read half of a line being appended
+            try:
+                return path.read_bytes(), str(path)
+            except FileNotFoundError:
+                raise ConversationNotFound(cid) from None
 
     def _settle(self, cid: str, state: LogState, *, fsync: bool) -> None:
         if state.fh is not None and fsync:
             with contextlib.suppress(OSError):
                 state.fh.flush()
                 os.fsync(state.fh.fileno())
-        self._close_handle(cid, state)
+        self._states.close_handle(cid, state)
         if state.dirty and state.loaded and (self._dir / cid).is_dir():
             self._write_meta(cid, state)
         if not (self._dir / cid).is_dir():
@@ -349,35 +306,6 @@ class ConversationStore:
     def _fsync_entries(self, cid: str) -> None:
         fsync_dir(self._dir / cid)  # the log's entry
         fsync_dir(self._dir)  # the conversation directory's entry
-
-    def _close_handle(self, cid: str, state: LogState) -> None:
-        state.close_handle()
-        with self._states_lock:
-            if self._handles.get(cid) is state:
-                del self._handles[cid]
-
-    def _track_handle(self, cid: str, state: LogState) -> None:
-        """Mark `cid`'s handle most recently used; close the oldest beyond `max_open`."""
-        with self._states_lock:
-            self._handles[cid] = state
-            self._handles.move_to_end(cid)
-            excess = len(self._handles) - self._max_open
-            if excess <= 0:
-                return
-            for old_cid, old in builtins.list(self._handles.items()):
-                if excess <= 0:
-                    break
-                # Never wait here: a busy one is skipped (its holder may want this lock).
-                if old is state or not old.lock.acquire(blocking=False):
-                    continue
-                try:
-                    old.close_handle()
-                    del self._handles[old_cid]
-                    excess -= 1
-                    if old.users == 0 and old.holds_nothing() and self._states.get(old_cid) is old:
-                        del self._states[old_cid]
-                finally:
-                    old.lock.release()
 
     def _open(self, cid: str, state: LogState) -> io.BufferedWriter:
         self._ensure_loaded(cid, state)
@@ -394,29 +322,21 @@ class ConversationStore:
             fh.close()
             raise
         state.fh = fh
-        self._track_handle(cid, state)
+        self._states.track_handle(cid, state)
         return fh
 
     def _ensure_loaded(self, cid: str, state: LogState) -> None:
         if state.loaded:
             return
-        directory = self._dir / cid
-        path = directory / EVENTS_FILE
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            raise ConversationNotFound(cid) from None
-        record = read_record(directory / METADATA_FILE)
-        if record is not None and record.id == cid and record.log_size == stat.st_size:
-            state.adopt(record)
+        found = load_record(self._dir / cid, cid)
+        if found is None:
+            raise ConversationNotFound(cid)
+        record, stored = found
+        state.adopt(record)
+        if stored:
             state.dirty = False
-            return
-        # Missing, corrupt or stale: the log is the truth.
-        data = path.read_bytes()
-        mtime = datetime.fromtimestamp(stat.st_mtime, UTC)
-        events = parse_log(data, str(path))
-        state.adopt(record_from_events(cid, events, len(data), mtime))
-        self._write_meta(cid, state)
+        else:
+            self._write_meta(cid, state)
 
     def _write_meta(self, cid: str, state: LogState) -> None:
         path = self._dir / cid / METADATA_FILE

@@ -1,43 +1,36 @@
-"""The daemon core: conversations, running turns and event fan-out.
+"""The daemon core's facade: one `Daemon` that owns the store, providers, event hub and
+pending questions, wires the parts that do the work, and is what the rpc layer calls.
 
+The parts, one job each: `turn_start` (starting and resuming turns), `running_turns`
+(the turns running now), `tool_call` (`tool/call`), `toolbox` (the tools, their
+catalog and coordinators), `conversations` (stored conversations, recovery).
 Transport-agnostic: clients are `ClientLink`s. Turns run as tasks in the daemon's
 task group, so they outlive the request that started them.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import secrets
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
 from anyio.abc import TaskGroup
 
 from jpd.conversation.replay import ReplayFiles
-from jpd.conversation.store import (
-    ConversationNotFound,
-    ConversationStore,
-    new_conversation_id,
-)
+from jpd.conversation.store import ConversationStore
 from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
 from jpd.core.hub import EventHub
+from jpd.core.parts import DaemonParts
 from jpd.core.request_env import RequestEnv, request_env
+from jpd.core.running_turns import RunningTurns
+from jpd.core.tool_call import ToolCalls
+from jpd.core.toolbox import Toolbox
+from jpd.core.turn_start import TurnStarter
 from jpd.inquiry.pending import PendingQuestions
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import ClientEnvironment, ToolToggle
-from jpd.protocol.errors import (
-    Busy,
-    ConfigInvalid,
-    InvalidParams,
-    NotFound,
-    ProviderUnavailableError,
-)
+from jpd.protocol.client_requests import ClientEnvironment
+from jpd.protocol.errors import ConfigInvalid, NotFound
 from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 from jpd.protocol.turn_events import StopReason
@@ -47,19 +40,7 @@ from jpd.settings import Settings
 # config, the turn loop, tools, inquiries and providers load with the first use.
 if TYPE_CHECKING:
     from jpd.config import Config
-    from jpd.conversation.resume import ResumePlan
-    from jpd.conversation.turn_lock import TurnLock
-    from jpd.core.turn import Turn
-    from jpd.inquiry.backend import LlmInquiryBackend
-    from jpd.inquiry.recorder import EventLog
-    from jpd.llm.base import Provider
-    from jpd.llm.history import MessageHistory
-    from jpd.llm.registry import ProviderSource
-    from jpd.mcp.manager import McpManager
-    from jpd.process_groups import ToolProcesses
-    from jpd.tools.builtin import BuiltinRegistry
     from jpd.tools.catalog import EffectiveTool
-    from jpd.tools.coordinator import Coordinator
 
 log = logging.getLogger(__name__)
 
@@ -76,51 +57,37 @@ class Daemon:
         replay_files = ReplayFiles(settings.data_dir / "replay")
         replay_files.reset()  # seqs restart with each run (protocol.md section 7.2)
         self.hub = EventHub(replay_files, replay_limit=self._replay_limit)
-        self._turns: dict[str, Turn] = {}
         self._links: dict[int, ClientLink] = {}
-        self._builtins: BuiltinRegistry | None = None
-        self._last_catalog: tuple[Config, list[ToolToggle], dict[str, EffectiveTool]] | None = None
-        self._tool_processes: ToolProcesses | None = None
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
-        self._mcp: McpManager | None = None
-        self._turn_locks: dict[str, TurnLock] = {}
         self._stopping = False
-        self.conversations = Conversations(self.store, self.hub, self._busy)
+        self.turns = RunningTurns(self.store, self.hub, task_group)
+        self.tools = Toolbox(
+            task_group, settings.data_dir, self.questions, self.hub, lambda: self._stopping
+        )
+        self.conversations = Conversations(self.store, self.hub, self.turns.busy)
+        parts = DaemonParts(
+            store=self.store,
+            hub=self.hub,
+            configs=self.configs,
+            conversations=self.conversations,
+            turns=self.turns,
+            tools=self.tools,
+            request_env=self.request_env,
+        )
+        starter = TurnStarter(parts, self.providers, task_group)
+        # turn/start, turn/resume and tool/call are the methods of the parts that do the
+        # work (jpd.core.turn_start, jpd.core.tool_call): their signatures are written once.
+        self.start_turn = starter.start
+        self.resume_turn = starter.resume
+        self.call_tool = ToolCalls(parts).call
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
 
     # --- configuration -------------------------------------------------------------
 
-    @property
-    def builtins(self) -> BuiltinRegistry:
-        """The built-in tools, created on first use."""
-        if self._builtins is None:
-            from jpd.tools.builtin import default_registry
-
-            self._builtins = default_registry()
-        return self._builtins
-
-    @property
-    def mcp(self) -> McpManager:
-        """The MCP servers (protocol.md section 9.6), created on first use."""
-        if self._mcp is None:
-            from jpd.mcp.manager import McpManager
-
-            self._mcp = McpManager(self._tg)
-        return self._mcp
-
     def request_env(self, link: ClientLink, environment: ClientEnvironment | None) -> RequestEnv:
         """What a request runs with: the client's environment when sent (protocol.md 5.5)."""
         return request_env(environment, link.workspace_root, self.settings.env)
-
-    @property
-    def tool_processes(self) -> ToolProcesses:
-        """The lifeline and record of this daemon's tool processes, made on first use."""
-        if self._tool_processes is None:
-            from jpd.process_groups import ToolProcesses
-
-            self._tool_processes = ToolProcesses(self.settings.data_dir)
-        return self._tool_processes
 
     def _replay_limit(self) -> int:
         try:
@@ -130,272 +97,15 @@ class Daemon:
             log.warning("%s", exc.message)
             return 10_000
 
-    # --- turns ---------------------------------------------------------------------
-
-    async def start_turn(
-        self,
-        link: ClientLink,
-        message: str,
-        conversation_id: str | None = None,
-        model: str | None = None,
-        config: Mapping[str, Any] | None = None,
-        toggles: list[ToolToggle] | None = None,
-        detached: Any = None,
-        environment: ClientEnvironment | None = None,
-        create: bool = False,
-    ) -> TurnInfo:
-        """Validate everything, then start the turn as a task and return at once.
-
-        With `create`, `conversation_id` names a conversation to create (protocol.md 5.5).
-        """
-        renv = self.request_env(link, environment)
-        cfg = await self.configs.for_turn(renv, config, model)
-        providers, provider = self._turn_provider(cfg, renv)
-        history = await self._turn_history(conversation_id, create)
-        turn = await self._assemble_turn(
-            conversation_id=conversation_id or new_conversation_id(),
-            message=message,
-            cfg=cfg,
-            renv=renv,
-            providers=providers,
-            provider=provider,
-            history=history,
-            toggles=toggles or [],
-            detached=detached,
-        )
-        await self._launch(turn, link, is_new=conversation_id is None or create)
-        return self._info(turn)
-
-    async def resume_turn(
-        self,
-        link: ClientLink,
-        conversation_id: str,
-        turn_id: str,
-        detached: Any = None,
-        environment: ClientEnvironment | None = None,
-    ) -> TurnInfo:
-        """Continue an interrupted turn under its id (protocol.md 12.4): interrupted tool
-        calls run again, a cut output is continued, then the turn goes on as usual."""
-        from jpd.conversation.resume import NotResumable, TurnNotFound, plan_resume
-        from jpd.llm.base import ToolChoiceAuto
-
-        check_id(conversation_id)
-        self._check_idle(conversation_id)
-        history = await self.conversations.history(
-            conversation_id
-        )  # recovers the turn if still open
-        try:
-            events = await anyio.to_thread.run_sync(
-                functools.partial(self.store.load, conversation_id, sanitized=False)
-            )
-            plan = plan_resume(events, turn_id)
-        except ConversationNotFound as exc:
-            raise NotFound(str(exc)) from exc
-        except TurnNotFound:
-            raise NotFound(f"conversation {conversation_id} has no turn {turn_id}") from None
-        except NotResumable as exc:
-            raise InvalidParams(str(exc)) from None
-        renv = self.request_env(link, environment)
-        cfg = await self.configs.for_turn(renv, None, plan.model)
-        providers, provider = self._turn_provider(cfg, renv)
-        turn = await self._assemble_turn(
-            conversation_id=conversation_id,
-            message="",
-            cfg=cfg,
-            renv=renv,
-            providers=providers,
-            provider=provider,
-            history=history,
-            toggles=[],
-            detached=detached,
-            resume=plan,
-        )
-        turn.spec.first_tool_choice = ToolChoiceAuto()  # the turn's first call was made
-        await self._launch(turn, link, is_new=False)
-        return self._info(turn)
-
-    def _turn_provider(self, cfg: Config, renv: RequestEnv) -> tuple[ProviderSource, Provider]:
-        """The turn's provider (its key checked now), and the providers of side requests."""
-        from jpd.llm.errors import ProviderUnavailable
-
-        providers = self.providers.bound(renv.env)
-        try:
-            return providers, providers.get(cfg)
-        except ProviderUnavailable as exc:
-            raise ProviderUnavailableError(exc.message) from exc
-
-    async def _turn_history(self, conversation_id: str | None, create: bool) -> MessageHistory:
-        """The messages a turn continues from (none for a new conversation)."""
-        from jpd.llm.history import MessageHistory
-
-        if conversation_id is None:
-            if create:
-                raise InvalidParams("create needs a conversationId")
-            return MessageHistory()
-        if create:
-            check_id(conversation_id)
-            if await anyio.to_thread.run_sync(self.store.exists, conversation_id):
-                raise InvalidParams(f"conversation {conversation_id} already exists")
-            return MessageHistory()
-        self._check_idle(conversation_id)
-        return await self.conversations.history(conversation_id)
-
-    async def _assemble_turn(
-        self,
-        *,
-        conversation_id: str,
-        message: str,
-        cfg: Config,
-        renv: RequestEnv,
-        providers: ProviderSource,
-        provider: Provider,
-        history: MessageHistory,
-        toggles: list[ToolToggle],
-        detached: Any,
-        resume: ResumePlan | None = None,
-    ) -> Turn:
-        """The turn with its tools and inquiry backend; nothing reaches the disk yet.
-        With `resume`, it continues that interrupted turn under its id."""
-        from jpd.core.transcript import Transcript
-        from jpd.core.turn import Turn
-        from jpd.core.turn_setup import turn_spec
-        from jpd.inquiry.backend import LlmInquiryBackend
-
-        turn_id = resume.turn_id if resume else "t-" + secrets.token_hex(6)
-        transcript = Transcript(history)
-        backend = LlmInquiryBackend(transcript, provider, cfg, providers)
-        coordinator = self._coordinator(
-            cfg,
-            renv,
-            await self._catalog(cfg, toggles, renv.root),
-            log=self.store,
-            backend=backend,
-            channel=conversation_id,
-            call_id=turn_id,
-            detached=detached,
-            resume=resume,
-        )
-        spec = turn_spec(
-            cfg,
-            conversation_id=conversation_id,
-            turn_id=turn_id,
-            message=message,
-            provider=provider,
-            tools=coordinator,
-            transcript=transcript,
-            workspace=str(renv.workspace) if renv.workspace else None,
-        )
-        spec.resume = resume
-        return Turn(spec, self.store, self.hub, datetime.now(UTC))
-
-    async def _launch(self, turn: Turn, link: ClientLink, *, is_new: bool) -> None:
-        """Everything is valid: only now does a new conversation reach the disk."""
-        conversation_id = turn.conversation_id
-        if is_new:
-            lock = await self.conversations.create(conversation_id)
-        else:
-            self._check_idle(conversation_id)  # again: another turn may have started meanwhile
-            lock = await self.conversations.lock_turn(conversation_id)
-        try:
-            self._check_idle(conversation_id)  # and again after the lock's await
-        except Busy:
-            lock.release()
-            raise
-        self._turn_locks[turn.turn_id] = lock
-        if is_new:
-            # Durable while the model call runs, not on the way to turn_completed.
-            self._tg.start_soon(self.conversations.sync_entries, conversation_id)
-        self.conversations.remember_history(conversation_id, turn.transcript.history)
-        self.conversations.resumable.pop(
-            conversation_id, None
-        )  # no longer the last turn, or resumed
-        self._turns[turn.turn_id] = turn
-        self.hub.subscribe(conversation_id, link)
-        self._tg.start_soon(self._run_turn, turn)
-
-    def _coordinator(
-        self,
-        cfg: Config,
-        renv: RequestEnv,
-        tools: Mapping[str, EffectiveTool],
-        *,
-        log: EventLog,
-        backend: LlmInquiryBackend | None,
-        channel: str,
-        call_id: str,
-        detached: Any,
-        resume: ResumePlan | None = None,
-    ) -> Coordinator:
-        """The tool coordinator of a turn (with its inquiry backend) or of a `tool/call`."""
-        from jpd.core.turn_tools import make_coordinator
-
-        return make_coordinator(
-            tools=tools,
-            pending=self.questions,
-            log=log,
-            backend=backend,
-            conversation_id=channel,
-            turn_id=call_id,
-            root=renv.root,
-            env=renv.env,
-            detached=detached,
-            processes=self.tool_processes,
-            provider_keys=cfg.providers.api_key_variables(),
-            mcp=self.mcp.bound(renv.root),
-            on_progress=self._progress_sink(channel, call_id) if backend else None,
-            sampler=backend,
-            resumed=resume,
-            stopping=lambda: self._stopping,
-        )
-
-    def _busy(self, conversation_id: str) -> bool:
-        return any(t.conversation_id == conversation_id for t in self._turns.values())
-
-    def _check_idle(self, conversation_id: str) -> None:
-        if self._busy(conversation_id):
-            raise Busy(f"conversation {conversation_id} already has a running turn")
-
-    async def _run_turn(self, turn: Turn) -> None:
-        try:
-            await turn.run()
-        finally:
-            self._turns.pop(turn.turn_id, None)
-            lock = self._turn_locks.pop(turn.turn_id, None)
-            if lock is not None:
-                lock.release()
-            with anyio.CancelScope(shield=True):
-                await self._settle(turn.conversation_id)
-
-    async def _settle(self, conversation_id: str) -> None:
-        """A conversation's turn or tool call ended: give back what it no longer needs.
-
-        Its log file is closed (reopened by the next append) and, when no client follows
-        it, its replay events move to disk, so that a daemon that served thousands of
-        conversations holds neither their files nor their events (protocol.md 8.1).
-        """
-        if self._busy(conversation_id):
-            return
-        try:
-            await anyio.to_thread.run_sync(self.store.release, conversation_id)
-            await self.hub.settle(conversation_id)
-        except OSError as exc:
-            log.warning("could not release conversation %s: %s", conversation_id, exc)
+    # --- turns (see jpd.core.running_turns) ----------------------------------------
 
     def cancel_turn(self, turn_id: str) -> bool:
         """Cancel a running turn; False if it already ended."""
-        turn = self._turns.get(turn_id)
-        if turn is None:
-            return False
-        turn.cancel()
-        return True
+        return self.turns.cancel(turn_id)
 
     async def wait_turn(self, turn_id: str) -> StopReason:
         """Wait for a running turn to end; returns its stop reason."""
-        turn = self._turns.get(turn_id)
-        if turn is None:
-            raise NotFound(f"no running turn {turn_id}")
-        await turn.done.wait()
-        return turn.stop_reason
+        return await self.turns.wait(turn_id)
 
     async def list_turns(self) -> list[TurnInfo]:
         """Running turns, oldest first, then resumable ones, oldest first (protocol.md 5.10)."""
@@ -405,7 +115,9 @@ class Daemon:
 
     def running_turns(self) -> list[TurnInfo]:
         """Turns currently running, oldest first."""
-        return [self._info(t) for t in sorted(self._turns.values(), key=lambda t: t.started_at)]
+        return self.turns.running()
+
+    # --- clients and subscriptions ---------------------------------------------------
 
     async def attach(
         self, link: ClientLink, conversation_id: str, from_seq: int | None
@@ -425,7 +137,7 @@ class Daemon:
         """Unsubscribe `link` from a conversation."""
         detached = self.hub.unsubscribe(conversation_id, link)
         if detached:
-            self._tg.start_soon(self._settle, conversation_id)
+            self._tg.start_soon(self.turns.settle, conversation_id)
         return detached
 
     def connected(self, link: ClientLink) -> None:
@@ -436,46 +148,13 @@ class Daemon:
         """A client went away: forget its subscriptions; its turns keep running."""
         self._links.pop(link.link_id, None)
         for conversation_id in self.hub.drop(link):
-            self._tg.start_soon(self._settle, conversation_id)
+            self._tg.start_soon(self.turns.settle, conversation_id)
 
     def client_ready(self, link: ClientLink) -> None:
         """A client (re-)initialized: send it the pending questions it can answer."""
         self.questions.client_ready(link)
 
-    # --- tools and inquiries -----------------------------------------------------------
-
-    async def _catalog(
-        self, cfg: Config, toggles: list[ToolToggle], root: Path
-    ) -> dict[str, EffectiveTool]:
-        """The tools of `cfg`; MCP servers it enables are started (once) and listed."""
-        from jpd.tools.catalog import build_catalog
-
-        servers = {name: s for name, s in cfg.mcp.servers.items() if s.enable}
-        if servers:
-            return build_catalog(
-                cfg, self.builtins, toggles, await self.mcp.listings(servers, root)
-            )
-        # Without MCP servers the tools depend on the config alone, which is the same
-        # object while its files are unchanged (jpd/config/cache.py): built once for it.
-        last = self._last_catalog
-        if last is not None and last[0] is cfg and last[1] == toggles:
-            return last[2]
-        catalog = build_catalog(cfg, self.builtins, toggles)
-        self._last_catalog = (cfg, list(toggles), catalog)
-        return catalog
-
-    def _progress_sink(
-        self, conversation_id: str, turn_id: str
-    ) -> Callable[[str, float, float | None, str | None], None]:
-        from jpd.protocol.turn_events import ToolProgress
-
-        def publish(
-            call_id: str, progress: float, total: float | None, message: str | None
-        ) -> None:
-            event = ToolProgress(id=call_id, progress=progress, total=total, message=message)
-            self.hub.publish(conversation_id, turn_id, event)
-
-        return publish
+    # --- models, tools and inquiries -------------------------------------------------
 
     async def list_models(
         self, link: ClientLink, environment: ClientEnvironment | None = None
@@ -494,63 +173,7 @@ class Daemon:
         """The effective tools for this client's workspace config."""
         renv = self.request_env(link, environment)
         cfg = await self.configs.for_request(renv)
-        return list((await self._catalog(cfg, [], renv.root)).values())
-
-    async def call_tool(
-        self,
-        link: ClientLink,
-        name: str,
-        arguments: dict[str, Any],
-        conversation_id: str | None,
-        detached: Any = None,
-        environment: ClientEnvironment | None = None,
-    ) -> tuple[str, bool]:
-        """Run one tool outside a turn, through the coordinator (questions included)."""
-        from jpd.conversation import events as ev
-        from jpd.core.turn_tools import NullLog
-        from jpd.llm.base import ToolCallPart
-
-        renv = self.request_env(link, environment)
-        cfg = await self.configs.for_request(renv)
-        call_id = "call-" + secrets.token_hex(6)
-        log: Any = NullLog()
-        channel = conversation_id or call_id
-        if conversation_id is not None:
-            check_id(conversation_id)
-            if not self.store.exists(conversation_id):
-                raise NotFound(f"conversation not found: {conversation_id}")
-            # Its events would land inside the running turn's window of the log.
-            self._check_idle(conversation_id)
-            log = self.store
-        coordinator = self._coordinator(
-            cfg,
-            renv,
-            await self._catalog(cfg, [], renv.root),
-            log=log,
-            backend=None,
-            channel=channel,
-            call_id=call_id,
-            detached=detached,
-        )
-        call = ToolCallPart(id=call_id, name=name, arguments=arguments)
-        log.append(channel, ev.ToolCallRequest(id=call_id, name=name, arguments=arguments))
-        self.conversations.histories.pop(
-            channel, None
-        )  # the log grew outside a turn: reload next time
-        was_subscribed = any(s.link_id == link.link_id for s in self.hub.subscribers(channel))
-        self.hub.subscribe(channel, link)  # so that this client is asked the tool's questions
-        try:
-            content, is_error = await coordinator.run_one(call)
-        finally:
-            if conversation_id is None:
-                self.hub.discard(channel)
-            elif not was_subscribed:
-                self.hub.unsubscribe(channel, link)
-        log.append(channel, ev.ToolCallResponse(id=call_id, content=content, is_error=is_error))
-        await anyio.to_thread.run_sync(log.sync, channel)
-        if conversation_id is not None:
-            await self._settle(conversation_id)
-        return content, is_error
+        return list((await self.tools.catalog(cfg, [], renv.root)).values())
 
     def pending_inquiries(self) -> list[PendingInfo]:
         """Questions and permission requests waiting for an answer."""
@@ -578,17 +201,11 @@ class Daemon:
     async def aclose(self) -> None:
         """Cancel running turns, wait until each has recorded its end, close resources."""
         self._stopping = True  # a question cut short now is `daemon_stopped` (protocol.md 10.3)
-        turns = list(self._turns.values())
-        for turn in turns:
-            turn.cancel()
-        for turn in turns:
-            await turn.done.wait()
-        if self._mcp is not None:
-            await self._mcp.aclose()
+        await self.turns.cancel_all()
+        await self.tools.close_mcp()
         await self.providers.aclose()
         self.store.close()
-        if self._tool_processes is not None:
-            self._tool_processes.close()
+        self.tools.close_processes()
 
     # --- conversations (see jpd.core.conversations) ----------------------------------
 
@@ -603,12 +220,3 @@ class Daemon:
     async def delete_conversation(self, conversation_id: str) -> None:
         """Delete a conversation that has no running turn."""
         await self.conversations.delete(conversation_id)
-
-    @staticmethod
-    def _info(turn: Turn) -> TurnInfo:
-        return TurnInfo(
-            turn_id=turn.turn_id,
-            conversation_id=turn.conversation_id,
-            model=turn.spec.model_id,
-            started_at=turn.started_at,
-        )

@@ -1,0 +1,117 @@
+"""The turns running in this daemon: each runs as a task of the daemon's task group
+until it ends, holding its conversation's turn lock; they are cancelled, waited for and
+listed here, and a conversation whose turn or tool call ended is settled here."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import TaskGroup
+
+from jpd.conversation.store import ConversationStore
+from jpd.core.hub import EventHub
+from jpd.protocol.client_port import ClientLink
+from jpd.protocol.errors import Busy, NotFound
+from jpd.protocol.summaries import TurnInfo
+from jpd.protocol.turn_events import StopReason
+
+# The turn loop loads with the first turn (protocol.md section 4, "Start-up").
+if TYPE_CHECKING:
+    from jpd.conversation.turn_lock import TurnLock
+    from jpd.core.turn import Turn
+
+log = logging.getLogger(__name__)
+
+
+def turn_info(turn: Turn) -> TurnInfo:
+    """A running turn as `turn/start`, `turn/resume` and `turn/list` report it."""
+    return TurnInfo(
+        turn_id=turn.turn_id,
+        conversation_id=turn.conversation_id,
+        model=turn.spec.model_id,
+        started_at=turn.started_at,
+    )
+
+
+class RunningTurns:
+    """The daemon's running turns by turn id, with the turn lock each one holds."""
+
+    def __init__(self, store: ConversationStore, hub: EventHub, task_group: TaskGroup) -> None:
+        self._store = store
+        self._hub = hub
+        self._tg = task_group
+        self._turns: dict[str, Turn] = {}
+        self._locks: dict[str, TurnLock] = {}
+
+    def busy(self, conversation_id: str) -> bool:
+        """Whether a turn of this daemon runs in the conversation."""
+        return any(t.conversation_id == conversation_id for t in self._turns.values())
+
+    def check_idle(self, conversation_id: str) -> None:
+        """Raise `Busy` if a turn runs in the conversation."""
+        if self.busy(conversation_id):
+            raise Busy(f"conversation {conversation_id} already has a running turn")
+
+    def run(self, turn: Turn, lock: TurnLock, link: ClientLink) -> None:
+        """Run `turn` as a task, `link` following its conversation; `lock` (the
+        conversation's turn lock) is released when the turn ends."""
+        self._locks[turn.turn_id] = lock
+        self._turns[turn.turn_id] = turn
+        self._hub.subscribe(turn.conversation_id, link)
+        self._tg.start_soon(self._run, turn)
+
+    async def _run(self, turn: Turn) -> None:
+        try:
+            await turn.run()
+        finally:
+            self._turns.pop(turn.turn_id, None)
+            lock = self._locks.pop(turn.turn_id, None)
+            if lock is not None:
+                lock.release()
+            with anyio.CancelScope(shield=True):
+                await self.settle(turn.conversation_id)
+
+    async def settle(self, conversation_id: str) -> None:
+        """A conversation's turn or tool call ended: give back what it no longer needs.
+
+        Its log file is closed (reopened by the next append) and, when no client follows
+        it, its replay events move to disk, so that a daemon that served thousands of
+        conversations holds neither their files nor their events (protocol.md 8.1).
+        """
+        if self.busy(conversation_id):
+            return
+        try:
+            await anyio.to_thread.run_sync(self._store.release, conversation_id)
+            await self._hub.settle(conversation_id)
+        except OSError as exc:
+            log.warning("could not release conversation %s: %s", conversation_id, exc)
+
+    def cancel(self, turn_id: str) -> bool:
+        """Cancel a running turn; False if it already ended."""
+        turn = self._turns.get(turn_id)
+        if turn is None:
+            return False
+        turn.cancel()
+        return True
+
+    async def wait(self, turn_id: str) -> StopReason:
+        """Wait for a running turn to end; returns its stop reason."""
+        turn = self._turns.get(turn_id)
+        if turn is None:
+            raise NotFound(f"no running turn {turn_id}")
+        await turn.done.wait()
+        return turn.stop_reason
+
+    def running(self) -> list[TurnInfo]:
+        """Turns currently running, oldest first."""
+        return [turn_info(t) for t in sorted(self._turns.values(), key=lambda t: t.started_at)]
+
+    async def cancel_all(self) -> None:
+        """Cancel every running turn and wait until each has recorded its end."""
+        turns = list(self._turns.values())
+        for turn in turns:
+            turn.cancel()
+        for turn in turns:
+            await turn.done.wait()

@@ -1,0 +1,223 @@
+"""Starting a turn (`turn/start`, `turn/resume`): validate the request, assemble the turn
+with its provider, history, tools and inquiry backend, and only then take the
+conversation (creating a new one) and hand the turn to `RunningTurns`."""
+
+from __future__ import annotations
+
+import functools
+import secrets
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from jpd.conversation.store import ConversationNotFound, new_conversation_id
+from jpd.core.conversations import check_id
+from jpd.core.parts import DaemonParts
+from jpd.core.request_env import RequestEnv
+from jpd.core.running_turns import turn_info
+from jpd.llm.registry import ProviderRegistry
+from jpd.protocol.client_port import ClientLink
+from jpd.protocol.client_requests import ClientEnvironment, ToolToggle
+from jpd.protocol.errors import Busy, InvalidParams, NotFound, ProviderUnavailableError
+from jpd.protocol.summaries import TurnInfo
+
+# The config, the turn loop, inquiries and providers load with the first turn
+# (protocol.md section 4, "Start-up").
+if TYPE_CHECKING:
+    from jpd.config import Config
+    from jpd.conversation.resume import ResumePlan
+    from jpd.core.turn import Turn
+    from jpd.llm.base import Provider
+    from jpd.llm.history import MessageHistory
+    from jpd.llm.registry import ProviderSource
+
+
+class TurnStarter:
+    """Starts turns with the daemon's parts, its providers and its task group."""
+
+    def __init__(
+        self, parts: DaemonParts, providers: ProviderRegistry, task_group: TaskGroup
+    ) -> None:
+        self._parts = parts
+        self._providers = providers
+        self._tg = task_group
+
+    async def start(
+        self,
+        link: ClientLink,
+        message: str,
+        conversation_id: str | None = None,
+        model: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        toggles: list[ToolToggle] | None = None,
+        detached: Any = None,
+        environment: ClientEnvironment | None = None,
+        create: bool = False,
+    ) -> TurnInfo:
+        """Validate everything, then start the turn as a task and return at once.
+
+        With `create`, `conversation_id` names a conversation to create (protocol.md 5.5).
+        """
+        renv = self._parts.request_env(link, environment)
+        cfg = await self._parts.configs.for_turn(renv, config, model)
+        providers, provider = self._provider(cfg, renv)
+        history = await self._history(conversation_id, create)
+        turn = await self._assemble(
+            conversation_id=conversation_id or new_conversation_id(),
+            message=message,
+            cfg=cfg,
+            renv=renv,
+            providers=providers,
+            provider=provider,
+            history=history,
+            toggles=toggles or [],
+            detached=detached,
+        )
+        await self._launch(turn, link, is_new=conversation_id is None or create)
+        return turn_info(turn)
+
+    async def resume(
+        self,
+        link: ClientLink,
+        conversation_id: str,
+        turn_id: str,
+        detached: Any = None,
+        environment: ClientEnvironment | None = None,
+    ) -> TurnInfo:
+        """Continue an interrupted turn under its id (protocol.md 12.4): interrupted tool
+        calls run again, a cut output is continued, then the turn goes on as usual."""
+        from jpd.conversation.resume import NotResumable, TurnNotFound, plan_resume
+        from jpd.llm.base import ToolChoiceAuto
+
+        check_id(conversation_id)
+        self._parts.turns.check_idle(conversation_id)
+        history = await self._parts.conversations.history(
+            conversation_id
+        )  # recovers the turn if still open
+        try:
+            events = await anyio.to_thread.run_sync(
+                functools.partial(self._parts.store.load, conversation_id, sanitized=False)
+            )
+            plan = plan_resume(events, turn_id)
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        except TurnNotFound:
+            raise NotFound(f"conversation {conversation_id} has no turn {turn_id}") from None
+        except NotResumable as exc:
+            raise InvalidParams(str(exc)) from None
+        renv = self._parts.request_env(link, environment)
+        cfg = await self._parts.configs.for_turn(renv, None, plan.model)
+        providers, provider = self._provider(cfg, renv)
+        turn = await self._assemble(
+            conversation_id=conversation_id,
+            message="",
+            cfg=cfg,
+            renv=renv,
+            providers=providers,
+            provider=provider,
+            history=history,
+            toggles=[],
+            detached=detached,
+            resume=plan,
+        )
+        turn.spec.first_tool_choice = ToolChoiceAuto()  # the turn's first call was made
+        await self._launch(turn, link, is_new=False)
+        return turn_info(turn)
+
+    def _provider(self, cfg: Config, renv: RequestEnv) -> tuple[ProviderSource, Provider]:
+        """The turn's provider (its key checked now), and the providers of side requests."""
+        from jpd.llm.errors import ProviderUnavailable
+
+        providers = self._providers.bound(renv.env)
+        try:
+            return providers, providers.get(cfg)
+        except ProviderUnavailable as exc:
+            raise ProviderUnavailableError(exc.message) from exc
+
+    async def _history(self, conversation_id: str | None, create: bool) -> MessageHistory:
+        """The messages a turn continues from (none for a new conversation)."""
+        from jpd.llm.history import MessageHistory
+
+        if conversation_id is None:
+            if create:
+                raise InvalidParams("create needs a conversationId")
+            return MessageHistory()
+        if create:
+            check_id(conversation_id)
+            if await anyio.to_thread.run_sync(self._parts.store.exists, conversation_id):
+                raise InvalidParams(f"conversation {conversation_id} already exists")
+            return MessageHistory()
+        self._parts.turns.check_idle(conversation_id)
+        return await self._parts.conversations.history(conversation_id)
+
+    async def _assemble(
+        self,
+        *,
+        conversation_id: str,
+        message: str,
+        cfg: Config,
+        renv: RequestEnv,
+        providers: ProviderSource,
+        provider: Provider,
+        history: MessageHistory,
+        toggles: list[ToolToggle],
+        detached: Any,
+        resume: ResumePlan | None = None,
+    ) -> Turn:
+        """The turn with its tools and inquiry backend; nothing reaches the disk yet.
+        With `resume`, it continues that interrupted turn under its id."""
+        from jpd.core.transcript import Transcript
+        from jpd.core.turn import Turn
+        from jpd.core.turn_setup import turn_spec
+        from jpd.inquiry.backend import LlmInquiryBackend
+
+        turn_id = resume.turn_id if resume else "t-" + secrets.token_hex(6)
+        transcript = Transcript(history)
+        backend = LlmInquiryBackend(transcript, provider, cfg, providers)
+        coordinator = self._parts.tools.coordinator(
+            cfg,
+            renv,
+            await self._parts.tools.catalog(cfg, toggles, renv.root),
+            log=self._parts.store,
+            backend=backend,
+            channel=conversation_id,
+            call_id=turn_id,
+            detached=detached,
+            resume=resume,
+        )
+        spec = turn_spec(
+            cfg,
+            conversation_id=conversation_id,
+            turn_id=turn_id,
+            message=message,
+            provider=provider,
+            tools=coordinator,
+            transcript=transcript,
+            workspace=str(renv.workspace) if renv.workspace else None,
+        )
+        spec.resume = resume
+        return Turn(spec, self._parts.store, self._parts.hub, datetime.now(UTC))
+
+    async def _launch(self, turn: Turn, link: ClientLink, *, is_new: bool) -> None:
+        """Everything is valid: only now does a new conversation reach the disk."""
+        conversation_id = turn.conversation_id
+        conversations, turns = self._parts.conversations, self._parts.turns
+        if is_new:
+            lock = await conversations.create(conversation_id)
+        else:
+            turns.check_idle(conversation_id)  # again: another turn may have started meanwhile
+            lock = await conversations.lock_turn(conversation_id)
+        try:
+            turns.check_idle(conversation_id)  # and again after the lock's await
+        except Busy:
+            lock.release()
+            raise
+        if is_new:
+            # Durable while the model call runs, not on the way to turn_completed.
+            self._tg.start_soon(conversations.sync_entries, conversation_id)
+        conversations.remember_history(conversation_id, turn.transcript.history)
+        conversations.resumable.pop(conversation_id, None)  # no longer the last turn, or resumed
+        turns.run(turn, lock, link)
