@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,21 @@ from pygls.client import JsonRPCClient
 from pytest_lsp import ClientServerConfig
 
 INIT_PARAMS = {"protocolVersion": 1, "clientInfo": {"name": "e2e", "version": "1"}}
+
+
+def data_files(root: Path) -> dict[Path, bytes]:
+    """Every file under `root` and its bytes, read while a daemon may still write there.
+
+    A conversation's `metadata.json` is replaced through a temporary file when the
+    conversation goes idle, just after `turn_completed`: a file gone between listing
+    and reading makes the whole read start over, until the directory holds still.
+    """
+    for _ in range(100):
+        try:
+            return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+        except FileNotFoundError:
+            time.sleep(0.01)
+    raise AssertionError(f"{root} kept changing")
 
 
 def write_script(path: Path, responses: list[dict[str, Any]]) -> Path:

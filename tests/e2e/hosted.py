@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import Jpd
+from tests.e2e.harness import Jpd, data_files
 from tests.e2e.test_turns import disk_events
 from tests.fixtures.fake_llm_server import FakeLLMServer, Recorded
 
@@ -61,8 +61,8 @@ def assert_no_secret(secret: str, daemon: Jpd, home: Path) -> None:
     """The key is nowhere: daemon stderr, any file in the data dir, any turn event."""
     assert daemon.stderr, "expected daemon logs to search"
     assert secret not in daemon.stderr.decode(errors="replace")
-    files = [p for p in (home / "data").rglob("*") if p.is_file()]
+    files = data_files(home / "data")
     assert files
-    for path in files:
-        assert secret.encode() not in path.read_bytes(), path
+    for path, content in files.items():
+        assert secret.encode() not in content, path
     assert secret not in json.dumps(daemon.events)

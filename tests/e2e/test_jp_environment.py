@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import write_script
+from tests.e2e.harness import data_files, write_script
 from tests.e2e.sockets import Daemons, RpcError, SocketClient, run_jp_async, socket_env
 from tests.e2e.tools import make_tool, tool_toml
 
@@ -91,9 +91,9 @@ async def test_tools_get_the_clients_environment_and_cwd(tmp_path: Path, daemons
     log = (Path(env["JP_LOG_DIR"]) / "jpd.log").read_text()
     assert SECRET not in log
     replay = Path(env["JP_DATA_DIR"]) / "replay"  # the same events, as sent live
-    for path in Path(env["JP_DATA_DIR"]).rglob("*"):
-        if path.is_file() and path.name != "events.jsonl" and path.parent != replay:
-            assert SECRET not in path.read_text(errors="replace"), path
+    for path, content in data_files(Path(env["JP_DATA_DIR"])).items():
+        if path.name != "events.jsonl" and path.parent != replay:
+            assert SECRET.encode() not in content, path
     for path in replay.glob("*.jsonl"):
         lines = [json.loads(line) for line in path.read_text().splitlines()]
         carrying = [line["event"]["kind"] for line in lines if SECRET in json.dumps(line)]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pexpect
 
+from tests.e2e.harness import data_files
 from tests.e2e.sockets import Daemons, run_jp, socket_env
 from tests.e2e.test_inquiries import asker
 from tests.e2e.test_jp_socket import finish, persisted, spawn_jp
@@ -76,7 +77,7 @@ def recorded(home: Path) -> list[dict[str, Any]]:
 
 
 def files_containing(root: Path, text: str) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
+    return [path for path, content in data_files(root).items() if text.encode() in content]
 
 
 def wait_pending(env: dict[str, str]) -> list[dict[str, Any]]:
