@@ -40,7 +40,8 @@ def write_log(store: ConversationStore, cid: str, turns: int) -> None:
         ]  # fmt: skip
     path = store.conversation_dir(cid) / "events.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    store.metadata(cid)  # rebuilds metadata.json now, not in the daemon
+    store.metadata(cid)  # rebuilds the record now, not in the daemon
+    store.release(cid)  # and writes it as metadata.json
 
 
 def build(data: Path, copies: int) -> None:
@@ -55,6 +56,7 @@ def build(data: Path, copies: int) -> None:
         shutil.copytree(src, dst)
         (dst / "metadata.json").unlink()
         store.metadata(f"20260101-000000-{name}")  # its own, rebuilt here
+        store.release(f"20260101-000000-{name}")
     store.close()
 
 
