@@ -8,14 +8,18 @@ stamp (device, inode, size, modification and change times, or its absence) is th
 A changed file is read again on the next request.
 
 A file changed within its filesystem's timestamp resolution of being read could keep
-its stamp (the same size, and times the clock has not moved past yet), so a file whose
-times are within `RECENT_NS` of the moment it is stamped is read again every time,
-until it is older (git's "racily clean" entries, the same way).
+its stamp (the same size, and times the clock has not moved past yet): git's "racily
+clean" entries. So the stamp of a file whose times are within `RECENT_NS` of the moment
+it is stamped also holds a hash of its content, and its parsed layer is kept under the
+hash of the very bytes that were parsed: a file just written is read (a few
+microseconds for a config file), not parsed and validated again, while it is unchanged.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat as stat_mode
 import threading
 import time
 from collections import OrderedDict
@@ -24,11 +28,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from jpd.config.config import Config
-from jpd.config.loader import config_paths, load_config, read_file_layer
+from jpd.config.loader import config_paths, file_layer, load_config, read_config_bytes
 
 RECENT_NS = 2_000_000_000
-"""Files changed this recently are not trusted by stamp: 2 s is above every common
-filesystem's timestamp resolution (FAT's is 2 s, ext4's a clock tick)."""
+"""Files changed this recently are not trusted by their times alone: 2 s is above every
+common filesystem's timestamp resolution (FAT's is 2 s, ext4's a clock tick)."""
+
+MAX_DIGESTED = 1024 * 1024
+"""A recent file larger than this is not hashed on the event loop: it is read and
+parsed again in a worker thread, every time, until it is older."""
 
 MAX_ENTRIES = 64
 """Files and file sets remembered (least recently used dropped first): one daemon
@@ -43,6 +51,8 @@ class Stamp(NamedTuple):
     size: int
     mtime_ns: int
     ctime_ns: int
+    digest: bytes = b""
+    """For a recent file (see `RECENT_NS`), a hash of its content; else empty."""
 
 
 ABSENT = Stamp(0, 0, -1, 0, 0)
@@ -51,7 +61,7 @@ ABSENT = Stamp(0, 0, -1, 0, 0)
 
 def stamp(path: Path) -> Stamp | None:
     """The file's stamp (`ABSENT` if it does not exist); None when it cannot be known
-    (e.g. permission denied) or the file is too recent to be known by it."""
+    (e.g. permission denied, or a recent file too large to hash or not a regular file)."""
     now = time.time_ns()
     try:
         st = os.stat(path)
@@ -59,9 +69,20 @@ def stamp(path: Path) -> Stamp | None:
         return ABSENT
     except OSError:
         return None
-    if max(st.st_mtime_ns, st.st_ctime_ns) > now - RECENT_NS:
+    times = Stamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if max(st.st_mtime_ns, st.st_ctime_ns) <= now - RECENT_NS:
+        return times
+    if not stat_mode.S_ISREG(st.st_mode) or st.st_size > MAX_DIGESTED:
         return None
-    return Stamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    try:
+        return times._replace(digest=digest(path.read_bytes()))
+    except OSError:
+        return None
+
+
+def digest(raw: bytes) -> bytes:
+    """The content hash of a recent file's stamp."""
+    return hashlib.blake2b(raw, digest_size=16).digest()
 
 
 class ConfigCache:
@@ -107,9 +128,9 @@ class ConfigCache:
         used: list[tuple[Path, Stamp | None]] = []
 
         def read_layer(path: Path) -> Config | None:
-            current = stamp(path)
+            layer, current = self._layer(path, stamp(path))
             used.append((path, current))
-            return self._layer(path, current)
+            return layer
 
         config = load_config(
             workspace=workspace, env=env, overrides=overrides, read_layer=read_layer
@@ -120,16 +141,22 @@ class ConfigCache:
             self._remember(self._merged, key, (stamps, config))
         return config
 
-    def _layer(self, path: Path, current: Stamp | None) -> Config | None:
+    def _layer(self, path: Path, current: Stamp | None) -> tuple[Config | None, Stamp | None]:
+        """The file's layer, and the stamp it is kept under (None: not kept)."""
         if current is not None:
             with self._lock:
                 entry = self._layers.get(path)
             if entry is not None and entry[0] == current:
-                return entry[1]
-        layer = read_file_layer(path)  # raises ConfigError: a bad file is never kept
+                return entry[1], current
+        raw = read_config_bytes(path)
+        layer = file_layer(path, raw)  # raises ConfigError: a bad file is never kept
+        if current is not None and current.digest:
+            # The file may have changed since it was stamped: keep the layer under the
+            # hash of the bytes parsed, which a later stamp matches only if they are alike.
+            current = None if raw is None else current._replace(digest=digest(raw))
         if current is not None:
             self._remember(self._layers, path, (current, layer))
-        return layer
+        return layer, current
 
     def _remember(self, table: OrderedDict[Any, Any], key: Any, value: Any) -> None:
         with self._lock:

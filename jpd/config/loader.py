@@ -43,14 +43,20 @@ def workspace_config_path(workspace: Path) -> Path:
     return workspace / ".jp" / "config.toml"
 
 
-def read_toml_layer(path: Path) -> dict[str, Any] | None:
-    """Parse one TOML file; None when it does not exist."""
+def read_config_bytes(path: Path) -> bytes | None:
+    """The bytes of one config file; None when it does not exist."""
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+        message = f"cannot read: {exc.strerror or exc}"
+        problem = {"key": "", "message": message, "source": str(path)}
+        raise ConfigError(message, source=str(path), errors=[problem]) from None
+
+
+def parse_toml_layer(path: Path, raw: bytes) -> dict[str, Any]:
+    """Parse the bytes `raw` of the TOML file `path` (named in errors)."""
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -58,6 +64,12 @@ def read_toml_layer(path: Path) -> dict[str, Any] | None:
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message ends with "(at line N, column M)".
         raise ConfigError(f"invalid TOML: {exc}", source=str(path)) from None
+
+
+def read_toml_layer(path: Path) -> dict[str, Any] | None:
+    """Parse one TOML file; None when it does not exist."""
+    raw = read_config_bytes(path)
+    return None if raw is None else parse_toml_layer(path, raw)
 
 
 def validate_layer(data: Any, *, source: str, base_dir: Path | None = None) -> Config:
@@ -83,11 +95,16 @@ def read_file_layer(path: Path) -> Config | None:
     A problem raises `ConfigError` naming the file and, where it can be found, the
     line of each bad key.
     """
+    return file_layer(path, read_config_bytes(path))
+
+
+def file_layer(path: Path, raw: bytes | None) -> Config | None:
+    """The layer of the config file `path` whose bytes are `raw` (None: it does not
+    exist), validated on its own; errors as `read_file_layer`."""
+    if raw is None:
+        return None
     try:
-        data = read_toml_layer(path)
-        if data is None:
-            return None
-        return validate_layer(data, source=str(path), base_dir=path.parent)
+        return validate_layer(parse_toml_layer(path, raw), source=str(path), base_dir=path.parent)
     except ConfigError as exc:
         raise _with_lines(exc, path) from None
 

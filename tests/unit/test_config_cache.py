@@ -1,4 +1,4 @@
-"""The config cache: unchanged files are neither read nor validated again, any change
+"""The config cache: unchanged files are neither parsed nor validated again, any change
 (content, a file appearing or going, a file changed while it is still recent) is read
 on the next load, and the result is always the one `load_config` gives."""
 
@@ -21,22 +21,23 @@ from jpd.protocol.errors import ConfigInvalid
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Every config file read, in order."""
+    """Every config file parsed, in order."""
     seen: list[Path] = []
-    real = loader.read_toml_layer
+    real = loader.parse_toml_layer
 
-    def counting(path: Path) -> dict[str, object] | None:
+    def counting(path: Path, raw: bytes) -> dict[str, object]:
         seen.append(path)
-        return real(path)
+        return real(path, raw)
 
-    monkeypatch.setattr(loader, "read_toml_layer", counting)
+    monkeypatch.setattr(loader, "parse_toml_layer", counting)
     return seen
 
 
 @pytest.fixture
 def trust_stamps(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Files written by the test are trusted by stamp at once (in real use a file is
-    trusted once it is 2 s old: see `test_a_recent_file_is_read_every_time`)."""
+    """Files written by the test are trusted by their times at once (in real use a file
+    is trusted by its times once it is 2 s old, and by its content until then: see
+    `test_a_recent_file_is_known_by_its_content`)."""
     monkeypatch.setattr(cache_module, "RECENT_NS", 0)
 
 
@@ -105,14 +106,18 @@ def test_a_file_that_appears_or_goes_is_noticed(files: tuple[Path, Path, dict[st
     assert cache.load(workspace=workspace, env=env).assistant.system_prompt is None
 
 
-def test_a_recent_file_is_read_every_time(
+def test_a_recent_file_is_known_by_its_content(
     files: tuple[Path, Path, dict[str, str]], reads: list[Path]
 ) -> None:
-    # Two writes within one tick of a coarse filesystem clock can leave the same stamp:
-    # a file changed in the last 2 s is never trusted by its stamp.
+    # Two writes within one tick of a coarse filesystem clock can leave the same times:
+    # a file changed in the last 2 s is known by its content, not by its times alone.
     user, workspace, env = files
     cache = ConfigCache()
-    assert cache.load(workspace=workspace, env=env).assistant.system_prompt == "user one"
+    first = cache.load(workspace=workspace, env=env)
+    assert first.assistant.system_prompt == "user one"
+    assert cache.cached(workspace, env) is first  # unchanged: not parsed again
+    assert cache.load(workspace=workspace, env=env) is first
+    assert reads.count(user) == 1
     stat = user.stat()
     with open(user, "r+b") as f:  # the same inode and size
         f.write(b'[assistant]\nsystem_prompt = "user 1!!"\n')
@@ -174,11 +179,44 @@ async def test_a_request_sees_the_config_file_as_it_is_now(
     assert configs.load(None, env=nothing).assistant.system_prompt is None
 
 
+def test_a_recent_file_is_kept_under_the_bytes_parsed(
+    files: tuple[Path, Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file changes between its stamp and its read, on a filesystem whose clock has
+    # not moved (every write keeps the times): the layer read must be kept under the
+    # content it was read from, not under the content stamped before.
+    user, workspace, env = files
+    real_stamp, real_read = cache_module.stamp, loader.read_config_bytes
+
+    def frozen_clock(path: Path) -> cache_module.Stamp | None:
+        found = real_stamp(path)
+        return found._replace(mtime_ns=0, ctime_ns=0) if found else found
+
+    def edited_meanwhile(path: Path) -> bytes | None:
+        if path == user:
+            user.write_text('[assistant]\nsystem_prompt = "user two"\n')  # the same size
+        return real_read(path)
+
+    monkeypatch.setattr(cache_module, "stamp", frozen_clock)
+    monkeypatch.setattr(cache_module, "read_config_bytes", edited_meanwhile)
+    cache = ConfigCache()
+    assert cache.load(workspace=workspace, env=env).assistant.system_prompt == "user two"
+    monkeypatch.setattr(cache_module, "read_config_bytes", real_read)
+    user.write_text('[assistant]\nsystem_prompt = "user one"\n')  # back as first stamped
+    assert cache.load(workspace=workspace, env=env).assistant.system_prompt == "user one"
+    assert cache.load(workspace=workspace, env=env).assistant.system_prompt == "user one"
+
+
 def test_stamps_tell_absent_recent_and_unreadable_files_apart(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     assert cache_module.stamp(path) == cache_module.ABSENT
     path.write_text("")
-    assert cache_module.stamp(path) is None  # just written
+    recent = cache_module.stamp(path)  # just written: known by its content too
+    assert recent is not None and recent.digest == cache_module.digest(b"")
+    path.write_text("x = 1\n")
+    assert cache_module.stamp(path) != recent
+    (tmp_path / "dir.toml").mkdir()
+    assert cache_module.stamp(tmp_path / "dir.toml") is None  # recent, not a regular file
     assert cache_module.stamp(tmp_path / "not-a-dir" / "x") == cache_module.ABSENT
     (tmp_path / "file").write_text("")
     assert cache_module.stamp(tmp_path / "file" / "config.toml") is None  # ENOTDIR
