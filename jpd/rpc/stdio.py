@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import stat
@@ -62,6 +63,18 @@ def _writable(fd: int) -> bool:
         return False
 
 
+async def write_pipe(fd: int, data: bytes) -> None:
+    """Write `data` to a pipe or socket on the event loop, `PIPE_BUF` bytes at a time,
+    each once the pipe has room: such a write never blocks. So no thread competes with
+    the loop for the GIL while a turn streams, and waiting for a client that reads
+    nothing can be cancelled (it is dropped after the stall timeout, protocol.md 7.3)."""
+    view = memoryview(data)
+    while view:
+        if not _writable(fd):
+            await anyio.wait_writable(fd)
+        view = view[os.write(fd, view[: select.PIPE_BUF]) :]
+
+
 def claim_stdout() -> int:
     """Keep the real stdout for the protocol and point fd 1 at stderr.
 
@@ -76,7 +89,13 @@ def claim_stdout() -> int:
 async def serve_stdio(
     daemon: Daemon, in_fd: int, out_fd: int, limits: ConnectionLimits | None = None
 ) -> int:
-    """Serve one client over the given file descriptors; returns the exit code."""
+    """Serve one client over the given file descriptors; returns the exit code.
+
+    Without `limits`, the defaults, except that a stalled client is waited for: it is the
+    daemon's only client, and once it reads again it catches up (protocol.md 7.3).
+    """
+    if limits is None:
+        limits = ConnectionLimits(stall_timeout=math.inf)
 
     if _is_pipe(in_fd):
 
@@ -99,12 +118,14 @@ async def serve_stdio(
             except anyio.EndOfStream:
                 return b""
 
-    async def send(data: bytes) -> None:
-        # A write of at most PIPE_BUF bytes to a pipe with room never blocks, so it
-        # is done on the loop; larger writes, or a full pipe, go to a thread.
-        if len(data) <= select.PIPE_BUF and _writable(out_fd):
-            _write_all(out_fd, data)
-            return
-        await anyio.to_thread.run_sync(_write_all, out_fd, data)
+    if _is_pipe(out_fd):
+
+        async def send(data: bytes) -> None:
+            await write_pipe(out_fd, data)
+
+    else:  # a regular file or a terminal: a write may block, so it goes to a thread
+
+        async def send(data: bytes) -> None:
+            await anyio.to_thread.run_sync(_write_all, out_fd, data)
 
     return await serve_connection(daemon, receive, send, limits=limits)
