@@ -133,18 +133,11 @@ class AnthropicProvider:
     async def _attempt(
         self, url: str, headers: dict[str, str], body: bytes, secret: str, readahead: Readahead
     ) -> AsyncGenerator[StreamEvent, None]:
-        state = _StreamState()
         secrets = (secret,)
-
-        def handle(data: str, out: Batch) -> bool:
-            event = event_json(self.name, data, secrets)
-            if isinstance(event, dict):
-                state.handle(event, out, secrets)
-            return state.done
-
+        state = _StreamState(secrets)
         async with (
             self._post.open(url, headers, body, secrets=secrets) as response,
-            aclosing(stream_events(readahead.batches(body_chunks(response)), handle)) as events,
+            aclosing(stream_events(readahead.batches(body_chunks(response)), state.feed)) as events,
         ):
             async for event in events:
                 yield event
@@ -173,12 +166,30 @@ class _Block:
 class _StreamState:
     """Assembles one response from its wire events."""
 
+    secrets: tuple[str, ...]
     blocks: dict[int, _Block] = field(default_factory=dict)
     usage: dict[str, int] = field(default_factory=dict)
     stop_reason: str | None = None
     done: bool = False
 
-    def handle(self, data: dict[str, Any], out: Batch, secrets: tuple[str, ...]) -> None:
+    def feed(self, data: str, out: Batch) -> bool:
+        """One SSE event's data into `out` (a `stream_reader.Handler`); returns whether
+        the response is complete."""
+        event = event_json("anthropic", data, self.secrets)
+        if type(event) is not dict:
+            return self.done
+        if event.get("type") == "content_block_delta":
+            # Once per token: a text delta is taken here, without the calls below.
+            delta = event.get("delta")
+            if type(delta) is dict and delta.get("type") == "text_delta":
+                text = delta.get("text")
+                if type(text) is str and text:
+                    out.text(text)
+                return self.done
+        self._handle(event, out)
+        return self.done
+
+    def _handle(self, data: dict[str, Any], out: Batch) -> None:
         """One wire event into `out` (an `error` event is raised)."""
         kind = data.get("type")
         if kind == "content_block_delta":
@@ -188,18 +199,20 @@ class _StreamState:
         elif kind == "content_block_stop":
             self._stop(data, out)
         elif kind == "message_start":
-            message = data.get("message") or {}
-            self._merge_usage(message.get("usage"))
+            message = data.get("message")
+            if isinstance(message, dict):
+                self._merge_usage(message.get("usage"))
         elif kind == "message_delta":
-            delta = data.get("delta") or {}
-            self.stop_reason = delta.get("stop_reason") or self.stop_reason
+            delta = data.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
+                self.stop_reason = delta["stop_reason"]
             self._merge_usage(data.get("usage"))
         elif kind == "message_stop":
             self.done = True
             out.add(UsageEvent(usage=self._usage()))
             out.add(Finish(reason=self._finish_reason()))
         elif kind == "error":
-            raise _stream_error(data.get("error") or {}, secrets)
+            raise _stream_error(data.get("error") or {}, self.secrets)
 
     def _start(self, data: dict[str, Any], out: Batch) -> None:
         raw = data.get("content_block") or {}
@@ -218,12 +231,10 @@ class _StreamState:
             out.reasoning(text)
 
     def _delta(self, data: dict[str, Any], out: Batch) -> None:
-        delta = data.get("delta") or {}
-        kind = delta.get("type")
-        if kind == "text_delta":
-            if isinstance(text := delta.get("text"), str) and text:
-                out.text(text)
+        delta = data.get("delta")
+        if not isinstance(delta, dict):
             return
+        kind = delta.get("type")  # `text_delta` is taken by `feed`
         if kind == "thinking_delta":
             if isinstance(text := delta.get("thinking"), str) and text:
                 out.reasoning(text)

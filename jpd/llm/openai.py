@@ -168,20 +168,10 @@ class OpenAIProvider:
         readahead: Readahead,
     ) -> AsyncGenerator[StreamEvent, None]:
         state = _StreamState(self.name, secrets)
-
-        def handle(data: str, out: Batch) -> bool:
-            if data.strip() == "[DONE]":
-                state.end(out)
-                return True
-            chunk = event_json(self.name, data, secrets)
-            if isinstance(chunk, dict):
-                state.chunk(chunk, out)
-            return False
-
         done = False
         async with (
             self._post.open(url, headers, body, secrets=secrets) as response,
-            aclosing(stream_events(readahead.batches(body_chunks(response)), handle)) as events,
+            aclosing(stream_events(readahead.batches(body_chunks(response)), state.feed)) as events,
         ):
             async for event in events:
                 done = done or isinstance(event, Finish)
@@ -215,6 +205,17 @@ class _StreamState:
     calls: dict[int, _Call] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: TokenUsage | None = None
+
+    def feed(self, data: str, out: Batch) -> bool:
+        """One SSE event's data into `out` (a `stream_reader.Handler`); returns whether
+        the response is complete (`[DONE]`)."""
+        if data.strip() == "[DONE]":
+            self.end(out)
+            return True
+        chunk = event_json(self.provider, data, self.secrets)
+        if isinstance(chunk, dict):
+            self.chunk(chunk, out)
+        return False
 
     def chunk(self, data: dict[str, Any], out: Batch) -> None:
         """One wire chunk into `out` (an `error` chunk is raised)."""

@@ -91,15 +91,11 @@ class _Inbox:
         self.error: Exception | None = None
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
-        self._waiting: anyio.Event | None = None
-
-    def put(self, chunk: bytes) -> None:
-        self.parts.append(chunk)
-        self._wake()
+        self.waiting: anyio.Event | None = None
 
     def end(self, error: Exception | None) -> None:
         self.ended, self.error = True, error
-        self._wake()
+        self.wake()
         self.done.set()
 
     async def take(self) -> bytes:
@@ -109,11 +105,13 @@ class _Inbox:
                 if self.error is not None:
                     raise self.error
                 return b""
-            self._waiting = anyio.Event()
-            await self._waiting.wait()
-        parts, self.parts = self.parts, []
+            self.waiting = anyio.Event()
+            await self.waiting.wait()
+        parts = self.parts
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        parts.clear()  # the same list: the reader appends to it directly
         self.since = time.perf_counter()
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        return data
 
     async def stop(self) -> None:
         """Stop the reader and wait until it has (at once if it already ended)."""
@@ -121,27 +119,31 @@ class _Inbox:
         with anyio.CancelScope(shield=True):
             await self.done.wait()
 
-    def _wake(self) -> None:
-        if self._waiting is not None:
-            self._waiting.set()
-            self._waiting = None
+    def wake(self) -> None:
+        """Let the parser waiting in `take` go on."""
+        if self.waiting is not None:
+            self.waiting.set()
+            self.waiting = None
 
 
 async def _read(chunks: AsyncIterable[bytes], inbox: _Inbox) -> None:
     error: Exception | None = None
-    opening = OPENING
+    append, clock = inbox.parts.append, time.perf_counter
+    count = 0
     try:
         with inbox.scope:
             async for chunk in chunks:
                 if not chunk:
                     continue  # b"" is how `take` says the body ended
-                inbox.put(chunk)
+                append(chunk)  # once per token: `put` inlined
+                if inbox.waiting is not None:
+                    inbox.wake()
                 # Reading bytes the HTTP client already holds never suspends: let the
                 # parser (and every other task) run at least every HANDOVER seconds.
-                opening -= 1
-                if opening >= 0 or time.perf_counter() - inbox.since >= HANDOVER:
+                count += 1
+                if count <= OPENING or clock() - inbox.since >= HANDOVER:
                     await anyio.lowlevel.checkpoint()
-                    inbox.since = time.perf_counter()
+                    inbox.since = clock()
     except Exception as exc:  # raised to the parser, after the bytes before it
         error = exc
     finally:

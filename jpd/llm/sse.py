@@ -15,10 +15,15 @@ events (a property test checks it on arbitrary streams split anywhere).
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 _SIMPLE = re.compile(r"(?:event: ?([^\n]*)\n)?data: ?([^\n]*)\n\n")
 """One event of the common shape, LF line ends only (CR is left to the line parser)."""
+_RUN = re.compile(r"(?:(?:event: ?[^\n]*\n)?data: ?[^\n]*\n\n)+")
+"""A run of such events."""
+
+
+_tuple_new = tuple.__new__
 
 
 class SSEEvent(NamedTuple):
@@ -46,13 +51,18 @@ class SSEDecoder:
         events: list[SSEEvent] = []
         if not (self._data or self._event or self._retry is not None) and "\r" not in buffer:
             # Between events (nothing of one pending): the fast path may start here.
-            end = 0
-            for match in _SIMPLE.finditer(buffer):
-                if match.start() != end:
-                    break  # something else comes first: the line parser takes it
-                end = match.end()
-                events.append(SSEEvent(match[1] or "message", match[2], self._id))
-            if end:
+            run = _RUN.match(buffer)
+            if run is not None:
+                end, ident = run.end(), self._id
+                # The regular expressions find the run's events; tuple.__new__ builds each
+                # without the named tuple's Python-level constructor (once per token).
+                events = cast(
+                    "list[SSEEvent]",
+                    [
+                        _tuple_new(SSEEvent, (name or "message", data, ident, None))
+                        for name, data in _SIMPLE.findall(buffer, 0, end)
+                    ],
+                )
                 buffer = buffer[end:]
         # A CR at the very end may be the first half of a CRLF: keep it pending.
         pending_cr = buffer.endswith("\r")
