@@ -62,7 +62,7 @@ def main() -> None:
                 if "tokens" in parts:
                     sub = home / "tokens"
                     sub.mkdir()
-                    rows += fig_stream.tokens(sub, url, 5 if quick else 10)
+                    rows += fig_stream.tokens(sub, url, 8 if quick else 20)
                 if "fanout" in parts:
                     sub = home / "fanout"
                     sub.mkdir()
