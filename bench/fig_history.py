@@ -39,7 +39,8 @@ def write_log(store: ConversationStore, cid: str, turns: int) -> None:
             {"type": "turn_end", "timestamp": stamp, "turn_id": tid, "stop_reason": "end_turn"},
         ]  # fmt: skip
     path = store.conversation_dir(cid) / "events.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    # Compact, as the daemon writes its lines (and as its tail scans expect them).
+    path.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))
     store.metadata(cid)  # rebuilds the record now, not in the daemon
     store.release(cid)  # and writes it as metadata.json
 

@@ -696,3 +696,19 @@ def test_load_encoded_is_the_sanitized_events_with_kept_lines_as_stored(tmp_path
     # sanitize added the interrupted result, encoded like any other event
     assert decoded[-1]["type"] == "tool_call_response"
     assert decoded[-1]["content"] == INTERRUPTED_CONTENT
+
+
+def test_load_encoded_of_a_sound_log_is_its_valid_lines_as_stored(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path)
+    store.create(CID)
+    store.append(CID, ChatRequest(content="hi"))
+    store.append(CID, ToolCallRequest(id="c1", name="ls", arguments={}))
+    store.append(CID, ToolCallResponse(id="c1", content="a.txt", is_error=False))
+    store.close()
+    path = tmp_path / "conversations" / CID / "events.jsonl"
+    lines = path.read_bytes().splitlines()
+    spelled = json.dumps(json.loads(lines[0]), indent=None, separators=(", ", ": ")).encode()
+    path.write_bytes(b"\n".join([spelled, b"{not json", *lines[1:]]) + b"\n")
+
+    encoded = ConversationStore(tmp_path).load_encoded(CID)
+    assert encoded == b"[" + b",".join([spelled, *lines[1:]]) + b"]"
