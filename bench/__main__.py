@@ -74,7 +74,7 @@ def main() -> None:
         if "history" in parts:
             sub = home / "history"
             sub.mkdir()
-            rows += fig_history.history(sub, base, 2 if quick else 3, 3 if quick else 6)
+            rows += fig_history.history(sub, base, 3, 3 if quick else 6)
     print_table(rows)
 
 
