@@ -3,6 +3,7 @@ when the command surely needs one, and never leaves one behind."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,11 @@ def test_an_early_daemon_the_command_does_not_use_is_stopped(
     monkeypatch.setenv("JPD_COMMAND", f"{sys.executable} -c 'import sys; sys.stdin.read()'")
     monkeypatch.setenv("JP_LOG_DIR", str(tmp_path))
     monkeypatch.setattr(sys, "argv", ["jp", "--stdio", "query", "--detach", "hi"])
+
+    def leave(code: int) -> None:  # `run` ends the process without teardown
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", leave)
     with pytest.raises(SystemExit) as exit_:
         run()
     assert exit_.value.code == 2
