@@ -21,6 +21,8 @@ _SIMPLE = re.compile(r"(?:event: ?([^\n]*)\n)?data: ?([^\n]*)\n\n")
 """One event of the common shape, LF line ends only (CR is left to the line parser)."""
 _RUN = re.compile(r"(?:(?:event: ?[^\n]*\n)?data: ?[^\n]*\n\n)+")
 """A run of such events."""
+_DATA = re.compile(r"(?:event: ?[^\n]*\n)?data: ?([^\n]*)\n\n")
+"""The data of each event of such a run."""
 
 
 _tuple_new = tuple.__new__
@@ -47,23 +49,40 @@ class SSEDecoder:
 
     def feed(self, text: str) -> list[SSEEvent]:
         """Add `text` and return the events it completes."""
-        buffer = self._buffer + text if self._buffer else text
+        buffer, run_end = self._run(text)
         events: list[SSEEvent] = []
-        if not (self._data or self._event or self._retry is not None) and "\r" not in buffer:
-            # Between events (nothing of one pending): the fast path may start here.
-            run = _RUN.match(buffer)
-            if run is not None:
-                end, ident = run.end(), self._id
-                # The regular expressions find the run's events; tuple.__new__ builds each
-                # without the named tuple's Python-level constructor (once per token).
-                events = cast(
-                    "list[SSEEvent]",
-                    [
-                        _tuple_new(SSEEvent, (name or "message", data, ident, None))
-                        for name, data in _SIMPLE.findall(buffer, 0, end)
-                    ],
-                )
-                buffer = buffer[end:]
+        if run_end:
+            ident = self._id
+            # The regular expressions find the run's events; tuple.__new__ builds each
+            # without the named tuple's Python-level constructor.
+            events = cast(
+                "list[SSEEvent]",
+                [
+                    _tuple_new(SSEEvent, (name or "message", data, ident, None))
+                    for name, data in _SIMPLE.findall(buffer, 0, run_end)
+                ],
+            )
+        return events + self._lines(buffer[run_end:])
+
+    def feed_data(self, text: str) -> list[str]:
+        """As `feed`, but only each event's data: all a model provider's stream needs,
+        taken once per token without building the events of a common-shape run."""
+        buffer, run_end = self._run(text)
+        data = _DATA.findall(buffer, 0, run_end) if run_end else []
+        return data + [event.data for event in self._lines(buffer[run_end:])]
+
+    def _run(self, text: str) -> tuple[str, int]:
+        """The text to parse (what was pending, then `text`) and the end of the run of
+        common-shape events it starts with (0: none; the line parser takes it all)."""
+        buffer = self._buffer + text if self._buffer else text
+        if self._data or self._event or self._retry is not None or "\r" in buffer:
+            return buffer, 0  # inside an event, or CR line ends: only the line parser
+        run = _RUN.match(buffer)
+        return buffer, run.end() if run is not None else 0
+
+    def _lines(self, buffer: str) -> list[SSEEvent]:
+        """The line parser: the events `buffer` completes; an unfinished line waits."""
+        events: list[SSEEvent] = []
         # A CR at the very end may be the first half of a CRLF: keep it pending.
         pending_cr = buffer.endswith("\r")
         if pending_cr:

@@ -109,19 +109,20 @@ async def stream_events(
             chunk = await anext(reader)
         except StopAsyncIteration:  # end of body: what the decoder still holds
             ended = True
-            batch = decoder.feed(utf8.decode(b"", final=True)) + decoder.close()
+            batch = decoder.feed_data(utf8.decode(b"", final=True))
+            batch += [event.data for event in decoder.close()]
         else:
             text = utf8.decode(chunk)
             if first_chunk and text:
                 # A leading byte-order mark is not part of the first field name.
                 text = text.removeprefix("\ufeff")
                 first_chunk = False
-            batch = decoder.feed(text)
+            batch = decoder.feed_data(text)
         complete = False
         failure: Exception | None = None
-        for sse in batch:
+        for data in batch:
             try:
-                complete = handle(sse.data, out)
+                complete = handle(data, out)
             except Exception as exc:  # raised below, after what came before it
                 failure = exc
                 break

@@ -119,6 +119,26 @@ def test_the_decoder_agrees_with_the_rules_however_the_stream_is_split(
     assert events + decoder.close() == reference(text)
 
 
+@PROFILE
+@given(text=streams(), cuts=st.lists(st.integers(0, 2000), max_size=8), at_events=st.booleans())
+def test_the_data_of_the_events_is_the_same_however_the_stream_is_split(
+    text: str, cuts: list[int], at_events: bool
+) -> None:
+    """`feed_data` (what providers read) gives the data of the events the rules give."""
+    if at_events:
+        points = {m.end() for m in re.finditer(r"\n\n", text)}
+    else:
+        points = {c % (len(text) + 1) for c in cuts}
+    decoder = SSEDecoder()
+    data: list[str] = []
+    start = 0
+    for cut in [*sorted(points), len(text)]:
+        data += decoder.feed_data(text[start:cut])
+        start = cut
+    data += [event.data for event in decoder.close()]
+    assert data == [event.data for event in reference(text)]
+
+
 def test_a_run_of_common_events_and_what_follows_it() -> None:
     text = (
         'event: a\ndata: {"n": 1}\n\n'
