@@ -1,7 +1,7 @@
 """One bench command: every figure of the performance table, each beside its reference
 measured in the same run, as ratios (medians of interleaved rounds).
 
-Run from the repository root (about 3 minutes on 2 cores; `--quick` for fewer rounds):
+Run from the repository root (under a minute on 2 cores; `--quick` for fewer rounds):
 
     python -m bench [--quick] [--only start,requests,tokens,fanout,history]
 
