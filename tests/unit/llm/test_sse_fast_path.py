@@ -99,42 +99,46 @@ def streams(draw: st.DrawFn) -> str:
     return text
 
 
-@PROFILE
-@given(text=streams(), cuts=st.lists(st.integers(0, 2000), max_size=8), at_events=st.booleans())
-def test_the_decoder_agrees_with_the_rules_however_the_stream_is_split(
-    text: str, cuts: list[int], at_events: bool
-) -> None:
-    """Split anywhere, or (`at_events`) after every blank line: a piece that starts
-    between events is where the fast path takes over from what came before."""
+def pieces(text: str, cuts: list[int], at_events: bool) -> list[str]:
+    """`text` split at `cuts`, or (`at_events`) after every blank line: a piece that
+    starts between events is where the fast path takes over from what came before."""
     if at_events:
         points = {m.end() for m in re.finditer(r"\n\n", text)}
     else:
         points = {c % (len(text) + 1) for c in cuts}
+    ends = [*sorted(points), len(text)]
+    return [text[start:end] for start, end in zip([0, *ends], ends, strict=False)]
+
+
+SPLITS = {
+    "text": streams(),
+    "cuts": st.lists(st.integers(0, 2000), max_size=8),
+    "at_events": st.booleans(),
+}
+
+
+@PROFILE
+@given(**SPLITS)
+def test_the_decoder_agrees_with_the_rules_however_the_stream_is_split(
+    text: str, cuts: list[int], at_events: bool
+) -> None:
     decoder = SSEDecoder()
     events: list[SSEEvent] = []
-    start = 0
-    for cut in [*sorted(points), len(text)]:
-        events += decoder.feed(text[start:cut])
-        start = cut
+    for piece in pieces(text, cuts, at_events):
+        events += decoder.feed(piece)
     assert events + decoder.close() == reference(text)
 
 
 @PROFILE
-@given(text=streams(), cuts=st.lists(st.integers(0, 2000), max_size=8), at_events=st.booleans())
+@given(**SPLITS)
 def test_the_data_of_the_events_is_the_same_however_the_stream_is_split(
     text: str, cuts: list[int], at_events: bool
 ) -> None:
     """`feed_data` (what providers read) gives the data of the events the rules give."""
-    if at_events:
-        points = {m.end() for m in re.finditer(r"\n\n", text)}
-    else:
-        points = {c % (len(text) + 1) for c in cuts}
     decoder = SSEDecoder()
     data: list[str] = []
-    start = 0
-    for cut in [*sorted(points), len(text)]:
-        data += decoder.feed_data(text[start:cut])
-        start = cut
+    for piece in pieces(text, cuts, at_events):
+        data += decoder.feed_data(piece)
     data += [event.data for event in decoder.close()]
     assert data == [event.data for event in reference(text)]
 
