@@ -135,7 +135,7 @@ async def _read(chunks: AsyncIterable[bytes], inbox: _Inbox) -> None:
             async for chunk in chunks:
                 if not chunk:
                     continue  # b"" is how `take` says the body ended
-                append(chunk)  # once per token: `put` inlined
+                append(chunk)  # once per token: no method call
                 if inbox.waiting is not None:
                     inbox.wake()
                 # Reading bytes the HTTP client already holds never suspends: let the

@@ -8,8 +8,8 @@ missing final event means; this module only frames.
 
 Nearly every event of a model's stream has one shape: an optional `event` line, one
 `data` line, a blank line. A run of such events at the start of the text is taken by
-one regular expression; the line-by-line parser takes the rest. Both give the same
-events (a property test checks it on arbitrary streams split anywhere).
+regular expressions built from that one shape; the line-by-line parser takes the rest.
+Both give the same events (property tests check it on arbitrary streams split anywhere).
 """
 
 from __future__ import annotations
@@ -17,12 +17,20 @@ from __future__ import annotations
 import re
 from typing import NamedTuple, cast
 
-_SIMPLE = re.compile(r"(?:event: ?([^\n]*)\n)?data: ?([^\n]*)\n\n")
-"""One event of the common shape, LF line ends only (CR is left to the line parser)."""
-_RUN = re.compile(r"(?:(?:event: ?[^\n]*\n)?data: ?[^\n]*\n\n)+")
+
+def _shape(event: str, data: str) -> str:
+    """One event of the common shape with `event` and `data` as the patterns of its two
+    values; LF line ends only (CR is left to the line parser)."""
+    return rf"(?:event: ?{event}\n)?data: ?{data}\n\n"
+
+
+_VALUE = r"[^\n]*"
+_SIMPLE = re.compile(_shape(f"({_VALUE})", f"({_VALUE})"))
+"""One event of the common shape: its event name and data."""
+_DATA = re.compile(_shape(_VALUE, f"({_VALUE})"))
+"""Its data only."""
+_RUN = re.compile(f"(?:{_shape(_VALUE, _VALUE)})+")
 """A run of such events."""
-_DATA = re.compile(r"(?:event: ?[^\n]*\n)?data: ?([^\n]*)\n\n")
-"""The data of each event of such a run."""
 
 
 _tuple_new = tuple.__new__
