@@ -120,17 +120,16 @@ def _main(argv: list[str] | None) -> int:
     # The daemon's modules load only now, with the collector paused (see `main`).
     import anyio
 
+    from jpd.pydantic_plugins import run_without_plugins
     from jpd.rpc.listener import ListenError
     from jpd.rpc.stdio import claim_stdout
     from jpd.server import create_server
     from jpd.settings import Settings
 
     settings = dataclasses.replace(Settings.from_env(), log_file=log_file)
-    # Third-party pydantic plugins (found through package metadata: scanning it costs
-    # every start-up tens of milliseconds) would see every value the daemon validates,
-    # secrets included: the daemon runs without them. Set after `settings` copied the
-    # environment, so the turns' and tools' environments do not inherit it.
-    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+    # No third-party pydantic plugins (they would see secrets). After `settings` copied
+    # the environment, so the turns' and tools' environments do not inherit the switch.
+    run_without_plugins()
     server = create_server(settings)
     gc.freeze()
     gc.enable()

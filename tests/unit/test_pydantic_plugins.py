@@ -1,0 +1,60 @@
+"""The daemon runs without pydantic plugins, and without importing package metadata
+to look for them (`jpd.pydantic_plugins`)."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import pydantic.plugin._schema_validator as schema_validator
+import pytest
+
+from jpd import pydantic_plugins
+
+VALIDATE_WITHOUT_PLUGINS = r"""
+import os, sys
+from jpd.pydantic_plugins import run_without_plugins
+run_without_plugins()
+from pydantic import BaseModel, TypeAdapter
+
+class Point(BaseModel):
+    x: int
+
+assert Point.model_validate({"x": "3"}).x == 3
+assert TypeAdapter(list[int]).validate_python(["1"]) == [1]
+assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
+print("importlib.metadata" in sys.modules)
+"""
+
+
+def test_validators_build_without_importing_package_metadata() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", VALIDATE_WITHOUT_PLUGINS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert proc.stdout.strip() == "False"
+
+
+def test_pydantic_still_takes_only_get_plugins_from_the_loader() -> None:
+    # The stand-in provides only `get_plugins`: if pydantic starts importing more from
+    # its loader, or from another module, the stand-in must follow.
+    source = inspect.getsource(schema_validator.create_schema_validator)
+    assert "from ._loader import get_plugins\n" in source
+    assert pydantic_plugins._LOADER == "pydantic.plugin._loader"
+    real = sys.modules.get(pydantic_plugins._LOADER)
+    if real is None:
+        import pydantic.plugin._loader as real
+    assert callable(real.get_plugins)
+
+
+def test_a_loader_already_imported_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pydantic.plugin._loader as real
+
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")
+    pydantic_plugins.run_without_plugins()
+    assert sys.modules[pydantic_plugins._LOADER] is real
+    assert list(real.get_plugins()) == []
