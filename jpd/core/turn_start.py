@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from jpd.llm.base import Provider
     from jpd.llm.history import MessageHistory
     from jpd.llm.registry import ProviderSource
+    from jpd.tools.coordinator import Coordinator
 
 
 class TurnStarter:
@@ -172,29 +173,34 @@ class TurnStarter:
         from jpd.core.transcript import Transcript
         from jpd.core.turn import Turn
         from jpd.core.turn_setup import turn_spec
-        from jpd.inquiry.backend import LlmInquiryBackend
+        from jpd.tools.deferred import DeferredRunner
 
         turn_id = resume.turn_id if resume else "t-" + secrets.token_hex(6)
         transcript = Transcript(history)
-        backend = LlmInquiryBackend(transcript, provider, cfg, providers)
-        coordinator = self._parts.tools.coordinator(
-            cfg,
-            renv,
-            await self._parts.tools.catalog(cfg, toggles, renv.root),
-            log=self._parts.store,
-            backend=backend,
-            channel=conversation_id,
-            call_id=turn_id,
-            detached=detached,
-            resume=resume,
-        )
+        tools = await self._parts.tools.catalog(cfg, toggles, renv.root)
+
+        def coordinator() -> Coordinator:
+            from jpd.inquiry.backend import LlmInquiryBackend
+
+            return self._parts.tools.coordinator(
+                cfg,
+                renv,
+                tools,
+                log=self._parts.store,
+                backend=LlmInquiryBackend(transcript, provider, cfg, providers),
+                channel=conversation_id,
+                call_id=turn_id,
+                detached=detached,
+                resume=resume,
+            )
+
         spec = turn_spec(
             cfg,
             conversation_id=conversation_id,
             turn_id=turn_id,
             message=message,
             provider=provider,
-            tools=coordinator,
+            tools=DeferredRunner(tools, coordinator),
             transcript=transcript,
             workspace=str(renv.workspace) if renv.workspace else None,
         )

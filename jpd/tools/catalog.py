@@ -5,16 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from jpd.config import Config
 from jpd.config.tools import ToolConfig
+from jpd.inquiry.answer_tool import ANSWER_INQUIRY_TOOL
 from jpd.llm.base import ToolDefinition
-from jpd.mcp.model import McpToolInfo, McpToolRef, ServerListing
 from jpd.protocol.client_requests import ToolToggle
 from jpd.protocol.errors import ConfigInvalid, InvalidParams
 from jpd.tools.builtin import BuiltinRegistry, BuiltinTool
 from jpd.tools.schema import parameters_to_schema
+
+if TYPE_CHECKING:
+    # Loaded with the first MCP server: a turn without one never needs them.
+    from jpd.mcp.model import McpToolInfo, McpToolRef, ServerListing
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,22 @@ class EffectiveTool:
         """What the model is told about this tool."""
         text = self.config.summary or self.config.description or ""
         return ToolDefinition(name=self.name, description=text, parameters=self.schema)
+
+
+def offered_definitions(tools: Mapping[str, EffectiveTool]) -> tuple[ToolDefinition, ...]:
+    """Enabled tools in name order, then `answer_inquiry` whenever any tool is on.
+
+    The list is stable within a turn, so request prefixes stay cacheable, and the
+    inquiry side request can reuse it unchanged (protocol.md 10.4).
+    """
+    enabled = tuple(t.definition for _, t in sorted(tools.items()) if t.enabled)
+    return (*enabled, ANSWER_INQUIRY_TOOL) if enabled else ()
+
+
+def is_hidden(tools: Mapping[str, EffectiveTool], name: str) -> bool:
+    """`style.hidden` of the named tool (unknown tools are shown)."""
+    tool = tools.get(name)
+    return tool is not None and tool.config.style.hidden
 
 
 def build_catalog(
@@ -127,6 +147,8 @@ def _configured(
                 f"conversation.tools.{name}.source: there is no MCP server named {server!r} "
                 f"(configure it under [mcp.servers.{server}])"
             )
+        from jpd.mcp.model import McpToolInfo
+
         found = offered.get(source)
         info = found[1] if found else McpToolInfo(tool, "", {"type": "object"})
         if builtin is not None:
@@ -162,6 +184,8 @@ def _mcp_tool(
     *,
     enabled: bool = True,
 ) -> EffectiveTool:
+    from jpd.mcp.model import McpToolRef
+
     if merged.summary is None and merged.description is None and info.description:
         merged = merged.model_copy(update={"description": info.description})
     return EffectiveTool(

@@ -18,7 +18,7 @@ import anyio
 
 from jpd.conversation import events as ev
 from jpd.conversation.events import ToolImage
-from jpd.inquiry.answer_tool import ANSWER_INQUIRY, ANSWER_INQUIRY_TOOL
+from jpd.inquiry.answer_tool import ANSWER_INQUIRY
 from jpd.inquiry.router import QuestionContext, Resolved, Router
 from jpd.llm.base import ToolCallPart, ToolDefinition
 from jpd.mcp.model import McpCaller
@@ -26,7 +26,7 @@ from jpd.process_groups import ToolProcesses
 from jpd.protocol.detached import DetachedMode
 from jpd.tools.base import ResultCallback, ToolResultData
 from jpd.tools.builtin import BuiltinContext
-from jpd.tools.catalog import EffectiveTool
+from jpd.tools.catalog import EffectiveTool, is_hidden, offered_definitions
 from jpd.tools.environment import tool_environment
 from jpd.tools.local_runner import run_local_tool
 from jpd.tools.mcp_call import McpCallHooks, ProgressSink, Sampler
@@ -82,18 +82,12 @@ class Coordinator:
         self._images: dict[str, tuple[ToolImage, ...]] = {}
 
     def definitions(self) -> tuple[ToolDefinition, ...]:
-        """Enabled tools in name order, then `answer_inquiry` whenever any tool is on.
-
-        The list is stable within a turn, so request prefixes stay cacheable, and the
-        inquiry side request can reuse it unchanged (protocol.md 10.4).
-        """
-        enabled = tuple(t.definition for _, t in sorted(self._tools.items()) if t.enabled)
-        return (*enabled, ANSWER_INQUIRY_TOOL) if enabled else ()
+        """The tools offered to the model (`offered_definitions`)."""
+        return offered_definitions(self._tools)
 
     def hidden(self, name: str) -> bool:
         """`style.hidden` of the named tool (unknown tools are shown)."""
-        tool = self._tools.get(name)
-        return tool is not None and tool.config.style.hidden
+        return is_hidden(self._tools, name)
 
     async def run(
         self, calls: Sequence[ToolCallPart], on_result: ResultCallback | None = None
