@@ -188,6 +188,7 @@ def environment(home: Path, base_url: str) -> dict[str, str]:
         "JP_CONFIG": str(config),
         "JP_DATA_DIR": str(home / "data"),
         "JP_LOG_DIR": str(home / "logs"),
+        "JP_STATE_DIR": str(home / "state"),
         "JP_SOCKET": str(home / "jpd.sock"),
         "XDG_RUNTIME_DIR": str(home),
         "ANTHROPIC_API_KEY": KEY,

@@ -47,6 +47,7 @@ def main() -> None:
             "JP_CONFIG": str(config),
             "JP_DATA_DIR": str(home / "data"),
             "JP_LOG_DIR": str(home / "logs"),
+            "JP_STATE_DIR": str(home / "state"),
             "JP_SOCKET": str(home / "jpd.sock"),
         }
         env.pop("JPD_COMMAND", None)

@@ -27,6 +27,7 @@ def scripted_env(home: Path, base: dict[str, str], responses: int) -> dict[str, 
     )
     env = {**base, "JP_CONFIG": str(config), "JP_DATA_DIR": str(home / "data")}
     env["JP_LOG_DIR"] = str(home / "logs")
+    env["JP_STATE_DIR"] = str(home / "state")  # `jp` remembers conversations here, not in ~
     env["JP_SOCKET"] = str(home / "jpd.sock")
     return env
 
