@@ -29,18 +29,22 @@ ResultCallback = Callable[[ToolResultData], None]
 """Called with each call's result as soon as that call ends."""
 
 
-class ToolRunner(Protocol):
-    """Runs the tool calls of one model response."""
-
-    def definitions(self) -> tuple[ToolDefinition, ...]:
-        """The tools offered to the model."""
-        ...
+class CallRunner(Protocol):
+    """Runs tool calls (the tool coordinator)."""
 
     async def run(
         self, calls: Sequence[ToolCallPart], on_result: ResultCallback | None = None
     ) -> list[ToolResultData]:
         """Run `calls`, passing each result to `on_result` when its call ends; returns
         the results in the order of `calls`."""
+        ...
+
+
+class ToolRunner(CallRunner, Protocol):
+    """The tools of a turn: what the model is offered, and the runner of its calls."""
+
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        """The tools offered to the model."""
         ...
 
     def hidden(self, name: str) -> bool:

@@ -20,13 +20,13 @@ from jpd.conversation import events as ev
 from jpd.conversation.events import ToolImage
 from jpd.inquiry.answer_tool import ANSWER_INQUIRY
 from jpd.inquiry.router import QuestionContext, Resolved, Router
-from jpd.llm.base import ToolCallPart, ToolDefinition
+from jpd.llm.base import ToolCallPart
 from jpd.mcp.model import McpCaller
 from jpd.process_groups import ToolProcesses
 from jpd.protocol.detached import DetachedMode
 from jpd.tools.base import ResultCallback, ToolResultData
 from jpd.tools.builtin import BuiltinContext
-from jpd.tools.catalog import EffectiveTool, is_hidden, offered_definitions
+from jpd.tools.catalog import EffectiveTool
 from jpd.tools.environment import tool_environment
 from jpd.tools.local_runner import run_local_tool
 from jpd.tools.mcp_call import McpCallHooks, ProgressSink, Sampler
@@ -66,7 +66,7 @@ class CallScope:
 
 
 class Coordinator:
-    """Implements `ToolRunner` for one turn (or one `tool/call`)."""
+    """Implements `CallRunner` for one turn (or one `tool/call`)."""
 
     def __init__(
         self,
@@ -80,14 +80,6 @@ class Coordinator:
         self._gate = gate
         self._scope = scope
         self._images: dict[str, tuple[ToolImage, ...]] = {}
-
-    def definitions(self) -> tuple[ToolDefinition, ...]:
-        """The tools offered to the model (`offered_definitions`)."""
-        return offered_definitions(self._tools)
-
-    def hidden(self, name: str) -> bool:
-        """`style.hidden` of the named tool (unknown tools are shown)."""
-        return is_hidden(self._tools, name)
 
     async def run(
         self, calls: Sequence[ToolCallPart], on_result: ResultCallback | None = None

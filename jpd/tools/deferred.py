@@ -11,18 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from jpd.llm.base import ToolCallPart, ToolDefinition
-from jpd.tools.base import ResultCallback, ToolResultData, ToolRunner
+from jpd.tools.base import CallRunner, ResultCallback, ToolResultData
 from jpd.tools.catalog import EffectiveTool, is_hidden, offered_definitions
 
 
 class DeferredRunner:
-    """Implements `ToolRunner` over `tools`; `build()` makes the runner of the calls,
-    once, when the first calls arrive."""
+    """Implements `ToolRunner` over `tools`; `build()` makes the runner of the calls
+    (the coordinator), once, when the first calls arrive."""
 
-    def __init__(self, tools: Mapping[str, EffectiveTool], build: Callable[[], ToolRunner]) -> None:
+    def __init__(self, tools: Mapping[str, EffectiveTool], build: Callable[[], CallRunner]) -> None:
         self._tools = tools
         self._build = build
-        self._runner: ToolRunner | None = None
+        self._runner: CallRunner | None = None
 
     def definitions(self) -> tuple[ToolDefinition, ...]:
         """The tools offered to the model (`offered_definitions`)."""

@@ -189,12 +189,3 @@ async def test_calls_run_in_parallel_and_results_keep_call_order() -> None:
         results = await coord.run([call("slow", "c1"), call("fast", "c2")])
 
     assert [(r.id, r.content) for r in results] == [("c1", "slow: "), ("c2", "fast: ")]
-
-
-async def test_definitions_add_answer_inquiry_when_any_tool_is_on() -> None:
-    on, off = Asker("on", []), Asker("off", [])
-    coord, _ = coordinator(effective(on), effective(off, enable=False))
-    none, _ = coordinator(effective(off, enable=False))
-
-    assert [d.name for d in coord.definitions()] == ["on", "answer_inquiry"]
-    assert none.definitions() == ()

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -39,12 +38,6 @@ def tool(name: str, *, enabled: bool = True, hidden: bool = False) -> EffectiveT
 class Runner:
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
-
-    def definitions(self) -> tuple[Any, ...]:
-        raise AssertionError("the deferred runner answers this itself")
-
-    def hidden(self, name: str) -> bool:
-        raise AssertionError("the deferred runner answers this itself")
 
     async def run(
         self, calls: Sequence[ToolCallPart], on_result: ResultCallback | None = None
