@@ -121,7 +121,6 @@ def _main(argv: list[str] | None) -> int:
     import anyio
 
     from jpd.pydantic_plugins import run_without_plugins
-    from jpd.rpc.listener import ListenError
     from jpd.rpc.stdio import claim_stdout
     from jpd.server import create_server
     from jpd.settings import Settings
@@ -134,6 +133,8 @@ def _main(argv: list[str] | None) -> int:
     gc.freeze()
     gc.enable()
     if listening:
+        from jpd.rpc.listener import ListenError
+
         path = Path(args.listen) if args.listen else None
         try:
             return anyio.run(server.run_listen, path)

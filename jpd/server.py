@@ -8,16 +8,19 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from jpd.core.daemon import Daemon
 from jpd.private import make_private_dir
 from jpd.protocol.errors import ConfigInvalid
-from jpd.rpc.listener import SocketClaim, SocketServer, default_socket_path
 from jpd.rpc.outbox import ConnectionLimits
 from jpd.rpc.stdio import serve_stdio
 from jpd.settings import Settings
+
+if TYPE_CHECKING:
+    from jpd.rpc.listener import SocketServer
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,9 @@ class Server:
         seconds with no client and no running turn (0: never). Raises `ListenError`
         when the socket cannot be had (e.g. another daemon serves it).
         """
+        # The socket's modules load here: a daemon on stdio never needs them.
+        from jpd.rpc.listener import SocketClaim, SocketServer, default_socket_path
+
         socket_path = path if path is not None else default_socket_path(self.settings.env)
         # Handle signals before the socket exists: a client that sees the socket may
         # signal the daemon at once, and the default action would skip the clean stop.

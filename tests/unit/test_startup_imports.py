@@ -62,6 +62,7 @@ NOT_AT_START_UP = (
     "jpd.inquiry.backend",
     "jpd.inquiry.router",
     "jpd.mcp",
+    "jpd.rpc.listener",  # the Unix socket's: a daemon on stdio never needs it
 )
 
 
