@@ -207,7 +207,17 @@ class Coordinator:
     ) -> ToolOutcome:
         if tool.builtin is not None:
             docs = {name: _docs(t) for name, t in self._tools.items() if t.enabled}
-            ctx = BuiltinContext(conversation_id=self._scope.conversation_id, tool_docs=docs)
+            ctx = BuiltinContext(
+                conversation_id=self._scope.conversation_id,
+                tool_docs=docs,
+                turn_id=self._scope.turn_id,
+                tool_call_id=call.id,
+                root=self._scope.root,
+                options=dict(tool.config.options),
+                env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
+                processes=self._scope.processes,
+                on_progress=self._scope.on_progress,
+            )
             try:
                 return await tool.builtin.run(dict(call.arguments), dict(answers), ctx)
             except Exception as exc:

@@ -8,12 +8,17 @@ otherwise; user config cannot change it), and how it runs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
 from jpd.tools.outcome import ToolOutcome
+
+if TYPE_CHECKING:
+    from jpd.process_groups import ToolProcesses
+    from jpd.tools.mcp_call import ProgressSink
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,18 @@ class BuiltinContext:
     conversation_id: str | None
     tool_docs: Mapping[str, tuple[str, str]]
     """Enabled tools of this turn: name -> (summary, full description)."""
+    turn_id: str | None = None
+    tool_call_id: str | None = None
+    root: Path = field(default_factory=Path.cwd)
+    """The workspace: where the turn's client runs (protocol.md 9.4)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """`conversation.tools.<name>.options` of this tool."""
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The tool's environment (secrets already left out, as for local tools)."""
+    processes: ToolProcesses | None = None
+    """Runs subprocesses under the launcher, so they die with the daemon."""
+    on_progress: ProgressSink | None = None
+    """Reports progress of a long call to attached clients."""
 
 
 class BuiltinTool(Protocol):
