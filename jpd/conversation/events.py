@@ -280,6 +280,36 @@ class TurnEnd(_Event):
     error: str | None = None
 
 
+# --- workspace changes (protocol.md, "Workspace tools") ----------------------------------
+
+
+class FileChanged(_Event):
+    """A tool changed a file of the workspace. What the file held before is kept in the
+    conversation's `snapshots/<before>` (content-addressed), so `turn/undo` can put it
+    back after a restart."""
+
+    type: Literal["file_changed"] = "file_changed"
+    turn_id: str
+    tool_call_id: str | None = None
+    path: str
+    """The file's real, absolute path."""
+    before: str | None = None
+    """sha256 of the content before (absent: the tool created the file)."""
+    after: str
+    """sha256 of the content the tool wrote."""
+
+
+class TurnUndone(_Event):
+    """`turn/undo` put back the files a turn changed."""
+
+    type: Literal["turn_undo"] = "turn_undo"
+    turn_id: str
+    restored: list[str] = Field(default_factory=list)
+    """Files given back their earlier content."""
+    removed: list[str] = Field(default_factory=list)
+    """Files the turn had created, removed again."""
+
+
 Event = Annotated[
     TurnStart
     | TurnResume
@@ -292,6 +322,8 @@ Event = Annotated[
     | InquiryResponse
     | Sampling
     | ForcedToolRetry
+    | FileChanged
+    | TurnUndone
     | TurnEnd,
     Field(discriminator="type"),
 ]

@@ -12,6 +12,8 @@ import platformdirs
 
 EVENTS_FILE = "events.jsonl"
 METADATA_FILE = "metadata.json"
+SNAPSHOTS_DIR = "snapshots"
+"""Files as they were before a tool changed them (`file_changed` events), by sha256."""
 _ID_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 

@@ -109,6 +109,7 @@ class Toolbox:
         call_id: str,
         detached: Any,
         resume: ResumePlan | None = None,
+        snapshots: Path | None = None,
     ) -> Coordinator:
         """The tool coordinator of a turn (with its inquiry backend) or of a `tool/call`."""
         from jpd.core.turn_tools import make_coordinator
@@ -130,6 +131,7 @@ class Toolbox:
             sampler=backend,
             resumed=resume,
             stopping=self._stopping,
+            snapshots=snapshots,
         )
 
     def _progress_sink(

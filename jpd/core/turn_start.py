@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
+from jpd.conversation.paths import SNAPSHOTS_DIR
 from jpd.conversation.store import ConversationNotFound, new_conversation_id
 from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
@@ -192,6 +193,7 @@ class TurnStarter:
                 call_id=turn_id,
                 detached=detached,
                 resume=resume,
+                snapshots=self._parts.store.conversation_dir(conversation_id) / SNAPSHOTS_DIR,
             )
 
         spec = turn_spec(

@@ -46,6 +46,7 @@ def make_coordinator(
     sampler: Sampler | None = None,
     resumed: ResumePlan | None = None,
     stopping: Callable[[], bool] = lambda: False,
+    snapshots: Path | None = None,
 ) -> Coordinator:
     """A coordinator over `tools` with its own turn cache, attempt counters and
     permission memory; `stopping()` is true once the daemon is stopping."""
@@ -66,6 +67,7 @@ def make_coordinator(
         on_progress=on_progress,
         sampler=sampler,
         record=lambda event: log.append(conversation_id, event),
+        snapshots=snapshots,
         answers=resumed.answers if resumed is not None else {},
     )
     return Coordinator(tools, router, gate, scope)

@@ -13,6 +13,7 @@ symlink rather than following it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import Mapping
@@ -149,8 +150,10 @@ class Workspace:
                 mode = 0o644
             temp = f".{real.name}.jp-{secrets.token_hex(4)}"
             fd = os.open(
-                temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o600, dir_fd=dfd,
+                temp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=dfd,
             )
             try:
                 with os.fdopen(fd, "wb") as handle:
@@ -159,10 +162,8 @@ class Workspace:
                     os.fchmod(handle.fileno(), mode)
                 os.rename(temp, real.name, src_dir_fd=dfd, dst_dir_fd=dfd)
             except BaseException:
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(temp, dir_fd=dfd)
-                except OSError:
-                    pass
                 raise
         finally:
             os.close(dfd)
@@ -174,4 +175,3 @@ class Workspace:
             os.unlink(real.name, dir_fd=dfd)
         finally:
             os.close(dfd)
-

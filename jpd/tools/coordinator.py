@@ -27,6 +27,7 @@ from jpd.protocol.detached import DetachedMode
 from jpd.tools.base import ResultCallback, ToolResultData
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
+from jpd.tools.changes import ChangeRecorder
 from jpd.tools.environment import tool_environment
 from jpd.tools.local_runner import run_local_tool
 from jpd.tools.mcp_call import McpCallHooks, ProgressSink, Sampler
@@ -60,6 +61,8 @@ class CallScope:
     """Completes MCP sampling requests (None: they are refused)."""
     record: Callable[[ev.Event], None] | None = None
     """Appends an event to the conversation's log (MCP sampling exchanges)."""
+    snapshots: Path | None = None
+    """The conversation's `snapshots/` folder: file changes are recorded (undoable)."""
     answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Tool call id -> the answers its questions got before the daemon stopped: a
     resumed turn re-runs the call with them (protocol.md 12.4)."""
@@ -202,6 +205,12 @@ class Coordinator:
             return tool.builtin.inquiry_source()
         return ev.ToolSource(name=tool.name)
 
+    def _recorder(self, call_id: str) -> ChangeRecorder | None:
+        scope = self._scope
+        if scope.snapshots is None or scope.record is None:
+            return None
+        return ChangeRecorder(scope.snapshots, scope.record, scope.turn_id, call_id)
+
     async def _invoke(
         self, tool: EffectiveTool, call: ToolCallPart, answers: dict[str, Any]
     ) -> ToolOutcome:
@@ -217,6 +226,7 @@ class Coordinator:
                 env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
                 processes=self._scope.processes,
                 on_progress=self._scope.on_progress,
+                changes=self._recorder(call.id),
             )
             try:
                 return await tool.builtin.run(dict(call.arguments), dict(answers), ctx)

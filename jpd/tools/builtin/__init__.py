@@ -18,6 +18,7 @@ from jpd.tools.outcome import ToolOutcome
 
 if TYPE_CHECKING:
     from jpd.process_groups import ToolProcesses
+    from jpd.tools.changes import ChangeRecorder
     from jpd.tools.mcp_call import ProgressSink
 
 
@@ -40,6 +41,8 @@ class BuiltinContext:
     """Runs subprocesses under the launcher, so they die with the daemon."""
     on_progress: ProgressSink | None = None
     """Reports progress of a long call to attached clients."""
+    changes: ChangeRecorder | None = None
+    """Records the files this call changes, for `turn/undo` (None: outside a turn)."""
 
 
 class BuiltinTool(Protocol):
@@ -86,5 +89,20 @@ def default_registry() -> BuiltinRegistry:
     """Every built-in tool the daemon ships."""
     from jpd.tools.builtin.ask_user import AskUser
     from jpd.tools.builtin.describe_tools import DescribeTools
+    from jpd.tools.builtin.fs_create_file import CreateFile
+    from jpd.tools.builtin.fs_grep_files import GrepFiles
+    from jpd.tools.builtin.fs_list_files import ListFiles
+    from jpd.tools.builtin.fs_modify_file import ModifyFile
+    from jpd.tools.builtin.fs_read_file import ReadFile
 
-    return BuiltinRegistry([AskUser(), DescribeTools()])
+    return BuiltinRegistry(
+        [
+            AskUser(),
+            DescribeTools(),
+            ListFiles(),
+            GrepFiles(),
+            ReadFile(),
+            ModifyFile(),
+            CreateFile(),
+        ]
+    )

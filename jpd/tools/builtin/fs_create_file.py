@@ -1,0 +1,116 @@
+"""`fs_create_file`: write a new file of the workspace (and its folders).
+
+Over an existing file it first asks the question `overwrite` (boolean, only a human
+answers); "no" leaves the file as it was. The change is recorded for `turn/undo`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from jpd.config.tools import ToolConfig
+from jpd.conversation import events as ev
+from jpd.protocol.question import BooleanAnswer, Question
+from jpd.tools.builtin import BuiltinContext
+from jpd.tools.builtin.fs_common import (
+    MAX_FILE_BYTES,
+    WRITE_LOCK,
+    decode_text,
+    string_arg,
+    tool_config,
+    unified_diff,
+    workspace,
+)
+from jpd.tools.changes import ChangeRecorder, write_change
+from jpd.tools.confine import PathRefused, Workspace
+from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
+
+NAME = "fs_create_file"
+OVERWRITE = "overwrite"
+"""The question asked before replacing an existing file."""
+
+
+def _exists(ws: Workspace, path_arg: str) -> tuple[bool, str]:
+    real = ws.resolve(path_arg)
+    shown = ws.show(real)
+    if real.is_dir():
+        raise PathRefused(f"{shown!r} is a folder")
+    return real.exists(), shown
+
+
+def create(
+    ws: Workspace, recorder: ChangeRecorder | None, path_arg: str, content: str, overwrite: bool
+) -> str:
+    """Write the file; returns the result text. Blocking."""
+    real = ws.resolve(path_arg)
+    shown = ws.show(real)
+    with WRITE_LOCK:
+        before: bytes | None = None
+        if real.exists():
+            if not overwrite:
+                raise PathRefused(f"{shown!r} appeared meanwhile; call again to overwrite it")
+            if real.is_dir() or real.stat().st_size > MAX_FILE_BYTES:
+                raise PathRefused(f"{shown!r} cannot be overwritten (a folder or too large)")
+            before = ws.read_bytes(real)
+        write_change(recorder, ws, real, before, content.encode("utf-8"))
+    lines = len(content.splitlines())
+    if before is None:
+        return f"Created {shown} ({lines} lines)."
+    old = decode_text(before)
+    if old is None:
+        return f"Overwrote {shown} (a binary file) with {lines} lines."
+    return f"Overwrote {shown}.\n\n```diff\n{unified_diff(shown, old, content)}```"
+
+
+class CreateFile:
+    name = NAME
+
+    def default_config(self) -> ToolConfig:
+        return tool_config(
+            summary="Create a file of the workspace with the given content.",
+            description=(
+                "Create a file of the workspace with `content`, making its folders as "
+                "needed. If the file exists the user is asked whether to overwrite it; to "
+                "change part of a file use fs_modify_file instead."
+            ),
+            parameters={
+                "path": {
+                    "type": "string",
+                    "required": True,
+                    "description": "File path relative to the workspace.",
+                },
+                "content": {"type": "string", "required": True, "description": "The text."},
+            },
+            writes=True,
+        )
+
+    def inquiry_source(self) -> ev.ToolSource | ev.AssistantSource:
+        return ev.ToolSource(name=self.name)
+
+    async def run(
+        self, arguments: dict[str, Any], answers: dict[str, Any], ctx: BuiltinContext
+    ) -> ToolOutcome:
+        path, content = string_arg(arguments, "path"), string_arg(arguments, "content")
+        if not path or content is None:
+            return Failure(message="`path` and `content` are required strings")
+        ws = workspace(ctx)
+        try:
+            exists, shown = await anyio.to_thread.run_sync(_exists, ws, path)
+            if exists and OVERWRITE not in answers:
+                return NeedsInput(
+                    question=Question(
+                        id=OVERWRITE,
+                        text=f"{shown} exists. Overwrite it?",
+                        answer_type=BooleanAnswer(),
+                        exclusive=True,
+                        persistence="none",
+                    )
+                )
+            if exists and answers.get(OVERWRITE) is not True:
+                return Failure(message=f"{shown} exists and the user chose not to overwrite it")
+            result = await anyio.to_thread.run_sync(create, ws, ctx.changes, path, content, exists)
+        except PathRefused as exc:
+            return Failure(message=str(exc))
+        return Success(content=result)

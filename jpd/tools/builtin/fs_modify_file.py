@@ -1,0 +1,124 @@
+"""`fs_modify_file`: replace exact text in a workspace file; the result is the diff.
+
+The old text must occur exactly once (or `replace_all`); otherwise nothing changes and
+the error says whether it was absent or how often it occurs. The change is recorded for
+`turn/undo` (jpd/tools/changes.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from jpd.config.tools import ToolConfig
+from jpd.conversation import events as ev
+from jpd.tools.builtin import BuiltinContext
+from jpd.tools.builtin.fs_common import (
+    MAX_FILE_BYTES,
+    WRITE_LOCK,
+    decode_text,
+    string_arg,
+    tool_config,
+    unified_diff,
+    workspace,
+)
+from jpd.tools.changes import ChangeRecorder, write_change
+from jpd.tools.confine import PathRefused, Workspace
+from jpd.tools.outcome import Failure, Success, ToolOutcome
+
+NAME = "fs_modify_file"
+
+
+def modify(
+    ws: Workspace,
+    recorder: ChangeRecorder | None,
+    path_arg: str,
+    old: str,
+    new: str,
+    replace_all: bool,
+) -> str:
+    """Apply the replacement; returns the result text. Blocking."""
+    real = ws.resolve(path_arg)
+    shown = ws.show(real)
+    if not real.is_file():
+        raise PathRefused(
+            f"{shown!r} is not a file"
+            if real.exists()
+            else f"{shown!r} does not exist; create it with fs_create_file"
+        )
+    with WRITE_LOCK:
+        if real.stat().st_size > MAX_FILE_BYTES:
+            raise PathRefused(f"{shown!r} is too large to edit")
+        data = ws.read_bytes(real)
+        text = decode_text(data)
+        if text is None:
+            raise PathRefused(f"{shown!r} is a binary file; it cannot be edited as text")
+        count = text.count(old)
+        if count == 0:
+            raise PathRefused(
+                f"old_text not found in {shown!r}; nothing changed (read the file and copy "
+                "the text exactly, including whitespace)"
+            )
+        if count > 1 and not replace_all:
+            raise PathRefused(
+                f"old_text occurs {count} times in {shown!r}; nothing changed (include more "
+                "surrounding lines to make it unique, or set replace_all)"
+            )
+        changed = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        write_change(recorder, ws, real, data, changed.encode("utf-8"))
+    diff = unified_diff(shown, text, changed)
+    times = f"{count} replacements" if count > 1 else "1 replacement"
+    return f"Modified {shown} ({times}).\n\n```diff\n{diff}```"
+
+
+class ModifyFile:
+    name = NAME
+
+    def default_config(self) -> ToolConfig:
+        return tool_config(
+            summary="Replace exact text in a file of the workspace.",
+            description=(
+                "Replace `old_text` with `new_text` in a file of the workspace. `old_text` must "
+                "match the file exactly (whitespace included) and occur once, unless "
+                "`replace_all` is true; otherwise nothing changes and the error says why. "
+                "Returns a unified diff of the change."
+            ),
+            parameters={
+                "path": {
+                    "type": "string",
+                    "required": True,
+                    "description": "File path relative to the workspace.",
+                },
+                "old_text": {"type": "string", "required": True, "description": "Text to replace."},
+                "new_text": {"type": "string", "required": True, "description": "Replacement."},
+                "replace_all": {
+                    "type": "boolean",
+                    "description": "Replace every occurrence (default false).",
+                },
+            },
+            writes=True,
+        )
+
+    def inquiry_source(self) -> ev.ToolSource | ev.AssistantSource:
+        return ev.ToolSource(name=self.name)
+
+    async def run(
+        self, arguments: dict[str, Any], answers: dict[str, Any], ctx: BuiltinContext
+    ) -> ToolOutcome:
+        path = string_arg(arguments, "path")
+        old, new = string_arg(arguments, "old_text"), string_arg(arguments, "new_text")
+        if not path or old is None or new is None:
+            return Failure(message="`path`, `old_text` and `new_text` are required strings")
+        if old == "":
+            return Failure(message="old_text is empty; to write a whole file use fs_create_file")
+        if old == new:
+            return Failure(message="old_text and new_text are the same; nothing to change")
+        replace_all = arguments.get("replace_all") is True
+        try:
+            result = await anyio.to_thread.run_sync(
+                modify, workspace(ctx), ctx.changes, path, old, new, replace_all
+            )
+        except PathRefused as exc:
+            return Failure(message=str(exc))
+        return Success(content=result)

@@ -1,0 +1,143 @@
+"""Every file a tool changes is recorded, and a turn's changes can be undone.
+
+Before a tool writes, the file's old content goes to the conversation's `snapshots/`
+folder under its sha256; after the write a `file_changed` event names the file and
+both hashes. `undo_turn` reads those events back (so undo survives a restart), checks
+that every file still holds what the turn left there, and only then restores them all:
+a file someone changed since is named and nothing is touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from jpd.conversation import events as ev
+from jpd.tools.confine import PathRefused, Workspace
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class UndoRefused(Exception):
+    """The turn's changes cannot be undone; the message says why, naming files."""
+
+
+def _keep(snapshots: Path, data: bytes) -> str:
+    """Store `data` under its hash (durably, before the tool writes); returns the hash."""
+    name = digest(data)
+    target = snapshots / name
+    if target.exists():
+        return name
+    snapshots.mkdir(parents=True, exist_ok=True, mode=0o700)
+    temp = snapshots / f".{name}.{secrets.token_hex(4)}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, target)
+    return name
+
+
+@dataclass(frozen=True)
+class ChangeRecorder:
+    """Records the file changes of one tool call of a turn."""
+
+    snapshots: Path
+    record: Callable[[ev.Event], None]
+    turn_id: str
+    tool_call_id: str | None
+
+    def write(self, workspace: Workspace, path: Path, before: bytes | None, after: bytes) -> None:
+        """Keep `before`, write `after` to `path` (confined), record the change."""
+        before_hash = _keep(self.snapshots, before) if before is not None else None
+        workspace.write_file(path, after, create_dirs=before is None)
+        self.record(
+            ev.FileChanged(
+                turn_id=self.turn_id,
+                tool_call_id=self.tool_call_id,
+                path=str(path),
+                before=before_hash,
+                after=digest(after),
+            )
+        )
+
+
+def write_change(
+    recorder: ChangeRecorder | None,
+    workspace: Workspace,
+    path: Path,
+    before: bytes | None,
+    after: bytes,
+) -> None:
+    """Write through `recorder` when there is one (a turn), else just write."""
+    if recorder is not None:
+        recorder.write(workspace, path, before, after)
+    else:
+        workspace.write_file(path, after, create_dirs=before is None)
+
+
+@dataclass(frozen=True)
+class Restore:
+    """One file to put back: `before` None means remove it (the turn created it)."""
+
+    path: Path
+    before: str | None
+    after: str
+
+
+def plan_undo(events: Sequence[ev.Event], turn_id: str) -> list[Restore]:
+    """The files `turn_id` changed: each with its content before the turn's first change
+    and after its last; `UndoRefused` if the turn changed nothing or is undone already."""
+    firsts: dict[str, ev.FileChanged] = {}
+    lasts: dict[str, ev.FileChanged] = {}
+    for event in events:
+        if isinstance(event, ev.TurnUndone) and event.turn_id == turn_id:
+            raise UndoRefused(f"turn {turn_id} is undone already")
+        if isinstance(event, ev.FileChanged) and event.turn_id == turn_id:
+            firsts.setdefault(event.path, event)
+            lasts[event.path] = event
+    if not firsts:
+        raise UndoRefused(f"turn {turn_id} changed no files")
+    return [Restore(path=Path(p), before=firsts[p].before, after=lasts[p].after) for p in firsts]
+
+
+def _current(path: Path) -> str | None:
+    workspace = Workspace((os.path.realpath(path.parent),))
+    try:
+        return digest(workspace.read_bytes(path))
+    except PathRefused:
+        return None
+
+
+def undo(plan: Sequence[Restore], snapshots: Path, turn_id: str) -> ev.TurnUndone:
+    """Put every file of `plan` back, or none: files changed since the turn are named in
+    `UndoRefused`. Returns the event to record. Blocking: run it in a worker thread."""
+    changed = [str(r.path) for r in plan if _current(r.path) != r.after]
+    if changed:
+        raise UndoRefused(
+            "changed since the turn, so not overwritten: "
+            + ", ".join(changed)
+            + "; undo nothing (restore or revert these by hand first)"
+        )
+    missing = [r.before for r in plan if r.before and not (snapshots / r.before).is_file()]
+    if missing:
+        raise UndoRefused(f"the saved copies are missing ({', '.join(missing)}); undo nothing")
+    restored: list[str] = []
+    removed: list[str] = []
+    for item in plan:
+        # The folder of the file is the only root: the restore cannot be redirected.
+        workspace = Workspace((os.path.realpath(item.path.parent),))
+        if item.before is None:
+            workspace.remove_file(item.path)
+            removed.append(str(item.path))
+        else:
+            workspace.write_file(item.path, (snapshots / item.before).read_bytes())
+            restored.append(str(item.path))
+    return ev.TurnUndone(turn_id=turn_id, restored=restored, removed=removed)
