@@ -26,6 +26,7 @@ from jpd.core.running_turns import RunningTurns
 from jpd.core.tool_call import ToolCalls
 from jpd.core.toolbox import Toolbox
 from jpd.core.turn_start import TurnStarter
+from jpd.core.turn_undo import TurnUndo
 from jpd.inquiry.pending import PendingQuestions
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
@@ -80,6 +81,7 @@ class Daemon:
         self.start_turn = starter.start
         self.resume_turn = starter.resume
         self.call_tool = ToolCalls(parts).call
+        self.undo_turn = TurnUndo(parts).undo
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
 

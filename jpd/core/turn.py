@@ -12,7 +12,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 import anyio
 
@@ -185,16 +186,27 @@ class Turn:
                 llm.ToolCallPart(id=r.id, name=r.name, arguments=r.arguments) for r in plan.rerun
             ]
             for call in calls:
-                hidden = self.spec.tools.hidden(call.name)
-                self._publish(
-                    ToolCallStarted(
-                        id=call.id, name=call.name, arguments=call.arguments, hidden=hidden
-                    )
-                )
+                self._publish(self._call_started(call.id, call.name, call.arguments))
             self._open_calls = calls
             names = {call.id: call.name for call in calls}
             await self.spec.tools.run(calls, on_result=functools.partial(self._call_ended, names))
             self._open_calls = []
+
+    def _call_started(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolCallStarted:
+        """The `tool_call` event: what editors show of a call (kind, places, edit)."""
+        from jpd.tools.call_view import call_view
+
+        root = Path(self.spec.workspace) if self.spec.workspace else Path.cwd()
+        kind, locations, diff = call_view(name, arguments, root)
+        return ToolCallStarted(
+            id=call_id,
+            name=name,
+            arguments=arguments,
+            hidden=self.spec.tools.hidden(name),
+            tool_kind=kind,
+            locations=locations,
+            diff=diff,
+        )
 
     def _call_ended(self, names: dict[str, str], result: ToolResultData) -> None:
         """Record and send a call's result as soon as it ends, not when the slowest of its
@@ -311,14 +323,7 @@ class Turn:
             partial.calls.append(
                 llm.ToolCallPart(id=item.id, name=item.name, arguments=item.arguments)
             )
-            emit(
-                ToolCallStarted(
-                    id=item.id,
-                    name=item.name,
-                    arguments=item.arguments,
-                    hidden=self.spec.tools.hidden(item.name),
-                )
-            )
+            emit(self._call_started(item.id, item.name, item.arguments))
         elif isinstance(item, llm.UsageEvent):
             partial.usage = item.usage
             emit(UsageReported(usage=item.usage, cost=_cost(self.spec.price, item.usage)))

@@ -173,6 +173,23 @@ class TurnListResult(WireModel):
     inquiries: list[PendingInfo] = Field(default_factory=list)
 
 
+# --- turn/undo (protocol.md, "Workspace tools") ----------------------------------------
+
+
+class TurnUndoParams(WireParams):
+    conversation_id: str
+    turn_id: str | None = None
+    """The turn whose file changes to undo (absent: the conversation's last turn)."""
+
+
+class TurnUndoResult(WireModel):
+    turn_id: str
+    restored: list[str]
+    """Files given back the content they had before the turn (absolute paths)."""
+    removed: list[str]
+    """Files the turn created, removed again."""
+
+
 # --- tools ---------------------------------------------------------------------------
 
 

@@ -105,6 +105,7 @@ TURN_WAIT = ClientRequest("turn/wait", c.TurnWaitParams, c.TurnWaitResult)
 TURN_ATTACH = ClientRequest("turn/attach", c.TurnAttachParams, c.TurnAttachResult)
 TURN_DETACH = ClientRequest("turn/detach", c.TurnDetachParams, c.TurnDetachResult)
 TURN_LIST = ClientRequest("turn/list", c.NoParams, c.TurnListResult)
+TURN_UNDO = ClientRequest("turn/undo", c.TurnUndoParams, c.TurnUndoResult)
 MODEL_LIST = ClientRequest("model/list", c.ModelListParams, c.ModelListResult)
 CONFIG_SHOW = ClientRequest("config/show", c.ConfigShowParams, c.ConfigShowResult)
 CONVERSATION_LIST = ClientRequest("conversation/list", c.NoParams, c.ConversationListResult)
@@ -144,6 +145,7 @@ TABLE: dict[str, Method] = {
         TURN_ATTACH,
         TURN_DETACH,
         TURN_LIST,
+        TURN_UNDO,
         MODEL_LIST,
         CONFIG_SHOW,
         CONVERSATION_LIST,

@@ -30,6 +30,23 @@ class ReasoningDeltaEvent(WireModel):
     text: str
 
 
+class ToolLocation(WireModel):
+    """A place a tool call works on, so an editor can follow along."""
+
+    path: str
+    """Absolute path."""
+    line: int | None = None
+    """1-based line, when the call names one."""
+
+
+class FileDiff(WireModel):
+    """The edit a call makes: `oldText` (absent: a new file) becomes `newText` in `path`."""
+
+    path: str
+    old_text: str | None = None
+    new_text: str
+
+
 class ToolCallStarted(WireModel):
     kind: Literal["tool_call"] = "tool_call"
     id: str
@@ -37,6 +54,11 @@ class ToolCallStarted(WireModel):
     arguments: dict[str, Any]
     hidden: bool = False
     """The tool's `style.hidden`: clients need not show this call."""
+    tool_kind: str = "other"
+    """What the call does: `read`, `search`, `edit`, `execute`, ... (jpd/tools/kinds.py)."""
+    locations: list[ToolLocation] = Field(default_factory=list)
+    diff: FileDiff | None = None
+    """For an edit: the text it replaces and the new text."""
 
 
 class ToolResult(WireModel):

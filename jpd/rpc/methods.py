@@ -128,6 +128,12 @@ async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireM
     )
 
 
+async def turn_undo(daemon: Daemon, session: Session, p: wire.TurnUndoParams) -> WireModel:
+    """Restore the files a turn changed; record that in the conversation."""
+    done = await daemon.undo_turn(p.conversation_id, p.turn_id)
+    return wire.TurnUndoResult(turn_id=done.turn_id, restored=done.restored, removed=done.removed)
+
+
 async def config_show(daemon: Daemon, session: Session, p: wire.ConfigShowParams) -> WireModel:
     """The effective config, one leaf per entry, with the layer it came from."""
     rows = await daemon.configs.show(daemon.request_env(session, p.environment), p.config)
@@ -264,6 +270,7 @@ HANDLERS: dict[Incoming, Handler] = {
     mt.TURN_ATTACH: turn_attach,
     mt.TURN_DETACH: turn_detach,
     mt.TURN_LIST: turn_list,
+    mt.TURN_UNDO: turn_undo,
     mt.MODEL_LIST: model_list,
     mt.CONFIG_SHOW: config_show,
     mt.CONVERSATION_LIST: conversation_list,

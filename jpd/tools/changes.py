@@ -9,7 +9,6 @@ a file someone changed since is named and nothing is touched.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 from collections.abc import Callable, Sequence
@@ -21,6 +20,8 @@ from jpd.tools.confine import PathRefused, Workspace
 
 
 def digest(data: bytes) -> str:
+    import hashlib  # not a start-up import (protocol.md section 4, "Start-up")
+
     return hashlib.sha256(data).hexdigest()
 
 
