@@ -95,6 +95,8 @@ async def test_tool_call_with_split_argument_deltas_runs_a_local_tool(
         "name": "echo",
         "arguments": {"text": "héllo wörld"},
         "hidden": False,
+        "toolKind": "other",
+        "locations": [],
     }
     [result] = results(daemon, started["turnId"])
     assert result["content"].strip() == "echo:héllo wörld" and not result["isError"]
