@@ -11,17 +11,12 @@ whose question is shown as a prompt) are not shown, as `jp` does not show them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from acp import (
-    start_tool_call,
-    text_block,
-    tool_content,
     update_agent_message_text,
     update_agent_thought_text,
-    update_tool_call,
     update_user_message_text,
 )
 from acp.schema import (
@@ -29,67 +24,15 @@ from acp.schema import (
     AgentThoughtChunk,
     ToolCallProgress,
     ToolCallStart,
-    ToolKind,
     Usage,
     UserMessageChunk,
 )
 
+from jpcli.acp.toolcalls import CallView, tool_ended, tool_note, tool_started, tool_title
+
+__all__ = ["LiveTranslator", "Update", "history", "tool_note", "tool_title"]
+
 Update = AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | UserMessageChunk
-
-_KINDS: tuple[tuple[ToolKind, tuple[str, ...]], ...] = (
-    ("read", ("read", "cat", "view", "open")),
-    ("edit", ("write", "edit", "patch", "replace")),
-    ("delete", ("delete", "remove", "rm")),
-    ("search", ("search", "grep", "find", "glob")),
-    ("fetch", ("fetch", "http", "web", "url")),
-    ("execute", ("run", "exec", "shell", "bash", "command")),
-)
-_TITLE_ARGS = 60
-
-
-def tool_kind(name: str) -> ToolKind:
-    """A best guess of the ACP tool kind from a tool's name (editors pick icons by it)."""
-    lowered = name.lower()
-    for kind, words in _KINDS:
-        if any(word in lowered for word in words):
-            return kind
-    return "other"
-
-
-def tool_title(name: str, arguments: Any) -> str:
-    """`name(arg=value, ...)`, shortened: the line an editor shows for a call."""
-    if not isinstance(arguments, dict) or not arguments:
-        return name
-    shown = ", ".join(f"{key}={json.dumps(value)}" for key, value in arguments.items())
-    if len(shown) > _TITLE_ARGS:
-        shown = shown[: _TITLE_ARGS - 1] + "\u2026"
-    return f"{name}({shown})"
-
-
-def tool_started(call_id: str, name: str, arguments: Any) -> ToolCallStart:
-    """The `tool_call` update for a call the model made."""
-    return start_tool_call(
-        call_id,
-        tool_title(name, arguments),
-        kind=tool_kind(name),
-        status="in_progress",
-        raw_input=arguments,
-    )
-
-
-def tool_ended(call_id: str, content: str, is_error: bool) -> ToolCallProgress:
-    """The final `tool_call_update` of a call: its status and result."""
-    return update_tool_call(
-        call_id,
-        status="failed" if is_error else "completed",
-        content=[tool_content(text_block(content))],
-        raw_output=content,
-    )
-
-
-def tool_note(call_id: str, text: str) -> ToolCallProgress:
-    """A `tool_call_update` that sets the call's content to a note for the person."""
-    return update_tool_call(call_id, content=[tool_content(text_block(text))])
 
 
 @dataclass
@@ -99,6 +42,8 @@ class LiveTranslator:
     hidden: set[str] = field(default_factory=set)
     running: dict[str, str] = field(default_factory=dict)
     """Calls shown and not ended yet: id -> tool name."""
+    views: dict[str, CallView] = field(default_factory=dict)
+    """Calls shown and not ended yet: id -> kind, locations and diff shown."""
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read: int = 0
@@ -117,13 +62,16 @@ class LiveTranslator:
                 self.hidden.add(call_id)
                 return []
             self.running[call_id] = name
-            return [tool_started(call_id, name, event.get("arguments"))]
+            view = self.views[call_id] = CallView.of(name, event)
+            return [tool_started(call_id, name, event.get("arguments"), view)]
         if kind == "tool_result":
             call_id = str(event.get("id"))
             self.running.pop(call_id, None)
+            ran = self.views.pop(call_id, None)
             if call_id in self.hidden:
                 return []
-            return [tool_ended(call_id, str(event.get("content", "")), bool(event.get("isError")))]
+            content, failed = str(event.get("content", "")), bool(event.get("isError"))
+            return [tool_ended(call_id, content, failed, ran)]
         if kind == "retry":
             # ACP cannot take back streamed text: say that a retry restarts the answer.
             reason = event.get("reason", "a transient error")
