@@ -30,6 +30,7 @@ Ctrl-C cancels the running turn (at the prompt: clears the line); Ctrl-D leaves.
   /model                back to the configured model
   /tools on|off [NAME]  enable / disable tool NAME (all tools without NAME) from now on
   /attach               re-attach to this conversation's running turn
+  /undo [TURN]          put back the files the last turn (or TURN) changed
   /help                 this help
 """
 
@@ -47,7 +48,8 @@ class ChatState:
 def slash_command(line: str, state: ChatState, write: Callable[[str], object]) -> bool:
     """Apply a `/command` to `state`; False when `line` is a message, not a command.
 
-    `/attach` is handled by the loop (it talks to the daemon); here it is recognised only.
+    `/attach` and `/undo` are handled by the loop (they talk to the daemon); here they
+    are recognised only.
     """
     words = line.split()
     if not words or not words[0].startswith("/") or line.startswith("//"):
@@ -67,6 +69,8 @@ def slash_command(line: str, state: ChatState, write: Callable[[str], object]) -
         write(f"jp: tool {rest[1] if len(rest) == 2 else 'all tools'} {rest[0]} from now on\n")
     elif name == "/help" and not rest:
         write(HELP)
+    elif name == "/undo" and len(rest) <= 1:
+        pass
     elif name != "/attach" or rest:
         write(f"jp: unknown command or arguments: {line.strip()} (see /help)\n")
     return True
@@ -140,6 +144,17 @@ def chat(
         if not message.strip():
             continue
         if slash_command(message, state, err.write):
+            words = message.split()
+            if words[0] == "/undo" and len(words) <= 2:
+                from jpcli.undo import turn_undo
+
+                turn_undo(
+                    connection,
+                    words[1] if len(words) == 2 else None,
+                    conversation=state.conversation,
+                    out=err,
+                    err=err,
+                )
             if message.split()[0] == "/attach" and len(message.split()) == 1:
                 if state.conversation is None:
                     err.write("jp: no conversation yet\n")

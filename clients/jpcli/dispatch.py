@@ -108,6 +108,16 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
             prompter=prompter,
             environment=client_environment(),
         )
+    if command == "turn" and action == "undo":
+        from jpcli.undo import turn_undo
+
+        return turn_undo(
+            connection,
+            args.turn,
+            conversation=args.conversation or current.get(),
+            out=out,
+            err=err,
+        )
     if command == "turn" and action == "cancel":
         return admin.turn_cancel(
             connection, args.conversation, out=out, err=err, current=current.get()

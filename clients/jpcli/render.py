@@ -93,6 +93,12 @@ class TurnRenderer:
             self.note(format_tool_call(name, event.get("arguments")))
         elif kind == "tool_result":
             self.note(self._tool_end(event))
+            if not event.get("isError"):
+                from jpcli.diffs import edit_diff
+
+                color = self.color and self.err_tty
+                for line in edit_diff(str(event.get("content", "")), color=color):
+                    self.note(line)
         elif kind == "usage" and isinstance(event.get("usage"), dict):
             for key, value in event["usage"].items():
                 if isinstance(value, int):
