@@ -81,7 +81,8 @@ class Daemon:
         self.start_turn = starter.start
         self.resume_turn = starter.resume
         self.call_tool = ToolCalls(parts).call
-        self.undo_turn = TurnUndo(parts).undo
+        undoing = TurnUndo(parts)
+        self.undo_turn, self.turn_changes = undoing.undo, undoing.changes
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
 

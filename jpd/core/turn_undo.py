@@ -1,4 +1,5 @@
-"""`turn/undo`: put back the files a turn changed (protocol.md, "Workspace tools").
+"""`turn/undo`: put back the files a turn changed; `turn/changes`: list them with their
+text before the turn (protocol.md 5.23, 5.24).
 
 The turn's `file_changed` events say which files and what they held; the saved copies
 are in the conversation's `snapshots/`. The conversation's turn lock is held meanwhile,
@@ -15,6 +16,7 @@ from jpd.conversation.paths import SNAPSHOTS_DIR
 from jpd.conversation.store import ConversationNotFound
 from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
+from jpd.protocol.client_requests import ChangedFile, TurnChangesResult
 from jpd.protocol.errors import InvalidParams, NotFound
 
 # Loaded with the first undo, not at start-up (protocol.md section 4, "Start-up").
@@ -42,10 +44,52 @@ class TurnUndo:
     def __init__(self, parts: DaemonParts) -> None:
         self._parts = parts
 
+    async def _events(
+        self, conversation_id: str, turn_id: str | None
+    ) -> tuple[list[ev.Event], str]:
+        """The conversation's events and the turn meant (default: its last)."""
+        from jpd.conversation import events as ev
+
+        check_id(conversation_id)
+        store = self._parts.store
+        try:
+            events = await anyio.to_thread.run_sync(
+                lambda: store.load(conversation_id, sanitized=False)
+            )
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        target = turn_id or last_turn(events)
+        if target is None:
+            raise UndoRefusedError(f"conversation {conversation_id} has no turns")
+        if not any(isinstance(e, ev.TurnStart) and e.turn_id == target for e in events):
+            raise NotFound(f"turn {target} is not in conversation {conversation_id}")
+        return events, target
+
+    async def changes(self, conversation_id: str, turn_id: str | None) -> TurnChangesResult:
+        """The files `turn_id` (default: the last turn) changed, with their text before."""
+        from jpd.conversation import events as ev
+        from jpd.tools.changes import saved_text, turn_changes
+
+        events, target = await self._events(conversation_id, turn_id)
+        snapshots = self._parts.store.conversation_dir(conversation_id) / SNAPSHOTS_DIR
+
+        def read() -> list[ChangedFile]:
+            return [
+                ChangedFile(
+                    path=str(r.path),
+                    before=saved_text(snapshots, r.before),
+                    created=r.before is None,
+                )
+                for r in turn_changes(events, target)
+            ]
+
+        files = await anyio.to_thread.run_sync(read)
+        undone = any(isinstance(e, ev.TurnUndone) and e.turn_id == target for e in events)
+        return TurnChangesResult(turn_id=target, files=files, undone=undone)
+
     async def undo(self, conversation_id: str, turn_id: str | None) -> ev.TurnUndone:
         """Restore every file `turn_id` (default: the last turn) changed; a created file
         is removed. All or nothing: a file changed since is named and none is touched."""
-        from jpd.conversation import events as ev
         from jpd.tools.changes import UndoRefused, plan_undo, undo
 
         check_id(conversation_id)
@@ -54,17 +98,7 @@ class TurnUndo:
         lock = await parts.conversations.lock_turn(conversation_id)
         try:
             parts.turns.check_idle(conversation_id)
-            try:
-                events = await anyio.to_thread.run_sync(
-                    lambda: parts.store.load(conversation_id, sanitized=False)
-                )
-            except ConversationNotFound as exc:
-                raise NotFound(str(exc)) from exc
-            target = turn_id or last_turn(events)
-            if target is None:
-                raise UndoRefusedError(f"conversation {conversation_id} has no turns")
-            if not any(isinstance(e, ev.TurnStart) and e.turn_id == target for e in events):
-                raise NotFound(f"turn {target} is not in conversation {conversation_id}")
+            events, target = await self._events(conversation_id, turn_id)
             snapshots = parts.store.conversation_dir(conversation_id) / SNAPSHOTS_DIR
             try:
                 plan = plan_undo(events, target)

@@ -190,6 +190,27 @@ class TurnUndoResult(WireModel):
     """Files the turn created, removed again."""
 
 
+class TurnChangesParams(WireParams):
+    conversation_id: str
+    turn_id: str | None = None
+    """The turn whose file changes to list (absent: the conversation's last turn)."""
+
+
+class ChangedFile(WireModel):
+    path: str
+    """Absolute path."""
+    before: str | None = None
+    """The file's text before the turn (absent: the turn created it)."""
+    created: bool = False
+
+
+class TurnChangesResult(WireModel):
+    turn_id: str
+    files: list[ChangedFile]
+    undone: bool
+    """`turn/undo` has put these files back already."""
+
+
 # --- tools ---------------------------------------------------------------------------
 
 

@@ -106,6 +106,7 @@ TURN_ATTACH = ClientRequest("turn/attach", c.TurnAttachParams, c.TurnAttachResul
 TURN_DETACH = ClientRequest("turn/detach", c.TurnDetachParams, c.TurnDetachResult)
 TURN_LIST = ClientRequest("turn/list", c.NoParams, c.TurnListResult)
 TURN_UNDO = ClientRequest("turn/undo", c.TurnUndoParams, c.TurnUndoResult)
+TURN_CHANGES = ClientRequest("turn/changes", c.TurnChangesParams, c.TurnChangesResult)
 MODEL_LIST = ClientRequest("model/list", c.ModelListParams, c.ModelListResult)
 CONFIG_SHOW = ClientRequest("config/show", c.ConfigShowParams, c.ConfigShowResult)
 CONVERSATION_LIST = ClientRequest("conversation/list", c.NoParams, c.ConversationListResult)
@@ -146,6 +147,7 @@ TABLE: dict[str, Method] = {
         TURN_DETACH,
         TURN_LIST,
         TURN_UNDO,
+        TURN_CHANGES,
         MODEL_LIST,
         CONFIG_SHOW,
         CONVERSATION_LIST,

@@ -134,6 +134,11 @@ async def turn_undo(daemon: Daemon, session: Session, p: wire.TurnUndoParams) ->
     return wire.TurnUndoResult(turn_id=done.turn_id, restored=done.restored, removed=done.removed)
 
 
+async def turn_changes(daemon: Daemon, session: Session, p: wire.TurnChangesParams) -> WireModel:
+    """The files a turn changed, with their text before it."""
+    return await daemon.turn_changes(p.conversation_id, p.turn_id)
+
+
 async def config_show(daemon: Daemon, session: Session, p: wire.ConfigShowParams) -> WireModel:
     """The effective config, one leaf per entry, with the layer it came from."""
     rows = await daemon.configs.show(daemon.request_env(session, p.environment), p.config)
@@ -271,6 +276,7 @@ HANDLERS: dict[Incoming, Handler] = {
     mt.TURN_DETACH: turn_detach,
     mt.TURN_LIST: turn_list,
     mt.TURN_UNDO: turn_undo,
+    mt.TURN_CHANGES: turn_changes,
     mt.MODEL_LIST: model_list,
     mt.CONFIG_SHOW: config_show,
     mt.CONVERSATION_LIST: conversation_list,

@@ -93,20 +93,36 @@ class Restore:
     after: str
 
 
-def plan_undo(events: Sequence[ev.Event], turn_id: str) -> list[Restore]:
-    """The files `turn_id` changed: each with its content before the turn's first change
-    and after its last; `UndoRefused` if the turn changed nothing or is undone already."""
+def turn_changes(events: Sequence[ev.Event], turn_id: str) -> list[Restore]:
+    """The files `turn_id` changed, in the order first changed: each with its content
+    before the turn's first change and after its last."""
     firsts: dict[str, ev.FileChanged] = {}
     lasts: dict[str, ev.FileChanged] = {}
     for event in events:
-        if isinstance(event, ev.TurnUndone) and event.turn_id == turn_id:
-            raise UndoRefused(f"turn {turn_id} is undone already")
         if isinstance(event, ev.FileChanged) and event.turn_id == turn_id:
             firsts.setdefault(event.path, event)
             lasts[event.path] = event
-    if not firsts:
-        raise UndoRefused(f"turn {turn_id} changed no files")
     return [Restore(path=Path(p), before=firsts[p].before, after=lasts[p].after) for p in firsts]
+
+
+def plan_undo(events: Sequence[ev.Event], turn_id: str) -> list[Restore]:
+    """`turn_changes`, or `UndoRefused` if the turn changed nothing or is undone already."""
+    if any(isinstance(e, ev.TurnUndone) and e.turn_id == turn_id for e in events):
+        raise UndoRefused(f"turn {turn_id} is undone already")
+    plan = turn_changes(events, turn_id)
+    if not plan:
+        raise UndoRefused(f"turn {turn_id} changed no files")
+    return plan
+
+
+def saved_text(snapshots: Path, ref: str | None) -> str | None:
+    """The saved content `ref` as text (None: no content, the file was created)."""
+    if ref is None:
+        return None
+    try:
+        return (snapshots / ref).read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
 
 
 def _current(path: Path) -> str | None:

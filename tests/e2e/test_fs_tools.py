@@ -102,8 +102,16 @@ async def test_find_read_fix_and_undo(jpd_factory: StartJpd, repo: Path, home: P
     [change] = [e for e in disk_events(home, conversation) if e["type"] == "file_changed"]
     assert change["path"] == calc and change["turn_id"] == turn and change["tool_call_id"] == "c4"
 
+    changes = await daemon.request("turn/changes", {"conversationId": conversation})
+    assert changes == {
+        "turnId": turn,
+        "files": [{"path": calc, "before": BUGGY, "created": False}],
+        "undone": False,
+    }
     undone = await daemon.request("turn/undo", {"conversationId": conversation})
     assert undone == {"turnId": turn, "restored": [calc], "removed": []}
+    changes = await daemon.request("turn/changes", {"conversationId": conversation, "turnId": turn})
+    assert changes["undone"] is True
     assert (repo / "calc.py").read_text() == BUGGY
     assert disk_events(home, conversation)[-1]["type"] == "turn_undo"
     with pytest.raises(JsonRpcException) as again:
