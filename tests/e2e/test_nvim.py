@@ -487,3 +487,43 @@ async def test_yes_no_goes_through_select_and_text_through_input(nvim: Nvim) -> 
     assert answers == [True, "app.py"]
     tool = first(recorded, "tool_call_response")
     assert tool["content"].strip() == "sure=True name=app.py"
+
+
+async def test_changed_files_are_listed_and_jpdiff_shows_them(nvim: Nvim) -> None:
+    env = nvim.configure(
+        [
+            tool_call("fs_modify_file", path="calc.py", old_text="a - b", new_text="a + b"),
+            {"text": "Fixed."},
+        ]
+    )
+    calc = nvim.home / "ws" / "calc.py"
+    calc.write_text("def add(a, b):\n    return a - b\n")
+    await nvim.daemons.start(env)
+    result = await nvim.run(
+        """
+        T.stub_ui({select = {"Allow"}})
+        vim.cmd("JpNew fix it")
+        T.wait(function() return T.has("Fixed.") end, "the answer")
+        vim.cmd("JpDiff")
+        local shown = {}
+        for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+          local buf = vim.api.nvim_win_get_buf(win)
+          table.insert(shown, {
+            name = vim.api.nvim_buf_get_name(buf),
+            lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false),
+            diff = vim.wo[win].diff,
+          })
+        end
+        T.extra = {tabs = #vim.api.nvim_list_tabpages(), windows = shown}
+        """
+    )
+    lines = only_buffer(result)[1]
+    assert "- changed `calc.py`" in lines
+    assert calc.read_text() == "def add(a, b):\n    return a + b\n"
+    extra = result["extra"]
+    assert extra["tabs"] == 2
+    before, now = extra["windows"]
+    assert before["name"].startswith("jpdiff://") and before["diff"] and now["diff"]
+    assert before["lines"] == ["def add(a, b):", "    return a - b"]
+    assert now["name"] == str(calc.resolve()) or now["name"] == str(calc)
+    assert now["lines"] == ["def add(a, b):", "    return a + b"]

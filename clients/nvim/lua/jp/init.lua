@@ -278,6 +278,52 @@ function M.conversations()
   end)
 end
 
+local function before_lines(text)
+  local lines = vim.split(text or "", "\n", { plain = true })
+  if lines[#lines] == "" then
+    table.remove(lines)
+  end
+  return lines
+end
+
+--- `:JpDiff`: the last turn's changes of this buffer's (or workspace's) conversation,
+--- one tab per changed file: the file as it is now beside its text before the turn,
+--- in diff mode (`turn/changes`).
+function M.diff()
+  with_connection(function()
+    local id = current_conversation()
+    if id == nil then
+      error("jp: no conversation here (:JpConversations lists them)", 0)
+    end
+    local got = client.request_sync("turn/changes", { conversationId = id })
+    local files = got.files or {}
+    if #files == 0 then
+      vim.notify("jp: the last turn changed no files", vim.log.levels.INFO)
+      return
+    end
+    for _, file in ipairs(files) do
+      vim.cmd("tabnew " .. vim.fn.fnameescape(file.path))
+      vim.cmd("diffthis")
+      local filetype = vim.bo.filetype
+      vim.cmd("leftabove vnew")
+      local buf = vim.api.nvim_get_current_buf()
+      vim.bo[buf].buftype = "nofile"
+      vim.bo[buf].bufhidden = "wipe"
+      vim.bo[buf].swapfile = false
+      local before = type(file.before) == "string" and file.before or ""
+      vim.api.nvim_buf_set_lines(buf, 0, -1, false, before_lines(before))
+      local label = file.created and "created by" or "before"
+      pcall(vim.api.nvim_buf_set_name, buf, ("jpdiff://%s %s turn %s"):format(file.path, label, got.turnId))
+      vim.bo[buf].modifiable = false
+      vim.bo[buf].filetype = filetype
+      vim.cmd("diffthis")
+    end
+    if got.undone then
+      vim.notify("jp: these changes were undone already (:JpDiff shows them against the files now)")
+    end
+  end)
+end
+
 --- Conversation ids, for command completion.
 function M.complete_conversations(prefix)
   local ok, list = pcall(client.request_sync, "conversation/list", nil, 2000)

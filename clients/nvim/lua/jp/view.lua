@@ -194,13 +194,13 @@ local function tool_text(tool, status, detail)
 end
 
 --- One line for a tool call, updated in place by `tool_status`.
-function View:tool_call(id, name, arguments)
+function View:tool_call(id, name, arguments, diff)
   if not self.answering then
     self:heading("Assistant")
     self.answering = true
   end
   local args = one_line(vim.json.encode(arguments or vim.empty_dict()), 60)
-  local tool = { name = name, args = args }
+  local tool = { name = name, args = args, diff = diff }
   local text, hl = tool_text(tool, "running")
   self:append_lines({ text }, self.mode == "text")
   local row = vim.api.nvim_buf_line_count(self.buf) - 1
@@ -225,6 +225,15 @@ function View:tool_status(id, status, detail)
     vim.api.nvim_buf_del_extmark(self.buf, NS, tool.mark)
     tool.mark = vim.api.nvim_buf_set_extmark(self.buf, NS, pos[1], 0, { line_hl_group = hl })
   end)
+end
+
+--- A file the turn changed, listed under its tool line (`:JpDiff` shows the changes).
+function View:changed_file(path)
+  local shown = vim.fn.fnamemodify(path, ":~:.")
+  self:append_lines({ ("- changed `%s`"):format(shown) }, false)
+  local row = vim.api.nvim_buf_line_count(self.buf) - 1
+  vim.api.nvim_buf_set_extmark(self.buf, NS, row, 0, { line_hl_group = "JpToolDone" })
+  self.mode = "line"
 end
 
 --- A note such as "[cancelled]", on its own line, highlighted as a comment.
@@ -258,12 +267,16 @@ function View:turn_event(params)
   elseif kind == "text_delta" then
     self:text(event.text)
   elseif kind == "tool_call" and not event.hidden then
-    self:tool_call(event.id, event.name, event.arguments)
+    self:tool_call(event.id, event.name, event.arguments, event.diff)
   elseif kind == "tool_result" and not event.hidden then
     if event.isError then
       self:tool_status(event.id, "error", vim.split(event.content or "", "\n")[1])
     else
       self:tool_status(event.id, "done")
+      local tool = self.tools[event.id]
+      if tool ~= nil and type(tool.diff) == "table" and tool.diff.path then
+        self:changed_file(tool.diff.path)
+      end
     end
   elseif kind == "retry" then
     self:note(("retrying (%s)"):format(event.reason or "transient error"))
@@ -303,6 +316,11 @@ function View:history(events, skip_turns)
       else
         self:tool_status(event.id, "done")
       end
+    elseif kind == "file_changed" then
+      self:changed_file(event.path)
+    elseif kind == "turn_undo" then
+      local count = #(event.restored or {}) + #(event.removed or {})
+      self:note(("undone: %d file%s put back"):format(count, count == 1 and "" or "s"))
     elseif kind == "turn_end" and event.stop_reason ~= "end_turn" then
       local reason = event.stop_reason
       self:note(reason == "error" and ("error: " .. one_line(event.error or "", 200)) or (ENDINGS[reason] or reason))
