@@ -10,7 +10,13 @@ import anyio
 import pytest
 
 from jpd.conversation import events as ev
-from jpd.tools.builtin import BuiltinContext, default_registry, fs_list_files, fs_read_file
+from jpd.tools.builtin import (
+    BuiltinContext,
+    default_registry,
+    fs_grep_files,
+    fs_list_files,
+    fs_read_file,
+)
 from jpd.tools.changes import ChangeRecorder
 from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
 
@@ -125,17 +131,27 @@ def test_list_refuses_outside(run: Run) -> None:
 # --- fs_grep_files ---------------------------------------------------------------------
 
 
-def test_grep_reports_path_line_text(run: Run) -> None:
+@pytest.fixture(params=["python", "ripgrep"])
+def search(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each grep test runs with the Python search and, when `rg` is on PATH, ripgrep."""
+    if request.param == "python":
+        monkeypatch.setattr(fs_grep_files, "ripgrep", lambda: None)
+    elif fs_grep_files.ripgrep() is None:
+        pytest.skip("ripgrep is not on PATH")
+    return str(request.param)
+
+
+def test_grep_reports_path_line_text(run: Run, search: str) -> None:
     out = ok(run("fs_grep_files", pattern=r"return a - b")).splitlines()
     assert out == ["pkg/calc.py:2:     return a - b", "pkg/calc.py:6:     return a - b"]
 
 
-def test_grep_never_reads_through_a_link_out(run: Run) -> None:
+def test_grep_never_reads_through_a_link_out(run: Run, search: str) -> None:
     assert ok(run("fs_grep_files", pattern="SEC+RET")) == "No matches for 'SEC+RET'."
     assert "workspace" in error(run("fs_grep_files", pattern="x", path="leak.txt"))
 
 
-def test_grep_glob_and_bad_regex(run: Run) -> None:
+def test_grep_glob_and_bad_regex(run: Run, search: str) -> None:
     assert ok(run("fs_grep_files", pattern="calc", glob="*.md")) == "README.md:1: # calc"
     assert "invalid regular expression" in error(run("fs_grep_files", pattern="(unclosed"))
 

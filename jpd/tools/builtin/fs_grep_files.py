@@ -69,7 +69,10 @@ def _python_grep(
 
 
 def _ripgrep(rg: str, ws: Workspace, target: Path, pattern: str, glob: str | None) -> list[str]:
+    # --no-require-git: `.gitignore` counts outside a repository too, as in the Python
+    # search; --sort: the same order every time.
     command = [rg, "--line-number", "--no-heading", "--with-filename", "--color=never"]
+    command += ["--no-require-git", "--sort=path", "--no-messages", "--null"]
     command += ["--max-columns", str(MAX_LINE), "--max-count", str(LIMIT)]
     if glob:
         command += ["--glob", glob]
@@ -79,10 +82,15 @@ def _ripgrep(rg: str, ws: Workspace, target: Path, pattern: str, glob: str | Non
         raise PathRefused(f"ripgrep failed: {done.stderr.decode('utf-8', 'replace').strip()}")
     found = []
     for raw in done.stdout.decode("utf-8", "replace").splitlines():
-        path, _, rest = raw.partition(":")
+        path, _, rest = raw.partition("\0")  # --null: a NUL ends the path
         number, _, text = rest.partition(":")
         found.append(_line(path.removeprefix("./"), int(number or 0), text))
     return found
+
+
+def ripgrep() -> str | None:
+    """ripgrep's path, when it is on PATH."""
+    return shutil.which("rg")
 
 
 def grep(ws: Workspace, path_arg: str | None, pattern: str, glob: str | None) -> list[str]:
@@ -94,7 +102,7 @@ def grep(ws: Workspace, path_arg: str | None, pattern: str, glob: str | None) ->
         regex = re.compile(pattern)
     except re.error as exc:
         raise PathRefused(f"invalid regular expression {pattern!r}: {exc}") from None
-    rg = shutil.which("rg")
+    rg = ripgrep()
     if rg is not None:
         return _ripgrep(rg, ws, target, pattern, glob)
     return _python_grep(ws, target, regex, glob)
