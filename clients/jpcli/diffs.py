@@ -1,9 +1,11 @@
-"""The diff of an edit, as `jp` prints it under the tool's line: the unified diff the
-workspace tools put in their result (a ```diff block), coloured on a terminal."""
+"""Edits as `jp` shows them, coloured on a terminal: the unified diff the workspace
+tools put in their result (a ```diff block), printed under the tool's line, and the
+text an edit replaces, shown when asking to allow it."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _BLOCK = re.compile(r"```diff\n(.*?)```", re.DOTALL)
 _RED, _GREEN, _CYAN, _BOLD, _RESET = "\033[31m", "\033[32m", "\033[36m", "\033[1m", "\033[0m"
@@ -35,3 +37,29 @@ def edit_diff(content: str, *, color: bool) -> list[str]:
     if more > 0:
         shown.append(f"... {more} more diff lines")
     return ["  " + line for line in shown]
+
+
+PREVIEW_LINES = 20
+"""Lines of old and of new text shown when asking to allow an edit."""
+
+
+def edit_preview(tool: str, arguments: Any, *, color: bool) -> list[str]:
+    """The edit a call of a workspace tool asks to make, for its permission prompt:
+    `fs_modify_file`'s old text as `-` lines and new text as `+` lines, or the first
+    lines of `fs_create_file`'s content (none for other tools)."""
+    if not isinstance(arguments, dict):
+        return []
+    old, new = arguments.get("old_text"), arguments.get("new_text")
+    if tool == "fs_create_file":
+        old, new = None, arguments.get("content")
+    elif tool != "fs_modify_file":
+        return []
+    lines: list[str] = []
+    for sign, text in (("-", old), ("+", new)):
+        if not isinstance(text, str):
+            continue
+        body = text.splitlines() or [""]
+        lines += [f"{sign}{line}" for line in body[:PREVIEW_LINES]]
+        if len(body) > PREVIEW_LINES:
+            lines.append(f" ... {len(body) - PREVIEW_LINES} more lines")
+    return ["  " + (_paint(line) if color else line) for line in lines]

@@ -321,7 +321,10 @@ class Prompts:
             ]
             question = "Let the model answer it?"
         else:
+            from jpcli.diffs import edit_preview
+
             lines = [self._header("Permission"), f"the assistant wants to run {call}"]
+            lines += edit_preview(params["toolName"], params.get("arguments"), color=self.color)
             question = f"Allow running {params['toolName']}?"
         prompt = "\n".join(lines) + f"\n{question} [y/n/Y/N] "
         while True:

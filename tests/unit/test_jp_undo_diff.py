@@ -90,3 +90,15 @@ def test_parser_and_chat_know_undo() -> None:
     assert slash_command("/undo", ChatState(), written.append)
     assert slash_command("/undo t-1", ChatState(), written.append)
     assert written == []  # recognised; the loop runs it
+
+
+def test_edit_preview_for_the_permission_prompt() -> None:
+    from jpcli.diffs import edit_preview
+
+    modify = {"path": "calc.py", "old_text": "a - b", "new_text": "a + b"}
+    assert edit_preview("fs_modify_file", modify, color=False) == ["  -a - b", "  +a + b"]
+    created = edit_preview("fs_create_file", {"path": "x", "content": "1\n2\n"}, color=False)
+    assert created == ["  +1", "  +2"]
+    long = edit_preview("fs_create_file", {"content": "x\n" * 30}, color=False)
+    assert len(long) == 21 and long[-1] == "   ... 10 more lines"
+    assert edit_preview("deploy", {"old_text": "a"}, color=False) == []
