@@ -107,6 +107,8 @@ class TurnUndo:
                 raise UndoRefusedError(str(exc)) from exc
             parts.store.append(conversation_id, done)
             await anyio.to_thread.run_sync(parts.store.sync, conversation_id)
+            # The model is told (jpd/llm/history.py): rebuild the kept history next time.
+            parts.conversations.histories.pop(conversation_id, None)
             return done
         finally:
             lock.release()

@@ -9,6 +9,15 @@ from jpd.conversation import events as ev
 from jpd.llm.base import AssistantMessage, Message, ToolCallPart, ToolResultMessage, UserMessage
 
 
+def undo_note(event: ev.TurnUndone) -> str:
+    """What the model is told when the user undid a turn's file changes."""
+    files = ", ".join([*event.restored, *event.removed]) or "none"
+    return (
+        f"[The user undid the file changes of an earlier turn ({event.turn_id}): these files "
+        f"are back as they were before it: {files}.]"
+    )
+
+
 class MessageHistory:
     """A conversation's model messages, built once and extended event by event.
 
@@ -33,6 +42,10 @@ class MessageHistory:
             content = event.content if isinstance(event, ev.ChatRequest) else event.message
             self._flush()
             self._done.append(UserMessage.model_construct(content=content))
+        elif isinstance(event, ev.TurnUndone):
+            # The model must not go on believing its edits are still there.
+            self._flush()
+            self._done.append(UserMessage.model_construct(content=undo_note(event)))
         elif isinstance(event, ev.ChatResponse):
             part = self._assistant()
             if event.message is not None:

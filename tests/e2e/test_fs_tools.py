@@ -4,6 +4,7 @@ restart); refusals reach the model as tool errors and change nothing."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -75,7 +76,7 @@ async def fix(
 
 async def test_find_read_fix_and_undo(jpd_factory: StartJpd, repo: Path, home: Path) -> None:
     assert not test_passes(repo)
-    daemon, started = await fix(jpd_factory, repo, FIX_SCRIPT)
+    daemon, started = await fix(jpd_factory, repo, [*FIX_SCRIPT, {"text": "noted"}])
     turn, conversation = started["turnId"], started["conversationId"]
     results = {r["id"]: r for r in of_kind(daemon, turn, "tool_result")}
     assert not any(r["isError"] for r in results.values()), results
@@ -117,7 +118,12 @@ async def test_find_read_fix_and_undo(jpd_factory: StartJpd, repo: Path, home: P
     with pytest.raises(JsonRpcException) as again:
         await daemon.request("turn/undo", {"conversationId": conversation, "turnId": turn})
     assert again.value.code == -32602 and "undone already" in again.value.message
-    assert (await daemon.request("daemon/status"))["pid"]  # still serving
+    # The model is told in the next turn that its edit is gone.
+    await daemon.run_turn("what now?", conversationId=conversation)
+    last = json.loads((home / "requests.jsonl").read_text().splitlines()[-1])
+    notes = [m["content"] for m in last["messages"] if m["role"] == "user"]
+    assert notes[-2].startswith(f"[The user undid the file changes of an earlier turn ({turn})")
+    assert calc in notes[-2] and notes[-1] == "what now?"
 
 
 async def test_undo_survives_a_restart_and_removes_created_files(
