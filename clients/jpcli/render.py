@@ -301,6 +301,13 @@ def format_persisted_event(event: dict[str, Any]) -> str:
         return _format_inquiry_request(event)
     if kind == "inquiry_response":
         return _format_inquiry_response(event)
+    if kind == "file_changed":
+        what = "created" if event.get("before") is None else "changed"
+        return f"{what} {event.get('path')}  [{event.get('tool_call_id')}]"
+    if kind == "turn_undo":
+        files = [f"  restored {p}" for p in event.get("restored") or []]
+        files += [f"  removed  {p}" for p in event.get("removed") or []]
+        return "\n".join([f"undid turn {event.get('turn_id')}", *files])
     if kind == "turn_end":
         reason = str(event.get("stop_reason", "?"))
         if event.get("error"):

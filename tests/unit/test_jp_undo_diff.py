@@ -102,3 +102,14 @@ def test_edit_preview_for_the_permission_prompt() -> None:
     long = edit_preview("fs_create_file", {"content": "x\n" * 30}, color=False)
     assert len(long) == 21 and long[-1] == "   ... 10 more lines"
     assert edit_preview("deploy", {"old_text": "a"}, color=False) == []
+
+
+def test_conversation_show_names_changed_files_and_undos() -> None:
+    from jpcli.render import format_persisted_event
+
+    changed = {"type": "file_changed", "path": "/w/calc.py", "before": "ab", "after": "cd"}
+    created = {"type": "file_changed", "path": "/w/new.py", "after": "cd", "tool_call_id": "c2"}
+    assert format_persisted_event({**changed, "tool_call_id": "c1"}) == "changed /w/calc.py  [c1]"
+    assert format_persisted_event(created) == "created /w/new.py  [c2]"
+    undo = {"type": "turn_undo", "turn_id": "t-1", "restored": ["/w/calc.py"], "removed": []}
+    assert format_persisted_event(undo) == "undid turn t-1\n  restored /w/calc.py"
