@@ -13,6 +13,7 @@ from collections import deque
 from jpd.conversation.events import (
     Cancelled,
     Event,
+    FileChanged,
     InquiryRequest,
     InquiryResponse,
     ToolCallRequest,
@@ -23,8 +24,8 @@ from jpd.conversation.events import (
 INTERRUPTED_CONTENT = "Tool call was interrupted before it returned a result."
 
 # Events that belong to a tool-call batch: the requests of one assistant step, the
-# questions asked while running them, and their results.
-_BATCH_TYPES = (ToolCallRequest, ToolCallResponse, InquiryRequest, InquiryResponse)
+# questions asked while running them, the files they changed, and their results.
+_BATCH_TYPES = (ToolCallRequest, ToolCallResponse, InquiryRequest, InquiryResponse, FileChanged)
 
 
 def sanitize(events: list[Event]) -> list[Event]:

@@ -124,6 +124,10 @@ async def test_find_read_fix_and_undo(jpd_factory: StartJpd, repo: Path, home: P
     notes = [m["content"] for m in last["messages"] if m["role"] == "user"]
     assert notes[-2].startswith(f"[The user undid the file changes of an earlier turn ({turn})")
     assert calc in notes[-2] and notes[-1] == "what now?"
+    # The edit's result is in the rebuilt history (its file_changed event sits inside
+    # the tool-call batch of the log).
+    tools = {m["tool_call_id"]: m["content"] for m in last["messages"] if m["role"] == "tool"}
+    assert tools["c4"].startswith("Modified calc.py")
 
 
 async def test_undo_survives_a_restart_and_removes_created_files(

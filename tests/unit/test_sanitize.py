@@ -205,3 +205,10 @@ def test_legacy_response_without_outcome_reads_as_answered() -> None:
     )
     assert isinstance(event, ev.InquiryResponse)
     assert isinstance(event.response, ev.Answered) and event.response.answer == "x"
+
+
+def test_a_file_change_inside_a_batch_keeps_its_call_paired() -> None:
+    """A workspace tool records `file_changed` between its request and its result."""
+    changed = ev.FileChanged(turn_id="t", tool_call_id="a", path="/w/f", after="x", timestamp=at(2))
+    log = [req("a", 1), changed, resp("a", 3, "Modified f")]
+    assert sanitize(log) == log
