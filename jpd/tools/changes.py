@@ -126,7 +126,7 @@ def saved_text(snapshots: Path, ref: str | None) -> str | None:
 
 
 def _current(path: Path) -> str | None:
-    workspace = Workspace((os.path.realpath(path.parent),))
+    workspace = Workspace((str(path.parent),))
     try:
         return digest(workspace.read_bytes(path))
     except PathRefused:
@@ -149,8 +149,9 @@ def undo(plan: Sequence[Restore], snapshots: Path, turn_id: str) -> ev.TurnUndon
     restored: list[str] = []
     removed: list[str] = []
     for item in plan:
-        # The folder of the file is the only root: the restore cannot be redirected.
-        workspace = Workspace((os.path.realpath(item.path.parent),))
+        # The recorded folder (a real path when recorded) is the only root: a folder
+        # swapped for a symlink since cannot redirect the restore.
+        workspace = Workspace((str(item.path.parent),))
         if item.before is None:
             workspace.remove_file(item.path)
             removed.append(str(item.path))
