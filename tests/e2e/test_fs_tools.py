@@ -16,7 +16,7 @@ from pygls.exceptions import JsonRpcException
 from tests.e2e.conftest import StartJpd
 from tests.e2e.harness import Jpd
 from tests.e2e.test_turns import disk_events
-from tests.e2e.tools import tool_call
+from tests.e2e.tools import make_tool, tool_call, tool_toml
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -59,14 +59,26 @@ FIX_SCRIPT = [
     tool_call("fs_grep_files", "c2", pattern=r"a - b"),
     tool_call("fs_read_file", "c3", path="calc.py", start_line=1),
     tool_call("fs_modify_file", "c4", path="calc.py", old_text="a - b", new_text="a + b"),
+    tool_call("run_tests", "c5"),
     {"text": "Fixed: add now adds."},
 ]
+
+# The test run as a local tool (run_command is another branch's): in the workspace.
+RUN_TESTS = """
+import subprocess
+check = "from calc import add; assert add(2, 3) == 5"
+done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+print("tests passed" if done.returncode == 0 else "tests failed: " + done.stderr[-200:])
+"""
 
 
 async def fix(
     jpd_factory: StartJpd, repo: Path, script: list[dict[str, Any]]
 ) -> tuple[Jpd, dict[str, Any]]:
-    daemon = await jpd_factory(responses=script)
+    command = make_tool(repo.parent, "run_tests", RUN_TESTS)
+    daemon = await jpd_factory(
+        responses=script, config=tool_toml("run_tests", command, run='"unattended"')
+    )
     await daemon.initialize(workspaceRoot=str(repo), capabilities={"permission": True})
     daemon.on_permission = allow
     started, events = await daemon.run_turn("the tests fail, fix the bug")
@@ -84,6 +96,7 @@ async def test_find_read_fix_and_undo(jpd_factory: StartJpd, repo: Path, home: P
     assert results["c2"]["content"] == "calc.py:2:     return a - b"
     assert results["c3"]["content"] == "     1\tdef add(a, b):\n     2\t    return a - b"
     assert "-    return a - b\n+    return a + b" in results["c4"]["content"]
+    assert results["c5"]["content"].strip() == "tests passed"
     assert (repo / "calc.py").read_text() == FIXED and test_passes(repo)
     # Only the write asked for permission; the readers run unattended.
     assert [p["toolName"] for p in daemon.permissions] == ["fs_modify_file"]
