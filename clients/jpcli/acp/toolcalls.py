@@ -2,8 +2,8 @@
 edit its diff, from the daemon's `tool_call` event (protocol.md 7.1); the final
 `tool_call_update` keeps the diff beside the result text.
 
-Older daemons and replayed logs carry no `toolKind`: the kind is then guessed from
-the tool's name.
+Older daemons and replayed logs carry no `toolKind`, and local and MCP tools are
+`other` to the daemon: the kind is then guessed from the tool's name.
 """
 
 from __future__ import annotations
@@ -68,7 +68,10 @@ class CallView:
         """The view of a `tool_call` event (or, without one, of the tool's name)."""
         event = event or {}
         sent = event.get("toolKind")
-        kind = cast(ToolKind, sent) if sent in get_args(ToolKind) else tool_kind(name)
+        # `other` is the daemon's word for a tool it does not know (local, MCP): the
+        # name may still tell.
+        known = sent in get_args(ToolKind) and sent != "other"
+        kind = cast(ToolKind, sent) if known else tool_kind(name)
         locations = [
             ToolCallLocation(path=str(item["path"]), line=item.get("line"))
             for item in event.get("locations") or []
