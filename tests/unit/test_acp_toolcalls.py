@@ -37,3 +37,25 @@ def test_a_created_file_has_no_old_text_and_unknown_kinds_are_guessed() -> None:
     assert (
         CallView.of("deploy", {"toolKind": "bogus", "locations": [{"nopath": 1}]}).locations == []
     )
+
+
+def test_a_replayed_edit_shows_its_diff_from_the_log() -> None:
+    from jpcli.acp.updates import history
+
+    args = {"path": "calc.py", "old_text": "a - b", "new_text": "a + b"}
+    events = [
+        {"type": "turn_start", "turn_id": "t1"},
+        {"type": "tool_call_request", "id": "call_1", "name": "fs_modify_file", "arguments": args},
+        {"type": "file_changed", "turn_id": "t1", "tool_call_id": "call_1", "path": "/w/calc.py"},
+        {"type": "tool_call_response", "id": "call_1", "content": "Modified calc.py"},
+        {"type": "turn_start", "turn_id": "t2"},
+        {"type": "tool_call_request", "id": "call_1", "name": "fs_read_file", "arguments": {}},
+        {"type": "tool_call_response", "id": "call_1", "content": "1\tx"},
+    ]
+    started, ended, read, _ = history(events, frozenset())
+    assert started.kind == "edit"  # type: ignore[union-attr]
+    [diff] = started.content or []  # type: ignore[union-attr]
+    assert isinstance(diff, FileEditToolCallContent) and diff.path == "/w/calc.py"
+    assert (diff.old_text, diff.new_text) == ("a - b", "a + b")
+    assert isinstance((ended.content or [])[0], FileEditToolCallContent)  # type: ignore[union-attr]
+    assert read.kind == "read" and not read.content  # type: ignore[union-attr]

@@ -89,6 +89,19 @@ class CallView:
         return cls(kind=kind, locations=locations, diff=diff)
 
 
+def replayed_view(name: str, arguments: Any, changed: str | None) -> CallView:
+    """The view of a recorded call: `changed` is the file its `file_changed` event
+    names (the log keeps no kind or diff, so they are rebuilt from the arguments)."""
+    if changed is None or not isinstance(arguments, dict):
+        return CallView.of(name)
+    diff: dict[str, Any] = {"path": changed}
+    if isinstance(arguments.get("new_text"), str):
+        diff.update(oldText=arguments.get("old_text"), newText=arguments["new_text"])
+    elif isinstance(arguments.get("content"), str):
+        diff.update(newText=arguments["content"])
+    return CallView.of(name, {"locations": [{"path": changed}], "diff": diff})
+
+
 def tool_started(
     call_id: str, name: str, arguments: Any, view: CallView | None = None
 ) -> ToolCallStart:

@@ -28,7 +28,14 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from jpcli.acp.toolcalls import CallView, tool_ended, tool_note, tool_started, tool_title
+from jpcli.acp.toolcalls import (
+    CallView,
+    replayed_view,
+    tool_ended,
+    tool_note,
+    tool_started,
+    tool_title,
+)
 
 __all__ = ["LiveTranslator", "Update", "history", "tool_note", "tool_title"]
 
@@ -104,9 +111,19 @@ def history(events: list[dict[str, Any]], hidden_tools: frozenset[str]) -> list[
     """
     updates: list[Update] = []
     hidden: set[str] = set()
+    # Call ids repeat across turns: a changed file is found by (turn, call).
+    changed = {
+        (str(e.get("turn_id")), str(e.get("tool_call_id"))): str(e.get("path"))
+        for e in events
+        if e.get("type") == "file_changed"
+    }
+    views: dict[str, CallView] = {}
+    turn = ""
     for event in events:
         kind = event.get("type")
-        if kind == "chat_request":
+        if kind in ("turn_start", "turn_resume"):
+            turn = str(event.get("turn_id"))
+        elif kind == "chat_request":
             updates.append(update_user_message_text(str(event.get("content", ""))))
         elif kind == "chat_response" and event.get("reasoning"):
             updates.append(update_agent_thought_text(str(event["reasoning"])))
@@ -117,9 +134,12 @@ def history(events: list[dict[str, Any]], hidden_tools: frozenset[str]) -> list[
             if name in hidden_tools:
                 hidden.add(call_id)
                 continue
-            updates.append(tool_started(call_id, name, event.get("arguments")))
+            arguments = event.get("arguments")
+            views[call_id] = replayed_view(name, arguments, changed.get((turn, call_id)))
+            updates.append(tool_started(call_id, name, arguments, views[call_id]))
         elif kind == "tool_call_response" and str(event.get("id")) not in hidden:
             call_id = str(event.get("id"))
             content = str(event.get("content", ""))
-            updates.append(tool_ended(call_id, content, bool(event.get("is_error"))))
+            failed = bool(event.get("is_error"))
+            updates.append(tool_ended(call_id, content, failed, views.get(call_id)))
     return updates
