@@ -8,6 +8,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from jpd.conversation import events as ev
 from jpd.tools.builtin import (
@@ -273,3 +275,38 @@ def test_create_refuses_outside(run: Run, tmp_path: Path) -> None:
     assert "symlink" in error(run("fs_create_file", path="leak.txt", content="x"))
     assert not (tmp_path / "evil.txt").exists()
     assert (tmp_path / "outside" / "secret.txt").read_text() == "return a - b SECRET\n"
+
+
+def test_a_window_is_cut_at_the_character_limit(
+    run: Run, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fs_read_file, "MAX_CHARS", 100)
+    (ws / "wide.txt").write_text("".join(f"{i:02d}" + "x" * 40 + "\n" for i in range(1, 10)))
+    out = ok(run("fs_read_file", path="wide.txt")).splitlines()
+    assert len(out) == 3 and out[-1] == "[lines 1-2 of 9; read on with start_line=3]"
+
+
+_PARTS = st.sampled_from(["..", ".", "pkg", "leak.txt", "outside", "secret.txt", "~", "", "/"])
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(_PARTS, max_size=6))
+def test_no_generated_path_reads_or_writes_outside(
+    run: Run, tmp_path: Path, parts: list[str]
+) -> None:
+    """Whatever path the model makes up, the secret outside is never read or changed."""
+    path = "/".join(parts) or "."
+    secret = tmp_path / "outside" / "secret.txt"
+    for name, arguments in (
+        ("fs_read_file", {"path": path}),
+        ("fs_grep_files", {"pattern": "SECRET", "path": path}),
+        ("fs_list_files", {"path": path}),
+        ("fs_modify_file", {"path": path, "old_text": "SECRET", "new_text": "owned"}),
+        ("fs_create_file", {"path": path, "content": "owned", "answers": {"overwrite": True}}),
+    ):
+        answers = arguments.pop("answers", None)
+        outcome = run(name, answers=answers, **arguments)
+        shown = outcome.model_dump_json()
+        assert "b SECRET" not in shown  # the outside file's content, never shown
+    assert secret.read_text() == "return a - b SECRET\n"
+    assert not (tmp_path / "owned").exists()
