@@ -53,6 +53,7 @@ async def test_local_tool_runs_and_result_goes_back_to_model(
         "ask_user",
         "describe_tools",
         "echo",
+        "run_command",
         "answer_inquiry",
     ]
     assert requests[0]["tools"][2]["parameters"]["required"] == ["text"]
@@ -347,7 +348,7 @@ async def test_tool_list_and_tool_call(jpd_factory: StartJpd, home: Path) -> Non
     )
     await daemon.initialize(workspaceRoot=str(home))
     listed = (await daemon.request("tool/list", {}))["tools"]
-    assert [t["name"] for t in listed] == ["ask_user", "describe_tools", "echo"]
+    assert [t["name"] for t in listed] == ["ask_user", "describe_tools", "echo", "run_command"]
     echo = listed[2]
     assert echo["source"] == "local" and echo["enabled"] and echo["run"] == "unattended"
     result = await daemon.request("tool/call", {"name": "echo", "arguments": {"text": "yo"}})
