@@ -34,6 +34,8 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from jpcli.acp.live_output import LiveOutput
+
 Update = AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | UserMessageChunk
 
 _KINDS: tuple[tuple[ToolKind, tuple[str, ...]], ...] = (
@@ -99,6 +101,7 @@ class LiveTranslator:
     hidden: set[str] = field(default_factory=set)
     running: dict[str, str] = field(default_factory=dict)
     """Calls shown and not ended yet: id -> tool name."""
+    output: LiveOutput = field(default_factory=LiveOutput)
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read: int = 0
@@ -118,12 +121,23 @@ class LiveTranslator:
                 return []
             self.running[call_id] = name
             return [tool_started(call_id, name, event.get("arguments"))]
+        if kind == "tool_progress":
+            call_id, message = str(event.get("id")), event.get("message")
+            if call_id not in self.running or not isinstance(message, str) or not message:
+                return []
+            return list(self.output.chunk(call_id, message))
         if kind == "tool_result":
             call_id = str(event.get("id"))
             self.running.pop(call_id, None)
             if call_id in self.hidden:
                 return []
-            return [tool_ended(call_id, str(event.get("content", "")), bool(event.get("isError")))]
+            exit_updates: list[Update] = list(
+                self.output.ended(call_id, str(event.get("content", "")))
+            )
+            return [
+                *exit_updates,
+                tool_ended(call_id, str(event.get("content", "")), bool(event.get("isError"))),
+            ]
         if kind == "retry":
             # ACP cannot take back streamed text: say that a retry restarts the answer.
             reason = event.get("reason", "a transient error")
