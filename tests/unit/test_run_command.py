@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +186,26 @@ def test_live_output_reaches_progress(workspace: Path) -> None:
     anyio.run(RunCommand().run, {"command": "echo one; echo two >&2"}, {}, ctx)
     assert {call for call, _ in seen} == {"call-7"}
     assert "one" in "".join(m or "" for _, m in seen) and "two" in "".join(m or "" for _, m in seen)
+
+
+def test_symlink_out_of_the_workspace_does_not_open_a_way(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "link").symlink_to(outside)
+    content(run(workspace, "echo x > link/file; mkdir link/dir"))
+    assert list(outside.iterdir()) == []
+
+
+def test_confiner_refuses_what_it_cannot_apply(tmp_path: Path) -> None:
+    # A real refusal of the confining script: a rule it cannot add, an unknown mode.
+    marker = tmp_path / "ran"
+    for mode, root in (("workspace-write", tmp_path / "missing"), ("sideways", tmp_path)):
+        confine = [sys.executable, "-I", "-S", str(sandbox.SANDBOX_EXEC)]
+        done = subprocess.run(
+            [*confine, mode, "0", str(root), str(tmp_path), "touch", str(marker)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 125 and done.stderr.startswith(sandbox.REFUSED)
+        assert not marker.exists()
