@@ -209,3 +209,23 @@ def test_confiner_refuses_what_it_cannot_apply(tmp_path: Path) -> None:
         )
         assert done.returncode == 125 and done.stderr.startswith(sandbox.REFUSED)
         assert not marker.exists()
+
+
+def test_cancelled_call_leaves_no_process_and_no_temp_dir(workspace: Path) -> None:
+    ctx = BuiltinContext(
+        conversation_id=None, tool_docs={}, root=workspace, env={"PATH": os.environ["PATH"]}
+    )
+    command = 'echo "$TMPDIR" > tmpdir; sleep 600 & echo $! > pid; wait'
+
+    async def cancel_soon() -> None:
+        with anyio.move_on_after(1):
+            await RunCommand().run({"command": command}, {}, ctx)
+
+    anyio.run(cancel_soon)
+    assert not Path((workspace / "tmpdir").read_text().strip()).exists()
+    pid = int((workspace / "pid").read_text())
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return
+    assert state in ("Z", "X"), f"process {pid} survived"

@@ -104,7 +104,8 @@ class RunCommand:
         try:
             return await self._run(command, timeout, policy, root, tmpdir, ctx)
         finally:
-            await anyio.to_thread.run_sync(lambda: shutil.rmtree(tmpdir, ignore_errors=True))
+            with anyio.CancelScope(shield=True):  # a cancelled call leaves no temp dir
+                await anyio.to_thread.run_sync(lambda: shutil.rmtree(tmpdir, ignore_errors=True))
 
     async def _run(
         self,
@@ -118,16 +119,19 @@ class RunCommand:
         argv = policy.wrap(["/bin/sh", "-c", command], root, tmpdir)
         launch, pass_fds = ctx.processes.command(argv) if ctx.processes else (argv, ())
         env = {**ctx.env, "TMPDIR": str(tmpdir)}
-        process = await anyio.open_process(
-            launch,
-            stdin=DEVNULL,
-            stdout=PIPE,
-            stderr=PIPE,
-            cwd=root,
-            env=env,
-            start_new_session=True,
-            pass_fds=pass_fds,
-        )
+        try:
+            process = await anyio.open_process(
+                launch,
+                stdin=DEVNULL,
+                stdout=PIPE,
+                stderr=PIPE,
+                cwd=root,
+                env=env,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
+        except OSError as error:
+            return Failure(message=f"run_command: cannot start: {error.strerror or error}")
         if ctx.processes is not None:
             ctx.processes.started(process.pid)
         stdout, stderr = _Output(), _Output()
