@@ -73,6 +73,7 @@ class TurnRenderer:
         self._out_last = ""  # last character written to stdout, for the final newline
         self._tool_names: dict[str, str] = {}
         self._tool_started: dict[str, float] = {}
+        self._tool_partial: dict[str, str] = {}  # live output after its last newline
         self.usage: dict[str, int] = {}
         self.cost: float | None = None
         """Token counts of this turn so far (`inputTokens`, `outputTokens`, ...)."""
@@ -91,7 +92,10 @@ class TurnRenderer:
             self._tool_names[str(event.get("id"))] = name
             self._tool_started[str(event.get("id"))] = time.monotonic()
             self.note(format_tool_call(name, event.get("arguments")))
+        elif kind == "tool_progress":
+            self._tool_output(str(event.get("id")), event.get("message"))
         elif kind == "tool_result":
+            self._tool_output(str(event.get("id")), None, end=True)
             self.note(self._tool_end(event))
             if not event.get("isError"):
                 from jpcli.diffs import edit_diff
@@ -140,6 +144,16 @@ class TurnRenderer:
         self._err_open = self._out_open = False
         self.err.write(f"{prefix}{line}\n")
         self.err.flush()
+
+    def _tool_output(self, call_id: str, message: Any, end: bool = False) -> None:
+        """Live output of a running call (`run_command`), line by line under its line."""
+        text = self._tool_partial.pop(call_id, "") + (message if isinstance(message, str) else "")
+        lines = text.split("\n")
+        if not end:
+            self._tool_partial[call_id] = lines.pop()
+        for line in lines if any(lines) else ():
+            shown = f"  │ {line}"
+            self.note(f"{DIM}{shown}{RESET}" if self.color else shown)
 
     def _tool_end(self, event: dict[str, Any]) -> str:
         """`✓ name 0.4s: first line…` for a success, `✗ name 0.4s:` and the whole

@@ -46,6 +46,7 @@ from jpcli import __version__
 from jpcli.acp import link as daemon_link
 from jpcli.acp.asking import answer_types
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
+from jpcli.acp.live_output import declares_terminal_output
 from jpcli.acp.session import Editor, Session, new_session_id
 from jpcli.acp.updates import history
 from jpcli.daemon import DaemonError
@@ -125,6 +126,7 @@ class JpAgent:
         self.editor: Editor | None = None
         self.environ = environ
         self.forms = False
+        self.terminal_output = False
         self.sessions: dict[str, Session] = {}
         self._control: DaemonLink | None = None
 
@@ -142,6 +144,7 @@ class JpAgent:
         """Negotiate the version and declare what the bridge does."""
         elicitation = client_capabilities.elicitation if client_capabilities else None
         self.forms = elicitation is not None and elicitation.form is not None
+        self.terminal_output = declares_terminal_output(client_capabilities)
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -365,6 +368,7 @@ class JpAgent:
             cwd=cwd,
             editor=self.editor,
             forms=self.forms,
+            terminal_output=self.terminal_output,
             answer_types=frozenset(answer_types(self.forms)),
             exists=exists,
         )

@@ -23,6 +23,7 @@ from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpda
 
 from jpcli.acp.asking import ask_permission, ask_question
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
+from jpcli.acp.live_output import LiveOutput
 from jpcli.acp.updates import LiveTranslator, Update, tool_note
 from jpcli.rpc import METHOD_NOT_FOUND
 
@@ -71,6 +72,8 @@ class Session:
     exists: bool
     """The conversation exists in the daemon (a new session's is created by its first
     prompt, with `turn/start` `create`)."""
+    terminal_output: bool = False
+    """The editor declared `_meta.terminal_output` (live command output as a terminal)."""
     config: dict[str, Any] = field(default_factory=dict)
     """`turn/start` config of every prompt (the editor's MCP servers)."""
     link: DaemonLink | None = None
@@ -140,7 +143,7 @@ class Session:
         kind = event.get("kind")
         if kind == "turn_started":
             self.live_turn = turn_id
-            self.translator = LiveTranslator()
+            self.translator = LiveTranslator(output=LiveOutput(terminal=self.terminal_output))
             self.noted.clear()
             if self._watch is None or self._watch.done():
                 self._watch = asyncio.create_task(self._watch_questions())

@@ -28,6 +28,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from jpcli.acp.live_output import LiveOutput
 from jpcli.acp.toolcalls import (
     CallView,
     replayed_view,
@@ -51,6 +52,7 @@ class LiveTranslator:
     """Calls shown and not ended yet: id -> tool name."""
     views: dict[str, CallView] = field(default_factory=dict)
     """Calls shown and not ended yet: id -> kind, locations and diff shown."""
+    output: LiveOutput = field(default_factory=LiveOutput)
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read: int = 0
@@ -71,6 +73,11 @@ class LiveTranslator:
             self.running[call_id] = name
             view = self.views[call_id] = CallView.of(name, event)
             return [tool_started(call_id, name, event.get("arguments"), view)]
+        if kind == "tool_progress":
+            call_id, message = str(event.get("id")), event.get("message")
+            if call_id not in self.running or not isinstance(message, str) or not message:
+                return []
+            return list(self.output.chunk(call_id, message))
         if kind == "tool_result":
             call_id = str(event.get("id"))
             self.running.pop(call_id, None)
@@ -78,7 +85,8 @@ class LiveTranslator:
             if call_id in self.hidden:
                 return []
             content, failed = str(event.get("content", "")), bool(event.get("isError"))
-            return [tool_ended(call_id, content, failed, ran)]
+            exit_updates: list[Update] = list(self.output.ended(call_id, content))
+            return [*exit_updates, tool_ended(call_id, content, failed, ran)]
         if kind == "retry":
             # ACP cannot take back streamed text: say that a retry restarts the answer.
             reason = event.get("reason", "a transient error")

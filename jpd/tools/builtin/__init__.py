@@ -94,6 +94,7 @@ def default_registry() -> BuiltinRegistry:
     from jpd.tools.builtin.fs_list_files import ListFiles
     from jpd.tools.builtin.fs_modify_file import ModifyFile
     from jpd.tools.builtin.fs_read_file import ReadFile
+    from jpd.tools.builtin.run_command import RunCommand
 
     return BuiltinRegistry(
         [
@@ -104,5 +105,6 @@ def default_registry() -> BuiltinRegistry:
             ReadFile(),
             ModifyFile(),
             CreateFile(),
+            RunCommand(),
         ]
     )

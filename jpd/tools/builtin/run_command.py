@@ -1,0 +1,174 @@
+"""`run_command`: `sh -c` in the workspace, sandboxed (protocol.md, "run_command")."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from subprocess import DEVNULL, PIPE
+from typing import Any
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from jpd.config.tools import ParameterConfig, ToolConfig
+from jpd.conversation import events as ev
+from jpd.tools.builtin import BuiltinContext
+from jpd.tools.local_runner import _terminate_group
+from jpd.tools.outcome import Failure, Success, ToolOutcome
+from jpd.tools.sandbox import REFUSED, PolicyError, SandboxPolicy
+
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 3600.0
+KEEP = 10_000
+"""Bytes kept of each end (head and tail) of each stream."""
+
+
+class _Output:
+    """The head and tail of a stream, however long it gets."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = KEEP - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        del self.tail[:-KEEP]
+
+    def text(self) -> str:
+        head = self.head.decode(errors="replace")
+        if self.total <= len(self.head) + len(self.tail):
+            return head + self.tail.decode(errors="replace")
+        left_out = self.total - len(self.head) - len(self.tail)
+        tail = self.tail.decode(errors="replace")
+        return f"{head}\n[... {left_out} bytes left out ...]\n{tail}"
+
+
+class RunCommand:
+    name = "run_command"
+
+    def default_config(self) -> ToolConfig:
+        return ToolConfig.model_validate(
+            {
+                "source": "builtin",
+                "summary": "Run a shell command (sh -c) in the workspace, sandboxed.",
+                "description": (
+                    "Runs `command` with `sh -c` in the workspace. By default it may write"
+                    " only in the workspace and $TMPDIR and has no network. Returns the exit"
+                    " code, stdout and stderr (head and tail when long)."
+                ),
+                "run": "ask",
+                "parameters": {
+                    "command": ParameterConfig.model_validate(
+                        {"type": "string", "required": True, "description": "Shell command."}
+                    ),
+                    "timeout_secs": ParameterConfig.model_validate(
+                        {
+                            "type": "integer",
+                            "description": f"Seconds before the command is killed"
+                            f" (default {int(DEFAULT_TIMEOUT)}).",
+                        }
+                    ),
+                },
+            }
+        )
+
+    def inquiry_source(self) -> ev.ToolSource | ev.AssistantSource:
+        return ev.ToolSource(name=self.name)
+
+    async def run(
+        self, arguments: dict[str, Any], answers: dict[str, Any], ctx: BuiltinContext
+    ) -> ToolOutcome:
+        command = arguments.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return Failure(message="run_command: `command` must be a non-empty string")
+        timeout = arguments.get("timeout_secs", DEFAULT_TIMEOUT)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            return Failure(message="run_command: `timeout_secs` must be a positive number")
+        timeout = min(float(timeout), MAX_TIMEOUT)
+        try:
+            policy = SandboxPolicy.from_options(ctx.options)
+        except PolicyError as error:
+            return Failure(message=f"run_command: {error}")
+        workdir = await anyio.Path(ctx.root).absolute()
+        root = Path(workdir)
+        if not await workdir.is_dir():
+            return Failure(message=f"run_command: workspace does not exist: {root}")
+        tmpdir = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix="jpd-run-")))
+        try:
+            return await self._run(command, timeout, policy, root, tmpdir, ctx)
+        finally:
+            with anyio.CancelScope(shield=True):  # a cancelled call leaves no temp dir
+                await anyio.to_thread.run_sync(lambda: shutil.rmtree(tmpdir, ignore_errors=True))
+
+    async def _run(
+        self,
+        command: str,
+        timeout: float,  # noqa: ASYNC109 (the call's own setting)
+        policy: SandboxPolicy,
+        root: Path,
+        tmpdir: Path,
+        ctx: BuiltinContext,
+    ) -> ToolOutcome:
+        argv = policy.wrap(["/bin/sh", "-c", command], root, tmpdir)
+        launch, pass_fds = ctx.processes.command(argv) if ctx.processes else (argv, ())
+        env = {**ctx.env, "TMPDIR": str(tmpdir)}
+        try:
+            process = await anyio.open_process(
+                launch,
+                stdin=DEVNULL,
+                stdout=PIPE,
+                stderr=PIPE,
+                cwd=root,
+                env=env,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
+        except OSError as error:
+            return Failure(message=f"run_command: cannot start: {error.strerror or error}")
+        if ctx.processes is not None:
+            ctx.processes.started(process.pid)
+        stdout, stderr = _Output(), _Output()
+        timed_out = False
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                async with anyio.create_task_group() as tasks:
+                    assert process.stdout is not None and process.stderr is not None
+                    tasks.start_soon(self._pump, process.stdout, stdout, ctx)
+                    tasks.start_soon(self._pump, process.stderr, stderr, ctx)
+                await process.wait()
+            timed_out = scope.cancelled_caught
+        finally:
+            # Kills what is left of the group (all of it on timeout or cancellation).
+            with anyio.CancelScope(shield=True):
+                await _terminate_group(process.pid)
+                await process.aclose()
+                if ctx.processes is not None:
+                    ctx.processes.ended(process.pid)
+        errors = stderr.text()
+        if process.returncode == 125 and errors.startswith(REFUSED):
+            return Failure(
+                message=f"run_command: refused to run unsandboxed (sandbox {policy.mode!r},"
+                f" network {'on' if policy.network else 'off'}): {errors.strip()}"
+            )
+        if timed_out:
+            header = f"timed out after {timeout:g} s: the command and its processes were killed"
+        else:
+            header = f"exit code: {process.returncode}"
+        return Success(content=f"{header}\nstdout:\n{stdout.text()}\nstderr:\n{errors}")
+
+    @staticmethod
+    async def _pump(stream: ByteReceiveStream, into: _Output, ctx: BuiltinContext) -> None:
+        async for chunk in stream:
+            into.add(chunk)
+            # Live output: attached clients see it under the running call.
+            if ctx.on_progress is not None and ctx.tool_call_id is not None:
+                ctx.on_progress(
+                    ctx.tool_call_id, float(into.total), None, chunk.decode(errors="replace")
+                )
