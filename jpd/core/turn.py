@@ -17,6 +17,8 @@ from typing import Literal, Protocol
 import anyio
 
 from jpd.config.prices import Price, cost
+from jpd.context.count import reported_input
+from jpd.context.keeper import ContextKeeper
 from jpd.conversation import events as ev
 from jpd.conversation.resume import CONTINUE_INSTRUCTION, ResumePlan
 from jpd.core.checkpoints import Checkpointer
@@ -26,7 +28,10 @@ from jpd.core.transcript import Transcript
 from jpd.llm import base as llm
 from jpd.llm import forced_tool
 from jpd.llm.errors import ProviderError
+from jpd.llm.history import MessageHistory
 from jpd.protocol.turn_events import (
+    ContextCompactedEvent,
+    ContextUsage,
     ForcedToolRetried,
     RetryScheduled,
     StopReason,
@@ -77,6 +82,11 @@ class TurnSpec:
     """`[prices]` of the model, for the cost in `usage` events."""
     resume: ResumePlan | None = None
     """Set when the turn continues an interrupted one (`turn/resume`, protocol.md 12.4)."""
+    context: ContextFactory | None = None
+    """Builds the keeper that counts and compacts each request (protocol.md 12.5)."""
+
+
+ContextFactory = Callable[[MessageHistory, Callable[[ev.ContextCompacted], None]], ContextKeeper]
 
 
 @dataclass
@@ -109,6 +119,7 @@ class Turn:
         self._scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.stop_reason: StopReason = "cancelled"
+        self._context = spec.context(self._history, self._compacted) if spec.context else None
         self._checkpoints = Checkpointer(
             spec.turn_id, lambda event: log_.append(spec.conversation_id, event)
         )
@@ -145,6 +156,18 @@ class Turn:
     def _record(self, event: ev.Event) -> None:
         self._log.append(self.conversation_id, event)
         self._history.add(event)  # only what reached the log
+
+    def _compacted(self, event: ev.ContextCompacted) -> None:
+        self._record(event)
+        self._publish(
+            ContextCompactedEvent(
+                trigger=event.trigger,
+                method=event.method,
+                tokens_before=event.tokens_before,
+                tokens_after=event.tokens_after,
+                summary=event.summary,
+            )
+        )
 
     def _publish(self, event: TurnEvent) -> None:
         self._hub.publish(self.conversation_id, self.turn_id, event)
@@ -256,6 +279,8 @@ class Turn:
             # validated again one by one on every model call of a long conversation.
             update={"messages": tuple(self._history.messages())}
         )
+        if self._context is not None:
+            request = await self._context.fit(request)
         self.transcript.last_request = request
         self._partial = _Partial()
         self._checkpoints.start_call()
@@ -285,11 +310,18 @@ class Turn:
         self, request: llm.ModelRequest, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]
     ) -> llm.FinishReason:
         """Read the model's stream into the partial output, publishing as it goes."""
-        reason: llm.FinishReason = "end_turn"
-        async with self.spec.provider.stream(request) as events:
-            async for item in events:
-                reason = self._take(item, deltas, emit) or reason
-        return reason
+
+        async def send(request: llm.ModelRequest) -> llm.FinishReason:
+            self.transcript.last_request = request
+            reason: llm.FinishReason = "end_turn"
+            async with self.spec.provider.stream(request) as events:
+                async for item in events:
+                    reason = self._take(item, deltas, emit) or reason
+            return reason
+
+        if self._context is None:
+            return await send(request)
+        return await self._context.send(request, send)
 
     def _take(
         self, item: llm.StreamEvent, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]
@@ -321,7 +353,13 @@ class Turn:
             )
         elif isinstance(item, llm.UsageEvent):
             partial.usage = item.usage
-            emit(UsageReported(usage=item.usage, cost=_cost(self.spec.price, item.usage)))
+            emit(
+                UsageReported(
+                    usage=item.usage,
+                    cost=_cost(self.spec.price, item.usage),
+                    context=self._context_usage(item.usage),
+                )
+            )
         elif isinstance(item, llm.Retry):
             # A retried call starts over: drop what the failed attempt produced.
             self._partial = _Partial()
@@ -330,6 +368,18 @@ class Turn:
         elif isinstance(item, llm.Finish):
             return item.reason
         return None
+
+    def _context_usage(self, usage: TokenUsage) -> ContextUsage | None:
+        """Teach the counter the request's true size; how full the window now is."""
+        keeper, request = self._context, self.transcript.last_request
+        if keeper is None or request is None:
+            return None
+        keeper.count.observe(request, usage)
+        window = keeper.settings.window
+        prompt = reported_input(usage) or keeper.last_used
+        if window is None or prompt is None:
+            return None
+        return ContextUsage(used=prompt + (usage.output_tokens or 0), window=window)
 
     def _flush_partial(self) -> list[llm.ToolCallPart]:
         """Persist the current model output; returns its tool calls."""

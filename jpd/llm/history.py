@@ -78,6 +78,18 @@ class MessageHistory:
                 self._interrupted[event.id] = len(self._done)
             self._append(result, position)
 
+    def preview(self, event: ev.Event) -> list[Message]:
+        """The messages as they would be after adding `event`; this history is unchanged."""
+        other = MessageHistory.__new__(MessageHistory)
+        other.__dict__.update(self.__dict__)
+        other._done, other._origins = list(self._done), list(self._origins)
+        if self._pending is not None:
+            other._pending = {**self._pending, "tool_calls": list(self._pending["tool_calls"])}
+        other._interrupted, other._calls = dict(self._interrupted), dict(self._calls)
+        other.compactions = list(self.compactions)
+        other.add(event)
+        return other.messages()
+
     def entries(self) -> list[tuple[int, Message]]:
         """The messages so far with the position of the event each began with."""
         return list(zip(self._origins_all(), self.messages(), strict=True))
