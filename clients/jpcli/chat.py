@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jpcli.commands import Output, attach, query
+from jpcli.conversations import conversation_compact
 from jpcli.follow import EXIT_CANCELLED, EXIT_ERROR, EXIT_OK
 from jpcli.rpc import Connection
 
@@ -30,6 +31,7 @@ Ctrl-C cancels the running turn (at the prompt: clears the line); Ctrl-D leaves.
   /model                back to the configured model
   /tools on|off [NAME]  enable / disable tool NAME (all tools without NAME) from now on
   /attach               re-attach to this conversation's running turn
+  /compact [FOCUS]      fold the older part of this conversation into a summary now
   /help                 this help
 """
 
@@ -47,7 +49,8 @@ class ChatState:
 def slash_command(line: str, state: ChatState, write: Callable[[str], object]) -> bool:
     """Apply a `/command` to `state`; False when `line` is a message, not a command.
 
-    `/attach` is handled by the loop (it talks to the daemon); here it is recognised only.
+    `/attach` and `/compact` are handled by the loop (they talk to the daemon); here they
+    are recognised only.
     """
     words = line.split()
     if not words or not words[0].startswith("/") or line.startswith("//"):
@@ -67,7 +70,7 @@ def slash_command(line: str, state: ChatState, write: Callable[[str], object]) -
         write(f"jp: tool {rest[1] if len(rest) == 2 else 'all tools'} {rest[0]} from now on\n")
     elif name == "/help" and not rest:
         write(HELP)
-    elif name != "/attach" or rest:
+    elif name != "/compact" and (name != "/attach" or rest):
         write(f"jp: unknown command or arguments: {line.strip()} (see /help)\n")
     return True
 
@@ -151,6 +154,12 @@ def chat(
                         prompter=prompter,
                         current=current,
                     )
+            elif message.split()[0] == "/compact":
+                if state.conversation is None:
+                    err.write("jp: no conversation yet\n")
+                else:
+                    focus = message.strip()[len("/compact") :].strip() or None
+                    conversation_compact(connection, state.conversation, focus, out=err, err=err)
             continue
         try:
             code = query(

@@ -11,8 +11,8 @@ crash or cancellation mid-compaction leaves the conversation as it was.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
 from dataclasses import dataclass
+from typing import TypeVar
 
 from jpd.context.count import TokenCount
 from jpd.context.plan import latest_user, plan_cut, plan_stubs

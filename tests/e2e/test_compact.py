@@ -9,6 +9,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from tests.e2e.conftest import StartJpd
+from tests.e2e.sockets import Daemons, run_jp, socket_env
 
 LONG = "a long answer. " * 200
 
@@ -62,5 +63,24 @@ async def test_compact_errors_leave_the_daemon_running(jpd_factory: StartJpd) ->
         await daemon.request("conversation/compact", {"conversationId": "c-missing0000"})
     with pytest.raises(JsonRpcException):
         await daemon.request("conversation/compact", {"conversationId": "../etc"})
-    started, events = await daemon.run_turn("still here")
+    _, events = await daemon.run_turn("still here")
     assert events[-1]["event"]["stopReason"] == "end_turn"
+
+
+async def test_jp_conversation_compact(tmp_path: Path, daemons: Daemons) -> None:
+    env = socket_env(
+        tmp_path,
+        [{"text": LONG}, {"text": LONG}, {"text": LONG}, {"text": "Goal: jp compacts."}],
+    )
+    await daemons.start(env)
+    assert run_jp(env, "query", "--new", "one").returncode == 0
+    assert run_jp(env, "query", "two").returncode == 0
+    assert run_jp(env, "query", "three").returncode == 0
+    done = run_jp(env, "conversation", "compact", "--instructions", "keep names")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("jp: context summarised: ")
+    conversation = run_jp(env, "conversation", "ls", "--ids").stdout.strip()
+    shown = run_jp(env, "conversation", "show", conversation).stdout
+    assert "context compacted (manual, summary)" in shown and "Goal: jp compacts." in shown
+    missing = run_jp(env, "conversation", "compact", "nope")
+    assert missing.returncode == 1 and "not found" in missing.stderr

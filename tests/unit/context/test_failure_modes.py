@@ -5,6 +5,8 @@ threshold moving both ways."""
 
 from __future__ import annotations
 
+import itertools
+
 import anyio
 
 from jpd.conversation import events as ev
@@ -69,9 +71,11 @@ async def test_a_stale_count_does_not_loop_compactions() -> None:
     events = conv.log.events
     positions = [i for i, e in enumerate(events) if isinstance(e, ev.ContextCompacted)]
     summary_positions = [
-        i for i in positions if events[i].method == "summary"  # type: ignore[union-attr]
+        i
+        for i in positions
+        if events[i].method == "summary"  # type: ignore[union-attr]
     ]
-    gaps = [b - a for a, b in zip(summary_positions, summary_positions[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(summary_positions)]
     assert all(gap > 10 for gap in gaps)  # several turns apart, never back to back
     for event in conv.compactions():
         assert event.tokens_after < event.tokens_before
@@ -169,7 +173,7 @@ async def test_the_off_switch_turns_compaction_off() -> None:
 
 async def test_the_threshold_moves_both_ways() -> None:
     def first_compaction_size(compact_at: float) -> int:
-        return [c.tokens_before for c in conv.compactions()][0]
+        return next(c.tokens_before for c in conv.compactions())
 
     sizes = {}
     for compact_at in (0.5, 0.95):
