@@ -29,8 +29,8 @@ from acp import (
 )
 from acp.schema import (
     AgentMessageChunk,
-    Cost,
     AgentThoughtChunk,
+    Cost,
     ToolCallProgress,
     ToolCallStart,
     ToolKind,
