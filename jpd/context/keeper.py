@@ -14,13 +14,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from jpd.context.count import TokenCount
+from jpd.context.count import TokenCount, reported_input
 from jpd.context.plan import latest_user, plan_cut, plan_stubs
 from jpd.context.summary import Summarizer, SummaryFailed, write_summary
 from jpd.conversation import events as ev
 from jpd.llm import base as llm
 from jpd.llm.errors import ContextOverflow
 from jpd.llm.history import MessageHistory
+from jpd.protocol.turn_events import ContextUsage
+from jpd.protocol.usage import TokenUsage
 
 T = TypeVar("T")
 
@@ -69,6 +71,14 @@ class ContextKeeper:
         self._record = record
         self.last_used: int | None = None
         """The size of the latest request counted."""
+
+    def observe(self, request: llm.ModelRequest, usage: TokenUsage) -> ContextUsage | None:
+        """Teach the counter the request's true size; how full the window now is."""
+        self.count.observe(request, usage)
+        prompt = reported_input(usage) or self.last_used
+        if self.settings.window is None or prompt is None:
+            return None
+        return ContextUsage(used=prompt + (usage.output_tokens or 0), window=self.settings.window)
 
     def rebuild(self, request: llm.ModelRequest) -> llm.ModelRequest:
         """`request` with the history's current messages."""

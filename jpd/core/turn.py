@@ -17,7 +17,6 @@ from typing import Literal, Protocol
 import anyio
 
 from jpd.config.prices import Price, cost
-from jpd.context.count import reported_input
 from jpd.context.keeper import ContextKeeper
 from jpd.conversation import events as ev
 from jpd.conversation.resume import CONTINUE_INSTRUCTION, ResumePlan
@@ -370,16 +369,10 @@ class Turn:
         return None
 
     def _context_usage(self, usage: TokenUsage) -> ContextUsage | None:
-        """Teach the counter the request's true size; how full the window now is."""
-        keeper, request = self._context, self.transcript.last_request
-        if keeper is None or request is None:
+        request = self.transcript.last_request
+        if self._context is None or request is None:
             return None
-        keeper.count.observe(request, usage)
-        window = keeper.settings.window
-        prompt = reported_input(usage) or keeper.last_used
-        if window is None or prompt is None:
-            return None
-        return ContextUsage(used=prompt + (usage.output_tokens or 0), window=window)
+        return self._context.observe(request, usage)
 
     def _flush_partial(self) -> list[llm.ToolCallPart]:
         """Persist the current model output; returns its tool calls."""

@@ -136,6 +136,8 @@ _OVERFLOW_WORDS = (
     "context window",
     "too many tokens",
     "exceeds the context",
+    "exceed_context_size",
+    "available context size",
 )
 
 
