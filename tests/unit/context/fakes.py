@@ -52,6 +52,8 @@ class WindowModel:
     """The summaries it writes, in turn (the last repeats); "" writes an empty one,
     "CUT" one cut off at max_tokens, "OVERFLOW" refuses the request as too long."""
     calls_tool: bool = True
+    parallel: int = 1
+    """Tool calls per answer that calls tools (a parallel batch)."""
     answer: str = "ok"
     name: str = "test"
     refuses_forced_tool_with_reasoning: bool = False
@@ -89,7 +91,9 @@ class WindowModel:
             return
         if self.calls_tool and isinstance(last, llm.UserMessage):
             n = len(self.requests)
-            yield llm.ToolCallEvent(id=f"c{n}", name="read", arguments={"path": f"f{n}"})
+            for k in range(self.parallel):
+                path = f"f{n}.{k}"
+                yield llm.ToolCallEvent(id=f"c{n}.{k}", name="read", arguments={"path": path})
             yield usage
             yield llm.Finish(reason="tool_use")
             return

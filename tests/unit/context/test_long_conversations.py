@@ -25,6 +25,16 @@ async def test_forty_turns_with_large_tool_outputs_all_succeed() -> None:
     assert len(requests) == 40 and all(len(o.content) == 6_000 for o in outputs)
 
 
+async def test_parallel_batches_are_never_split() -> None:
+    model = WindowModel(window=20_000, parallel=3)
+    conv = Conversation(config(window=20_000), model, BigTools(2_500))
+    for n in range(30):
+        turn = await conv.turn(f"question {n}")
+        assert turn.stop_reason == "end_turn", conv.errors()
+    # Every request passed the fake's pairing check (a split batch fails it).
+    assert model.refused == 0 and {c.method for c in conv.compactions()} >= {"summary"}
+
+
 async def test_replaying_the_log_sends_the_same_prompt() -> None:
     conv = Conversation(config(window=20_000), WindowModel(window=20_000), BigTools(6_000))
     for n in range(15):
