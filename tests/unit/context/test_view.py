@@ -111,3 +111,16 @@ def test_windows_and_reserves() -> None:
     assert answer_reserve(None, 2048) == 256
     assert answer_reserve(None, 200_000) == 20_000
     assert answer_reserve(100_000, 2048) == 1024
+
+
+def test_anthropic_gives_the_summary_its_own_cache_breakpoint() -> None:
+    from jpd.llm.anthropic_request import build_body
+
+    messages = MessageHistory([*log(), compacted("summary", 6, "Goal: x")]).messages()
+    request = llm.ModelRequest(model="claude-x", system="s", messages=tuple(messages))
+    body = build_body(request)
+    marked = [
+        block for turn in body["messages"] for block in turn["content"] if "cache_control" in block
+    ]
+    assert "Goal: x" in marked[0]["text"]
+    assert len(marked) == 2  # the summary and the last turn: four with system and tools
