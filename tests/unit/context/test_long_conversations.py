@@ -23,6 +23,11 @@ async def test_forty_turns_with_large_tool_outputs_all_succeed() -> None:
     requests = [e for e in conv.log.events if isinstance(e, ev.ChatRequest)]
     outputs = [e for e in conv.log.events if isinstance(e, ev.ToolCallResponse)]
     assert len(requests) == 40 and all(len(o.content) == 6_000 for o in outputs)
+    # Attached clients are told of each compaction as it happens.
+    told = [e for e in conv.hub.published if e.kind == "context_compacted"]
+    assert [(e.method, e.tokens_after) for e in told] == [  # type: ignore[union-attr]
+        (c.method, c.tokens_after) for c in conv.compactions()
+    ]
 
 
 async def test_parallel_batches_are_never_split() -> None:
