@@ -21,7 +21,7 @@ from jpd.conversation import events as ev
 from jpd.llm import base as llm
 from jpd.llm.errors import ContextOverflow
 from jpd.llm.history import MessageHistory
-from jpd.protocol.turn_events import ContextUsage
+from jpd.protocol.turn_events import ContextCompactedEvent, ContextUsage
 from jpd.protocol.usage import TokenUsage
 
 T = TypeVar("T")
@@ -199,3 +199,14 @@ class ContextKeeper:
         self._record(probe.model_copy(update={"tokens_after": after}))
         self.last_used = after
         return after
+
+
+def compaction_event(event: ev.ContextCompacted) -> ContextCompactedEvent:
+    """The turn event that tells attached clients of a recorded compaction."""
+    return ContextCompactedEvent(
+        trigger=event.trigger,
+        method=event.method,
+        tokens_before=event.tokens_before,
+        tokens_after=event.tokens_after,
+        summary=event.summary,
+    )

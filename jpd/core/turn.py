@@ -17,7 +17,7 @@ from typing import Literal, Protocol
 import anyio
 
 from jpd.config.prices import Price, cost
-from jpd.context.keeper import ContextKeeper
+from jpd.context.keeper import ContextKeeper, compaction_event
 from jpd.conversation import events as ev
 from jpd.conversation.resume import CONTINUE_INSTRUCTION, ResumePlan
 from jpd.core.checkpoints import Checkpointer
@@ -29,7 +29,6 @@ from jpd.llm import forced_tool
 from jpd.llm.errors import ProviderError
 from jpd.llm.history import MessageHistory
 from jpd.protocol.turn_events import (
-    ContextCompactedEvent,
     ContextUsage,
     ForcedToolRetried,
     RetryScheduled,
@@ -158,15 +157,7 @@ class Turn:
 
     def _compacted(self, event: ev.ContextCompacted) -> None:
         self._record(event)
-        self._publish(
-            ContextCompactedEvent(
-                trigger=event.trigger,
-                method=event.method,
-                tokens_before=event.tokens_before,
-                tokens_after=event.tokens_after,
-                summary=event.summary,
-            )
-        )
+        self._publish(compaction_event(event))
 
     def _publish(self, event: TurnEvent) -> None:
         self._hub.publish(self.conversation_id, self.turn_id, event)
