@@ -88,9 +88,9 @@ class ContextKeeper:
         """The request to send: as it is while it fits under the threshold, else after an
         automatic compaction (never when `conversation.context.compact` is false)."""
         s = self.settings
-        used = self.last_used = await self.count.count(request)
         if not s.enabled or s.threshold is None:
-            return request
+            return request  # nothing to decide: no counting (long logs stay cheap)
+        used = self.last_used = await self.count.count(request)
         stub_at = s.threshold // 2 if s.small else s.threshold  # small windows stub early
         if used <= stub_at:
             return request
