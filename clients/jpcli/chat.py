@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jpcli.commands import Output, attach, query
+from jpcli.conversations import conversation_compact
 from jpcli.follow import EXIT_CANCELLED, EXIT_ERROR, EXIT_OK
 from jpcli.rpc import Connection
 
@@ -31,6 +32,7 @@ Ctrl-C cancels the running turn (at the prompt: clears the line); Ctrl-D leaves.
   /tools on|off [NAME]  enable / disable tool NAME (all tools without NAME) from now on
   /attach               re-attach to this conversation's running turn
   /undo [TURN]          put back the files the last turn (or TURN) changed
+  /compact [FOCUS]      fold the older part of this conversation into a summary now
   /help                 this help
 """
 
@@ -48,7 +50,7 @@ class ChatState:
 def slash_command(line: str, state: ChatState, write: Callable[[str], object]) -> bool:
     """Apply a `/command` to `state`; False when `line` is a message, not a command.
 
-    `/attach` and `/undo` are handled by the loop (they talk to the daemon); here they
+    `/attach`, `/undo` and `/compact` are handled by the loop (they talk to the daemon); here they
     are recognised only.
     """
     words = line.split()
@@ -71,7 +73,7 @@ def slash_command(line: str, state: ChatState, write: Callable[[str], object]) -
         write(HELP)
     elif name == "/undo" and len(rest) <= 1:
         pass
-    elif name != "/attach" or rest:
+    elif name != "/compact" and (name != "/attach" or rest):
         write(f"jp: unknown command or arguments: {line.strip()} (see /help)\n")
     return True
 
@@ -166,6 +168,12 @@ def chat(
                         prompter=prompter,
                         current=current,
                     )
+            elif message.split()[0] == "/compact":
+                if state.conversation is None:
+                    err.write("jp: no conversation yet\n")
+                else:
+                    focus = message.strip()[len("/compact") :].strip() or None
+                    conversation_compact(connection, state.conversation, focus, out=err, err=err)
             continue
         try:
             code = query(

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import TextIO
+from typing import Any, TextIO
 
 from jpcli.follow import EXIT_ERROR, EXIT_OK
-from jpcli.render import format_conversation_row, format_persisted_event, total_usage
+from jpcli.render import (
+    format_compacted,
+    format_conversation_row,
+    format_persisted_event,
+    total_usage,
+)
 from jpcli.rpc import Connection, RpcError
 
 TYPE_CHECKING = False
@@ -152,4 +157,30 @@ def conversation_remove(
         return not_found(exc, resolved, err)
     if current is not None and current.get() == resolved:
         current.set(None)
+    return EXIT_OK
+
+
+def conversation_compact(
+    connection: Connection,
+    conversation_id: str | None,
+    instructions: str | None,
+    *,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """`jp conversation compact [ID]`: fold the older part into a summary now."""
+    if not conversation_id:
+        err.write("jp: no conversation in this workspace yet; name one: jp conversation ls\n")
+        return EXIT_ERROR
+    resolved = _resolve(connection, conversation_id, err)
+    if resolved is None:
+        return EXIT_ERROR
+    params: dict[str, str] = {"conversationId": resolved}
+    if instructions:
+        params["instructions"] = instructions
+    try:
+        result: dict[str, Any] = connection.request("conversation/compact", params)
+    except RpcError as exc:
+        return not_found(exc, resolved, err)
+    out.write(format_compacted(result) + "\n")
     return EXIT_OK

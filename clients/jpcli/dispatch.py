@@ -158,4 +158,8 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
         return conversations.conversation_use(
             connection, args.id, out=out, err=err, current=current
         )
+    if action == "compact":
+        return conversations.conversation_compact(
+            connection, args.id or current.get(), args.instructions, out=out, err=err
+        )
     return conversations.conversation_remove(connection, args.id, err=err, current=current)

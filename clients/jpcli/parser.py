@@ -198,6 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
     use.add_argument("id", metavar="ID", help="id or unique prefix")
     remove = actions.add_parser("rm", aliases=["delete"], help="delete a conversation")
     remove.add_argument("id", metavar="ID", help="id or unique prefix")
+    compact = actions.add_parser(
+        "compact", help="fold a conversation's older part into a summary now (default: current)"
+    )
+    compact.add_argument("id", metavar="ID", nargs="?", help="id or unique prefix")
+    compact.add_argument("--instructions", help="what the summary should focus on or keep")
 
     daemon = commands.add_parser("daemon", help="the shared daemon: status, stop")
     daemon_actions = daemon.add_subparsers(dest="action", metavar="ACTION")
@@ -265,6 +270,10 @@ EXAMPLES = {
     "jp conversation use": ("jp conversation use c-20261122T01",),
     "jp conversation show": ("jp conversation show c-2026", "jp conversation show c-2026 -F json"),
     "jp conversation rm": ("jp conversation rm c-20261122T015745-755e70fe",),
+    "jp conversation compact": (
+        "jp conversation compact",
+        'jp conversation compact c-2026 --instructions "keep the API names"',
+    ),
     "jp daemon": ("jp daemon status", "jp daemon stop"),
     "jp daemon status": ("jp daemon status", "jp daemon status -F json"),
     "jp daemon stop": ("jp daemon stop",),

@@ -77,6 +77,8 @@ class TurnRenderer:
         self.usage: dict[str, int] = {}
         self.cost: float | None = None
         """Token counts of this turn so far (`inputTokens`, `outputTokens`, ...)."""
+        self.context: dict[str, int] | None = None
+        """How full the model's context is after the latest call (`{used, window}`)."""
 
     def handle(self, event: dict[str, Any]) -> None:
         """Render one event (`turn_completed` is the caller's business; it is ignored here)."""
@@ -108,6 +110,10 @@ class TurnRenderer:
                 if isinstance(value, int):
                     self.usage[key] = self.usage.get(key, 0) + value
             self.cost = add_cost(self.cost, event.get("cost"))
+            if isinstance(event.get("context"), dict):
+                self.context = event["context"]
+        elif kind == "context_compacted":
+            self.note(format_compacted(event))
         elif kind == "retry":
             reason = one_line(str(event.get("reason", "")), 120)
             self.note(f"jp: retrying in {event.get('delay', '?')}s ({reason})")
@@ -173,6 +179,8 @@ class TurnRenderer:
     def summary(self) -> None:
         """After the turn, on a terminal: its token usage."""
         line = format_usage(self.usage, self.cost)
+        if line and self.context:
+            line += ", " + format_context(self.context)
         if line and self.err_tty:
             self.note(f"{DIM}{line}{RESET}" if self.color else line)
 
@@ -198,6 +206,28 @@ def add_cost(total: float | None, cost: Any) -> float | None:
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
         return (total or 0.0) + cost
     return total
+
+
+def format_context(context: dict[str, Any]) -> str:
+    """`context 41% of 200,000` from a usage event's `context`."""
+    used, window = context.get("used"), context.get("window")
+    if not isinstance(used, int) or not isinstance(window, int) or window <= 0:
+        return ""
+    return f"context {round(100 * used / window)}% of {window:,}"
+
+
+def format_compacted(event: dict[str, Any]) -> str:
+    """One line on a compaction: a `context_compacted` turn event or the result of
+    `conversation/compact`."""
+    if not event.get("compacted", True):
+        return "jp: nothing to compact (the conversation is all recent context)"
+    how = {"summary": "summarised", "stub": "old tool outputs cleared", "trim": "trimmed"}
+    what = how.get(str(event.get("method")), "compacted")
+    before, after = event.get("tokensBefore"), event.get("tokensAfter")
+    sizes = ""
+    if isinstance(before, int) and isinstance(after, int):
+        sizes = f": {before:,} -> {after:,} tokens"
+    return f"jp: context {what}{sizes}"
 
 
 def format_usage(usage: dict[str, int], cost: float | None = None) -> str:
@@ -307,6 +337,10 @@ def format_persisted_event(event: dict[str, Any]) -> str:
     if kind == "tool_call_response":
         label = "tool error" if event.get("is_error") else "tool result"
         return f"{label} [{event.get('id')}]:\n" + _indent(event.get("content", ""))
+    if kind == "context_compacted":
+        head = f"context compacted ({event.get('trigger', '?')}, {event.get('method', '?')}): "
+        head += f"{event.get('tokens_before', '?')} -> {event.get('tokens_after', '?')} tokens"
+        return head + (":\n" + _indent(event["summary"]) if event.get("summary") else "")
     if kind == "forced_tool_retry":
         forced = f"`{event['tool']}`" if event.get("tool") else "a tool"
         note = f"retry without reasoning ({forced} was forced but not called):\n"

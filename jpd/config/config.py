@@ -34,9 +34,21 @@ class InquiryConfig(ConfigModel):
     """Assistant overrides for LLM inquiries (protocol.md 10.4)."""
 
 
+class ContextConfig(ConfigModel):
+    """`conversation.context`: when and how a conversation is compacted (protocol.md 12.5)."""
+
+    compact: bool = True
+    """false: never compact automatically; a request over the window is an error."""
+    compact_at: Annotated[float, Field(gt=0.0, le=1.0)] = 0.8
+    """Compact when a request would fill this fraction of the usable window."""
+    model: ModelId | None = None
+    """The model that writes summaries (default: the inquiry assistant's)."""
+
+
 class ConversationConfig(ConfigModel):
     tools: dict[str, ToolConfig] = Field(default_factory=dict)
     inquiry: InquiryConfig = InquiryConfig()
+    context: ContextConfig = ContextConfig()
 
 
 def _check_alias(name: str) -> str:

@@ -57,6 +57,9 @@ class ModelParameters(ConfigModel):
 class ModelConfig(ConfigModel):
     id: ModelId = "local/smollm2"
     parameters: ModelParameters = ModelParameters()
+    context_window: Annotated[int, Field(gt=0)] | None = None
+    """The model's context window in tokens (default: built in for known models;
+    `providers.local.n_ctx` for the embedded one; protocol.md 12.5)."""
 
     @property
     def provider(self) -> str:
@@ -77,6 +80,7 @@ class ReasoningConfig(ConfigModel):
 class PartialModelConfig(ConfigModel):
     id: ModelId | None = None
     parameters: ModelParameters | None = None
+    context_window: Annotated[int, Field(gt=0)] | None = None
 
 
 class PartialReasoningConfig(ConfigModel):

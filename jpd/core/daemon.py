@@ -30,7 +30,7 @@ from jpd.core.turn_undo import TurnUndo
 from jpd.inquiry.pending import PendingQuestions
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import ClientEnvironment
+from jpd.protocol.client_requests import ClientEnvironment, ConversationCompactResult
 from jpd.protocol.errors import ConfigInvalid, NotFound
 from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
@@ -75,6 +75,7 @@ class Daemon:
             tools=self.tools,
             request_env=self.request_env,
         )
+        self._parts = parts
         starter = TurnStarter(parts, self.providers, task_group)
         # turn/start, turn/resume and tool/call are the methods of the parts that do the
         # work (jpd.core.turn_start, jpd.core.tool_call): their signatures are written once.
@@ -219,6 +220,16 @@ class Daemon:
     async def get_conversation(self, conversation_id: str) -> bytes:
         """The persisted events as one encoded JSON array (protocol.md 5.12)."""
         return await self.conversations.get(conversation_id)
+
+    async def compact_conversation(
+        self, link: ClientLink, conversation_id: str, instructions: str | None
+    ) -> ConversationCompactResult:
+        """Compact a conversation without a running turn now (protocol.md 5.25)."""
+        from jpd.core.compact import compact_conversation
+
+        return await compact_conversation(
+            self._parts, self.providers, link, conversation_id, instructions
+        )
 
     async def delete_conversation(self, conversation_id: str) -> None:
         """Delete a conversation that has no running turn."""

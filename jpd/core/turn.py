@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from jpd.config.prices import Price, cost
+from jpd.context.keeper import ContextKeeper, compaction_event
 from jpd.conversation import events as ev
 from jpd.conversation.resume import CONTINUE_INSTRUCTION, ResumePlan
 from jpd.core.checkpoints import Checkpointer
@@ -27,7 +28,9 @@ from jpd.core.transcript import Transcript
 from jpd.llm import base as llm
 from jpd.llm import forced_tool
 from jpd.llm.errors import ProviderError
+from jpd.llm.history import MessageHistory
 from jpd.protocol.turn_events import (
+    ContextUsage,
     ForcedToolRetried,
     RetryScheduled,
     StopReason,
@@ -78,6 +81,11 @@ class TurnSpec:
     """`[prices]` of the model, for the cost in `usage` events."""
     resume: ResumePlan | None = None
     """Set when the turn continues an interrupted one (`turn/resume`, protocol.md 12.4)."""
+    context: ContextFactory | None = None
+    """Builds the keeper that counts and compacts each request (protocol.md 12.5)."""
+
+
+ContextFactory = Callable[[MessageHistory, Callable[[ev.ContextCompacted], None]], ContextKeeper]
 
 
 @dataclass
@@ -110,6 +118,7 @@ class Turn:
         self._scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.stop_reason: StopReason = "cancelled"
+        self._context = spec.context(self._history, self._compacted) if spec.context else None
         self._checkpoints = Checkpointer(
             spec.turn_id, lambda event: log_.append(spec.conversation_id, event)
         )
@@ -146,6 +155,10 @@ class Turn:
     def _record(self, event: ev.Event) -> None:
         self._log.append(self.conversation_id, event)
         self._history.add(event)  # only what reached the log
+
+    def _compacted(self, event: ev.ContextCompacted) -> None:
+        self._record(event)
+        self._publish(compaction_event(event))
 
     def _publish(self, event: TurnEvent) -> None:
         self._hub.publish(self.conversation_id, self.turn_id, event)
@@ -268,6 +281,8 @@ class Turn:
             # validated again one by one on every model call of a long conversation.
             update={"messages": tuple(self._history.messages())}
         )
+        if self._context is not None:
+            request = await self._context.fit(request)
         self.transcript.last_request = request
         self._partial = _Partial()
         self._checkpoints.start_call()
@@ -297,11 +312,18 @@ class Turn:
         self, request: llm.ModelRequest, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]
     ) -> llm.FinishReason:
         """Read the model's stream into the partial output, publishing as it goes."""
-        reason: llm.FinishReason = "end_turn"
-        async with self.spec.provider.stream(request) as events:
-            async for item in events:
-                reason = self._take(item, deltas, emit) or reason
-        return reason
+
+        async def send(request: llm.ModelRequest) -> llm.FinishReason:
+            self.transcript.last_request = request
+            reason: llm.FinishReason = "end_turn"
+            async with self.spec.provider.stream(request) as events:
+                async for item in events:
+                    reason = self._take(item, deltas, emit) or reason
+            return reason
+
+        if self._context is None:
+            return await send(request)
+        return await self._context.send(request, send)
 
     def _take(
         self, item: llm.StreamEvent, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]
@@ -326,7 +348,13 @@ class Turn:
             emit(self._call_started(item.id, item.name, item.arguments))
         elif isinstance(item, llm.UsageEvent):
             partial.usage = item.usage
-            emit(UsageReported(usage=item.usage, cost=_cost(self.spec.price, item.usage)))
+            emit(
+                UsageReported(
+                    usage=item.usage,
+                    cost=_cost(self.spec.price, item.usage),
+                    context=self._context_usage(item.usage),
+                )
+            )
         elif isinstance(item, llm.Retry):
             # A retried call starts over: drop what the failed attempt produced.
             self._partial = _Partial()
@@ -335,6 +363,12 @@ class Turn:
         elif isinstance(item, llm.Finish):
             return item.reason
         return None
+
+    def _context_usage(self, usage: TokenUsage) -> ContextUsage | None:
+        request = self.transcript.last_request
+        if self._context is None or request is None:
+            return None
+        return self._context.observe(request, usage)
 
     def _flush_partial(self) -> list[llm.ToolCallPart]:
         """Persist the current model output; returns its tool calls."""

@@ -4,6 +4,7 @@ model call's `tool_choice` (protocol.md section 8)."""
 from __future__ import annotations
 
 from jpd.config import Config
+from jpd.context.setup import keeper_factory
 from jpd.core.transcript import Transcript
 from jpd.core.turn import TurnSpec
 from jpd.llm.base import (
@@ -15,6 +16,7 @@ from jpd.llm.base import (
     ToolChoiceTool,
     ToolDefinition,
 )
+from jpd.llm.registry import ProviderSource
 from jpd.protocol.errors import ConfigInvalid
 from jpd.tools.base import ToolRunner
 
@@ -29,6 +31,7 @@ def turn_spec(
     tools: ToolRunner,
     transcript: Transcript,
     workspace: str | None,
+    providers: ProviderSource | None = None,
 ) -> TurnSpec:
     """Everything the turn loop needs, read from `cfg`; raises `ConfigInvalid`."""
     params = cfg.assistant.model.parameters
@@ -48,7 +51,18 @@ def turn_spec(
         first_tool_choice=tool_choice(cfg.assistant.tool_choice, tools.definitions()),
         workspace=workspace,
         price=cfg.prices.get(cfg.assistant.model.id),
+        context=keeper_factory(cfg, provider, providers or _Only(provider)),
     )
+
+
+class _Only:
+    """Providers for a caller without a registry: the turn's own for every model."""
+
+    def __init__(self, provider: Provider) -> None:
+        self._provider = provider
+
+    def get(self, config: Config) -> Provider:
+        return self._provider
 
 
 def tool_choice(value: str, tools: tuple[ToolDefinition, ...]) -> ToolChoice:

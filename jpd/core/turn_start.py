@@ -205,6 +205,7 @@ class TurnStarter:
             tools=DeferredRunner(tools, coordinator),
             transcript=transcript,
             workspace=str(renv.workspace) if renv.workspace else None,
+            providers=providers,
         )
         spec.resume = resume
         return Turn(spec, self._parts.store, self._parts.hub, datetime.now(UTC))

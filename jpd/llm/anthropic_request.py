@@ -6,11 +6,12 @@ serialised by `request_build.encode_body`. Prompt caching depends on it: a
 cache hit needs a byte-identical prefix.
 
 Cache breakpoints (`cache_control`, at most four per request): the last tool,
-the system prompt, and the last two turns. The previous request's cached prefix is
-found through the API's look-back from these breakpoints; marking the turn before
-the last (not only user turns) also caches an assistant turn with tool calls, so an
-inquiry side request (protocol.md 10.4) and the follow-up request both read a large tool call
-back from cache instead of paying for it twice.
+the system prompt, and the last two turns (after a compaction: the summary and the
+last turn). The previous request's cached prefix is found through the API's
+look-back from these breakpoints; marking the turn before the last (not only user
+turns) also caches an assistant turn with tool calls, so an inquiry side request
+(protocol.md 10.4) and the follow-up request both read a large tool call back from
+cache instead of paying for it twice.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from jpd.llm.base import (
     UserMessage,
 )
 from jpd.llm.errors import ProviderError
+from jpd.llm.history import SUMMARY_HEADER, TRIM_NOTE
 
 DEFAULT_MAX_TOKENS = 8192
 MIN_THINKING_BUDGET = 1024
@@ -34,6 +36,9 @@ EFFORT_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}
 """Thinking budget (tokens) per `assistant.reasoning.effort` when no budget is set."""
 
 Block = dict[str, Any]
+
+
+SUMMARY_PREFIXES = (SUMMARY_HEADER, TRIM_NOTE)
 
 
 def _ephemeral() -> Block:
@@ -149,9 +154,20 @@ def _messages(messages: tuple[Message, ...], *, thinking: bool) -> list[Block]:
         else:
             turns.append((role, blocks))
 
-    for _role, blocks in turns[-2:]:
-        _mark_cache(blocks)
+    if _starts_with_summary(messages) and len(turns) > 1:
+        # After a compaction the summary is the stable part of the prefix: it gets its
+        # own breakpoint (protocol.md 12.5), the last turn the fourth.
+        turns[0][1][0] = {**turns[0][1][0], "cache_control": _ephemeral()}
+        _mark_cache(turns[-1][1])
+    else:
+        for _role, blocks in turns[-2:]:
+            _mark_cache(blocks)
     return [{"role": role, "content": blocks} for role, blocks in turns]
+
+
+def _starts_with_summary(messages: tuple[Message, ...]) -> bool:
+    first = messages[0] if messages else None
+    return isinstance(first, UserMessage) and first.content.startswith(SUMMARY_PREFIXES)
 
 
 def _mark_cache(blocks: list[Block]) -> None:

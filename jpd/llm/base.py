@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -178,4 +178,18 @@ class Provider(Protocol):
 
     async def aclose(self) -> None:
         """Release resources (HTTP clients, loaded models)."""
+        ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """A provider that counts a request's prompt tokens exactly (the embedded model)."""
+
+    @property
+    def context_window(self) -> int:
+        """The window it runs with, in tokens."""
+        ...
+
+    async def count_tokens(self, request: ModelRequest) -> int:
+        """The prompt size of `request` as the model would see it."""
         ...

@@ -14,3 +14,9 @@ class ProviderError(Exception):
 
 class ProviderUnavailable(ProviderError):
     """The provider cannot be used at all (missing extra, missing key, unknown name)."""
+
+
+class ContextOverflow(ProviderError):
+    """The request does not fit the model's context window (Anthropic "prompt is too
+    long", OpenAI `context_length_exceeded`, the embedded model's context): the turn
+    compacts once and retries once (`jpd.context`)."""

@@ -42,7 +42,7 @@ from jpd.llm.base import (
     TextDelta,
     UsageEvent,
 )
-from jpd.llm.errors import ProviderError, ProviderUnavailable
+from jpd.llm.errors import ContextOverflow, ProviderError, ProviderUnavailable
 from jpd.llm.local_format import ChatMessage, ToolPlan, chat_messages, tool_plan
 from jpd.llm.model_files import DEFAULT_MODEL_NAME, INSTALL_HINT, resolve_model_path
 from jpd.protocol.usage import TokenUsage
@@ -154,7 +154,7 @@ class _Generation:
         self.prompt_tokens = model.tokenize_chat(chat_messages(request, plan))
         room = model.llama.n_ctx() - len(self.prompt_tokens)
         if room < 1:
-            raise ProviderError(
+            raise ContextOverflow(
                 f"the conversation ({len(self.prompt_tokens)} tokens) does not fit the local "
                 f"model's context of {model.llama.n_ctx()} tokens: raise providers.local.n_ctx "
                 "or start a new conversation"
@@ -288,6 +288,22 @@ class LocalProvider:
             )
         yield plan.read_call("".join(arguments))
         yield Finish(reason="tool_use")
+
+    @property
+    def context_window(self) -> int:
+        """The context size it loads models with (`providers.local.n_ctx`)."""
+        return self._n_ctx
+
+    async def count_tokens(self, request: ModelRequest) -> int:
+        """The exact size of `request`'s prompt in the model's tokens (chat template
+        applied), without generating (`jpd.context` counts with it)."""
+        plan = tool_plan(request)
+        async with self._serial:
+            model = await anyio.to_thread.run_sync(self._load_sync, request.model)
+            tokens = await anyio.to_thread.run_sync(
+                model.tokenize_chat, chat_messages(request, plan)
+            )
+        return len(tokens)
 
     async def aclose(self) -> None:
         """Free the loaded model (waits for a running request to finish)."""

@@ -17,7 +17,7 @@ import httpx
 from pydantic import SecretStr
 from pydantic_core import from_json
 
-from jpd.llm.errors import ProviderError, ProviderUnavailable
+from jpd.llm.errors import ContextOverflow, ProviderError, ProviderUnavailable
 from jpd.llm.retry import RetryableError, parse_retry_after, status_is_retryable
 
 _MAX_DETAIL = 300
@@ -117,6 +117,8 @@ def status_error(
         message = f"{provider}: server error ({status} {label}): {detail}{suffix}"
     else:
         message = f"{provider}: request rejected ({status} {label}): {detail}{suffix}"
+    if status in (400, 413) and _is_overflow(code, emsg):
+        return ContextOverflow(message)
     if status_is_retryable(status, response.headers):
         return RetryableError(
             message,
@@ -125,6 +127,26 @@ def status_error(
             status=status,
         )
     return ProviderError(message)
+
+
+_OVERFLOW_WORDS = (
+    "prompt is too long",
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "too many tokens",
+    "exceeds the context",
+    "exceed_context_size",
+    "available context size",
+)
+
+
+def _is_overflow(code: str | None, message: str | None) -> bool:
+    """Whether a rejection says the request does not fit the model's window: Anthropic's
+    "prompt is too long", OpenAI's `context_length_exceeded` and its compatible servers'
+    wordings (llama.cpp server, vLLM)."""
+    text = f"{code or ''} {message or ''}".lower()
+    return any(word in text for word in _OVERFLOW_WORDS)
 
 
 class StreamingPost:

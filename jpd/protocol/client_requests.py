@@ -307,6 +307,22 @@ class ConversationIdParams(WireParams):
     conversation_id: str
 
 
+class ConversationCompactParams(WireParams):
+    conversation_id: str
+    instructions: str | None = None
+    """What the summary should focus on or keep."""
+
+
+class ConversationCompactResult(WireModel):
+    compacted: bool
+    """False when there was nothing older than the recent tail to fold."""
+    method: str | None = None
+    """`summary`, or `trim` when the model wrote no usable summary."""
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    summary: str | None = None
+
+
 class ConversationListResult(WireModel):
     conversations: list[ConversationSummary]
 

@@ -116,6 +116,9 @@ CONVERSATION_GET = ClientRequest(
 CONVERSATION_DELETE = ClientRequest(
     "conversation/delete", c.ConversationIdParams, c.ConversationDeleteResult
 )
+CONVERSATION_COMPACT = ClientRequest(
+    "conversation/compact", c.ConversationCompactParams, c.ConversationCompactResult
+)
 TOOL_LIST = ClientRequest("tool/list", c.ToolListParams, c.ToolListResult)
 TOOL_CALL = ClientRequest("tool/call", c.ToolCallParams, c.ToolCallResult)
 INQUIRY_LIST = ClientRequest("inquiry/list", c.NoParams, s.InquiryListResult)
@@ -153,6 +156,7 @@ TABLE: dict[str, Method] = {
         CONVERSATION_LIST,
         CONVERSATION_GET,
         CONVERSATION_DELETE,
+        CONVERSATION_COMPACT,
         TOOL_LIST,
         TOOL_CALL,
         INQUIRY_LIST,

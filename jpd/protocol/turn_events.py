@@ -79,11 +79,36 @@ class ToolProgress(WireModel):
     message: str | None = None
 
 
+class ContextUsage(WireModel):
+    """How full the model's context is after a response (protocol.md 12.5)."""
+
+    used: int
+    """Tokens of the conversation as the model now holds it (prompt and answer)."""
+    window: int
+    """The model's context window in tokens."""
+
+
 class UsageReported(WireModel):
     kind: Literal["usage"] = "usage"
     usage: TokenUsage
     cost: float | None = None
     """This response's cost from `[prices]` (per million tokens), when the model has one."""
+    context: ContextUsage | None = None
+    """Set when the model's window is known."""
+
+
+class ContextCompactedEvent(WireModel):
+    """The turn compacted its context before a model call (the `context_compacted`
+    conversation event, protocol.md 12.5)."""
+
+    kind: Literal["context_compacted"] = "context_compacted"
+    trigger: str
+    """`auto`, `manual` or `overflow`."""
+    method: str
+    """`stub`, `summary` or `trim`."""
+    tokens_before: int
+    tokens_after: int
+    summary: str | None = None
 
 
 class RetryScheduled(WireModel):
@@ -116,6 +141,7 @@ TurnEvent = Annotated[
     | ToolResult
     | ToolProgress
     | UsageReported
+    | ContextCompactedEvent
     | RetryScheduled
     | ForcedToolRetried
     | TurnCompleted,

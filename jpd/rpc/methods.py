@@ -194,6 +194,13 @@ async def conversation_delete(
     return wire.ConversationDeleteResult(deleted=True)
 
 
+async def conversation_compact(
+    daemon: Daemon, session: Session, p: wire.ConversationCompactParams
+) -> WireModel:
+    """Compact a conversation now (protocol.md 5.25)."""
+    return await daemon.compact_conversation(session, p.conversation_id, p.instructions)
+
+
 async def tool_list(daemon: Daemon, session: Session, p: wire.ToolListParams) -> WireModel:
     """The effective tools (enabled or not) with their JSON schemas."""
     tools = await daemon.list_tools(session, p.environment)
@@ -282,6 +289,7 @@ HANDLERS: dict[Incoming, Handler] = {
     mt.CONVERSATION_LIST: conversation_list,
     mt.CONVERSATION_GET: conversation_get,
     mt.CONVERSATION_DELETE: conversation_delete,
+    mt.CONVERSATION_COMPACT: conversation_compact,
     mt.TOOL_LIST: tool_list,
     mt.TOOL_CALL: tool_call,
     mt.INQUIRY_LIST: inquiry_list,

@@ -25,6 +25,7 @@ FIGURES = [
     "first conversation/get of 100,000 events",
     "another client's turn/list p99 while turns run",
     "a later turn on that 100,000-event conversation",
+    "tokens sent in 200 turns (6,000-char tool outputs, 32,000 window)",
 ]
 
 

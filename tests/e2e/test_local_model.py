@@ -126,3 +126,30 @@ async def test_local_model_forced_ask_user_gets_client_answer(
     # The turn went on after the answer: the model was called again and the turn ended.
     types = [e["type"] for e in persisted]
     assert "chat_response" in types[types.index("tool_call_response") :]
+
+
+async def test_local_model_holds_a_twelve_turn_conversation(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    """Twelve long answers outgrow the embedded model's 2,048 tokens: the conversation
+    compacts (protocol.md 12.5) instead of dying on the sixth question."""
+    daemon = await jpd_factory(
+        model=LOCAL, config="[assistant.model.parameters]\nmax_tokens = 200\n"
+    )
+    await daemon.initialize()
+    conversation = None
+    for n in range(12):
+        params = {"conversationId": conversation} if conversation else {}
+        started, events = await daemon.run_turn(
+            f"Write a long, detailed story about a lighthouse keeper, part {n + 1}.", **params
+        )
+        conversation = started["conversationId"]
+        end = events[-1]["event"]
+        assert end["stopReason"] in ("end_turn", "max_tokens"), end.get("error")
+        usage = [e["event"] for e in events if e["event"]["kind"] == "usage"]
+        assert usage and usage[-1]["context"]["window"] == 2048
+        assert usage[-1]["context"]["used"] <= 2048
+    persisted = disk_events(home, conversation or "")
+    compactions = [e for e in persisted if e["type"] == "context_compacted"]
+    assert compactions and all(c["tokens_after"] < c["tokens_before"] for c in compactions)
+    assert len([e for e in persisted if e["type"] == "chat_request"]) == 12  # nothing lost

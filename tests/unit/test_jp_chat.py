@@ -52,3 +52,20 @@ def test_trailing_backslash_continues_the_message() -> None:
 
 def test_history_lives_in_the_state_dir() -> None:
     assert history_file({"JP_STATE_DIR": "/s"}) == "/s/chat_history"
+
+
+def test_compact_is_a_command_handled_by_the_loop() -> None:
+    state = ChatState(conversation="c-1")
+    assert run("/compact", state) == (True, "")
+    assert run("/compact keep the API names", state) == (True, "")
+    assert state.conversation == "c-1"
+
+
+def test_usage_line_shows_how_full_the_context_is() -> None:
+    from jpcli.render import format_compacted, format_context
+
+    assert format_context({"used": 82_000, "window": 200_000}) == "context 41% of 200,000"
+    assert format_context({"used": 5}) == ""
+    event = {"method": "stub", "tokensBefore": 1500, "tokensAfter": 900}
+    assert format_compacted(event) == "jp: context old tool outputs cleared: 1,500 -> 900 tokens"
+    assert format_compacted({"compacted": False}).startswith("jp: nothing to compact")

@@ -143,7 +143,10 @@ class Session:
         kind = event.get("kind")
         if kind == "turn_started":
             self.live_turn = turn_id
-            self.translator = LiveTranslator(output=LiveOutput(terminal=self.terminal_output))
+            # The cost in `usage_update` is the session's: it carries over turns.
+            self.translator = LiveTranslator(
+                output=LiveOutput(terminal=self.terminal_output), cost=self.translator.cost
+            )
             self.noted.clear()
             if self._watch is None or self._watch.done():
                 self._watch = asyncio.create_task(self._watch_questions())

@@ -5,7 +5,10 @@ Live (`turn/event`, protocol.md 7.1): `reasoning_delta` -> `agent_thought_chunk`
 daemon runs a model response's calls as soon as it ends), `tool_result` ->
 `tool_call_update` (completed or failed, with the result as content). Replay
 (`conversation/get`, protocol.md 12.1) maps the persisted counterparts the same way,
-with `chat_request` -> `user_message_chunk`. Tools marked `hidden` (e.g. `ask_user`,
+with `chat_request` -> `user_message_chunk`. After each model call whose window is known,
+`usage` -> `usage_update` (context used and size, the session's cost where the model has
+a price); a compaction (`context_compacted`) is shown as an `agent_message_chunk` note,
+live and in replay. Tools marked `hidden` (e.g. `ask_user`,
 whose question is shown as a prompt) are not shown, as `jp` does not show them.
 """
 
@@ -22,9 +25,11 @@ from acp import (
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    Cost,
     ToolCallProgress,
     ToolCallStart,
     Usage,
+    UsageUpdate,
     UserMessageChunk,
 )
 
@@ -40,7 +45,17 @@ from jpcli.acp.toolcalls import (
 
 __all__ = ["LiveTranslator", "Update", "history", "tool_note", "tool_title"]
 
-Update = AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | UserMessageChunk
+Update = (
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | UserMessageChunk
+    | UsageUpdate
+)
+
+COST_CURRENCY = "USD"
+"""What `[prices]` are taken to be in (per million tokens)."""
 
 
 @dataclass
@@ -57,6 +72,8 @@ class LiveTranslator:
     output_tokens: int = 0
     cache_read: int = 0
     cache_write: int = 0
+    cost: float | None = None
+    """The session's cost so far, while every priced call reported one."""
 
     def translate(self, event: dict[str, Any]) -> list[Update]:
         """The updates for one `turn/event` `event` (none for kinds ACP has no place for)."""
@@ -97,7 +114,24 @@ class LiveTranslator:
             self.output_tokens += int(usage.get("outputTokens") or 0)
             self.cache_read += int(usage.get("cacheReadTokens") or 0)
             self.cache_write += int(usage.get("cacheCreationTokens") or 0)
+            return self._usage_update(event)
+        if kind == "context_compacted":
+            return [update_agent_message_text(compaction_note(event))]
         return []
+
+    def _usage_update(self, event: dict[str, Any]) -> list[Update]:
+        """Zed's context meter: how full the window is, and the cost where it is known."""
+        cost = event.get("cost")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            self.cost = (self.cost or 0.0) + cost
+        context = event.get("context")
+        if not isinstance(context, dict):
+            return []
+        used, size = context.get("used"), context.get("window")
+        if not isinstance(used, int) or not isinstance(size, int):
+            return []
+        money = Cost(amount=self.cost, currency=COST_CURRENCY) if self.cost is not None else None
+        return [UsageUpdate(session_update="usage_update", used=used, size=size, cost=money)]
 
     def usage(self) -> Usage | None:
         """The turn's token usage so far, for the `session/prompt` answer (None if unknown)."""
@@ -110,6 +144,22 @@ class LiveTranslator:
             cached_read_tokens=self.cache_read or None,
             cached_write_tokens=self.cache_write or None,
         )
+
+
+def compaction_note(event: dict[str, Any]) -> str:
+    """The line an editor shows for a compaction (turn event: camelCase; persisted:
+    snake_case)."""
+    before = event.get("tokensBefore", event.get("tokens_before"))
+    after = event.get("tokensAfter", event.get("tokens_after"))
+    what = {"stub": "old tool outputs cleared", "trim": "older part dropped"}.get(
+        str(event.get("method")), "older part summarised"
+    )
+    sizes = (
+        f", {before:,} -> {after:,} tokens"
+        if isinstance(before, int) and isinstance(after, int)
+        else ""
+    )
+    return f"\n\n*[context compacted: {what}{sizes}]*\n\n"
 
 
 def history(events: list[dict[str, Any]], hidden_tools: frozenset[str]) -> list[Update]:
@@ -145,6 +195,8 @@ def history(events: list[dict[str, Any]], hidden_tools: frozenset[str]) -> list[
             arguments = event.get("arguments")
             views[call_id] = replayed_view(name, arguments, changed.get((turn, call_id)))
             updates.append(tool_started(call_id, name, arguments, views[call_id]))
+        elif kind == "context_compacted":
+            updates.append(update_agent_message_text(compaction_note(event)))
         elif kind == "tool_call_response" and str(event.get("id")) not in hidden:
             call_id = str(event.get("id"))
             content = str(event.get("content", ""))
