@@ -289,6 +289,14 @@ class LocalProvider:
         yield plan.read_call("".join(arguments))
         yield Finish(reason="tool_use")
 
+    async def count_tokens(self, request: ModelRequest) -> int:
+        """The exact number of prompt tokens `request` makes for this model."""
+        plan = tool_plan(request)
+        async with self._serial:
+            model = await anyio.to_thread.run_sync(self._load_sync, request.model)
+            messages = chat_messages(request, plan)
+            return len(await anyio.to_thread.run_sync(model.tokenize_chat, messages))
+
     async def aclose(self) -> None:
         """Free the loaded model (waits for a running request to finish)."""
         async with self._serial:

@@ -1,0 +1,112 @@
+"""The pipe protocol between the daemon and its embedded-model worker (protocol.md 9.7).
+
+Each frame is a 4-byte big-endian length, then that many bytes of JSON: one of the
+models below. The daemon writes `Command`s to the worker's stdin; the worker writes
+`Reply`s to its stdout (a private copy of fd 1: stray prints of native code go to
+stderr). Every command carries an id that its replies repeat. A generation's events
+travel in `Events` frames, several per frame when they were produced together, and end
+with exactly one `Done` or `Failed`; a `CountTokens` ends with one `Count` or `Failed`.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Annotated, Literal
+
+from anyio.abc import ByteSendStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from jpd.llm.base import Finish, ModelRequest, TextDelta, ToolCallEvent, UsageEvent
+
+MAX_FRAME = 64 * 1024 * 1024
+"""Larger frames mean a broken peer (a request holds at most the context window)."""
+
+_HEADER = struct.Struct(">I")
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    id: int
+
+
+# --- daemon to worker --------------------------------------------------------------
+
+
+class Generate(_Frame):
+    op: Literal["generate"] = "generate"
+    request: ModelRequest
+
+
+class CountTokens(_Frame):
+    op: Literal["count_tokens"] = "count_tokens"
+    request: ModelRequest
+
+
+class Cancel(_Frame):
+    """Stop generation `id` at the next token; the worker then replies `Done`."""
+
+    op: Literal["cancel"] = "cancel"
+
+
+Command = Annotated[Generate | CountTokens | Cancel, Field(discriminator="op")]
+
+
+# --- worker to daemon --------------------------------------------------------------
+
+WorkerEvent = Annotated[
+    TextDelta | ToolCallEvent | UsageEvent | Finish, Field(discriminator="kind")
+]
+"""What the embedded model yields (it never retries, nor reasons)."""
+
+
+class Events(_Frame):
+    op: Literal["events"] = "events"
+    events: list[WorkerEvent]
+
+
+class Done(_Frame):
+    op: Literal["done"] = "done"
+
+
+class Failed(_Frame):
+    op: Literal["failed"] = "failed"
+    message: str
+    unavailable: bool = False
+    """The provider cannot be used at all (`ProviderUnavailable`), e.g. a bad model file."""
+
+
+class Count(_Frame):
+    op: Literal["count"] = "count"
+    tokens: int
+
+
+Reply = Annotated[Events | Done | Failed | Count, Field(discriminator="op")]
+
+COMMAND: TypeAdapter[Command] = TypeAdapter(Command)
+REPLY: TypeAdapter[Reply] = TypeAdapter(Reply)
+
+
+class FrameError(Exception):
+    """The peer sent something that is not a frame of this protocol."""
+
+
+def encode(frame: BaseModel) -> bytes:
+    """One frame, header included."""
+    body = frame.model_dump_json().encode()
+    return _HEADER.pack(len(body)) + body
+
+
+async def send(stream: ByteSendStream, *frames: BaseModel) -> None:
+    """Write `frames` in one write."""
+    await stream.send(b"".join(encode(frame) for frame in frames))
+
+
+async def receive_body(stream: BufferedByteReceiveStream) -> bytes:
+    """The next frame's JSON. Raises `anyio.IncompleteRead` or `anyio.EndOfStream` at
+    end of stream, `FrameError` on a length no frame has."""
+    (size,) = _HEADER.unpack(await stream.receive_exactly(_HEADER.size))
+    if size > MAX_FRAME:
+        raise FrameError(f"frame of {size} bytes")
+    return await stream.receive_exactly(size)
