@@ -1,4 +1,4 @@
-"""The pipe protocol between the daemon and its embedded-model worker (protocol.md 9.7).
+"""The pipe protocol between the daemon and its embedded-model worker (protocol.md 8.2).
 
 Each frame is a 4-byte big-endian length, then that many bytes of JSON: one of the
 models below. The daemon writes `Command`s to the worker's stdin; the worker writes

@@ -4,7 +4,7 @@ llama.cpp is native code; a crash there (SIGILL from a build for another CPU, SI
 from a bad model file) would end every client's daemon. So the model runs in a worker
 (`jpd.llm.local_worker_main`), started on the first request, kept warm for the next
 ones, and ended when idle (it exits by itself), with `aclose`, or with the daemon
-(protocol.md 9.7). When it dies mid-request, the request fails with a `ProviderError`
+(protocol.md 8.2). When it dies mid-request, the request fails with a `ProviderError`
 that names the signal and what it likely means; the next request starts a new worker.
 
 Requests are serialized (the model is one context), as in the in-process provider: one

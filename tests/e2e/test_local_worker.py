@@ -1,4 +1,4 @@
-"""The embedded model's worker process, through the real daemon (protocol.md 9.7).
+"""The embedded model's worker process, through the real daemon (protocol.md 8.2).
 
 A real signal kills the real worker mid-turn: only that turn ends (with an error
 naming the signal), the daemon and its other conversations go on, and the next local
