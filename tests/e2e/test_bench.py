@@ -25,6 +25,8 @@ FIGURES = [
     "first conversation/get of 100,000 events",
     "another client's turn/list p99 while turns run",
     "a later turn on that 100,000-event conversation",
+    "embedded model through jpd, first token",
+    "embedded model through jpd, tokens/s",
 ]
 
 
