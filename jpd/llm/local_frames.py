@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from typing import Annotated, Literal
 
+import anyio
 from anyio.abc import ByteSendStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -99,14 +100,23 @@ def encode(frame: BaseModel) -> bytes:
 
 
 async def send(stream: ByteSendStream, *frames: BaseModel) -> None:
-    """Write `frames` in one write."""
-    await stream.send(b"".join(encode(frame) for frame in frames))
+    """Write `frames` in one write (whole: a cancelled half frame would break the pipe)."""
+    data = b"".join(encode(frame) for frame in frames)
+    with anyio.CancelScope(shield=True):
+        await stream.send(data)
 
 
 async def receive_body(stream: BufferedByteReceiveStream) -> bytes:
     """The next frame's JSON. Raises `anyio.IncompleteRead` or `anyio.EndOfStream` at
-    end of stream, `FrameError` on a length no frame has."""
+    end of stream, `FrameError` on a length no frame has.
+
+    Cancel-safe: cancelled while waiting for a frame, nothing is consumed (the buffered
+    stream keeps partial data); once the header is read, the body (written with it) is
+    read shielded.
+    """
     (size,) = _HEADER.unpack(await stream.receive_exactly(_HEADER.size))
     if size > MAX_FRAME:
         raise FrameError(f"frame of {size} bytes")
-    return await stream.receive_exactly(size)
+    with anyio.CancelScope(shield=True):
+        body = await stream.receive_exactly(size)
+    return body

@@ -84,6 +84,11 @@ def death_message(returncode: int) -> str:
     return message + ". Other conversations go on; the next local turn starts a new worker"
 
 
+def worker_command(settings: WorkerSettings) -> list[str]:
+    """The worker's command line."""
+    return [sys.executable, "-m", "jpd.llm.local_worker_main", settings.model_dump_json()]
+
+
 class WorkerGone(Exception):
     """The worker ended; `returncode` is its exit status (negative: a signal)."""
 
@@ -104,7 +109,7 @@ class _Worker:
 
     @classmethod
     async def start(cls, settings: WorkerSettings) -> _Worker:
-        command = [sys.executable, "-m", "jpd.llm.local_worker_main", settings.model_dump_json()]
+        command = worker_command(settings)
         try:
             process = await anyio.open_process(
                 command,
@@ -128,23 +133,32 @@ class _Worker:
         try:
             body = await frames.receive_body(self._replies)
             return frames.REPLY.validate_json(body)
-        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
+        except (
+            anyio.IncompleteRead,
+            anyio.EndOfStream,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+        ):
             raise await self._gone() from None
         except (frames.FrameError, ValidationError) as exc:
             await self.kill()
             raise ProviderError(f"the local model's worker sent a malformed reply: {exc}") from exc
 
     async def _gone(self) -> WorkerGone:
-        with anyio.move_on_after(EXIT_TIMEOUT):
-            return WorkerGone(await self.process.wait())
-        await self.kill()  # closed its stdout but lives on: not a worker of ours any more
-        return WorkerGone(await self.process.wait())
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(EXIT_TIMEOUT):
+                await self.process.wait()
+            if self.process.returncode is None:
+                await self.kill()  # closed its stdout but lives on: not ours any more
+            await self.process.aclose()  # its pipes
+        assert self.process.returncode is not None
+        return WorkerGone(self.process.returncode)
 
     async def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
         with anyio.CancelScope(shield=True):
-            await self.process.wait()
+            await self.process.aclose()
 
     async def stop(self) -> None:
         """Close its stdin (it exits), then wait; kill it if it does not exit."""
@@ -152,7 +166,7 @@ class _Worker:
             with contextlib.suppress(OSError, anyio.BrokenResourceError):
                 await self._stdin.aclose()
             with anyio.move_on_after(EXIT_TIMEOUT):
-                await self.process.wait()
+                await self.process.aclose()
                 return
             log.warning("local model worker %d did not exit: killing it", self.process.pid)
             await self.kill()
@@ -277,16 +291,20 @@ class LocalWorkerProvider:
 
     async def _running(self) -> _Worker:
         worker = self._worker
-        if worker is not None and worker.process.returncode is None:
+        if worker is not None:
             # Close to its idle exit: a new one is as quick and never races it.
-            if time.monotonic() - worker.last_used < self._settings.idle_timeout - 1.0:
+            fresh = time.monotonic() - worker.last_used < self._settings.idle_timeout - 1.0
+            if fresh and worker.process.returncode is None:
                 return worker
+            self._worker = None
             await worker.stop()
         self._worker = await _Worker.start(self._settings)
         return self._worker
 
     async def _cancel(self, worker: _Worker, id_: int) -> None:
         """Stop generation `id_`, then `_finish` it."""
+        if worker.process.returncode is not None:
+            return  # died: nothing to stop or read
         with anyio.CancelScope(shield=True):
             try:
                 await worker.send(frames.Cancel(id=id_))
@@ -296,6 +314,8 @@ class LocalWorkerProvider:
 
     async def _finish(self, worker: _Worker, id_: int) -> None:
         """Read request `id_`'s replies up to its last (kill the worker on timeout)."""
+        if worker.process.returncode is not None:
+            return
         with anyio.CancelScope(shield=True):
             with anyio.move_on_after(CANCEL_TIMEOUT):
                 try:

@@ -21,11 +21,10 @@ import pytest
 import pytest_asyncio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from jpd.llm import local_frames as frames
 from jpd.llm.base import Finish, ModelRequest, StreamEvent, TextDelta, UsageEvent, UserMessage
 from jpd.llm.errors import ProviderError, ProviderUnavailable
 from jpd.llm.local import LocalProvider
-from jpd.llm.local_worker import PORTABLE_CMAKE_ARGS, LocalWorkerProvider, death_message
+from jpd.llm.local_worker import LocalWorkerProvider
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -221,36 +220,3 @@ async def test_worker_dies_with_its_parent_even_on_sigkill(tmp_path: Path) -> No
             process.kill()
             await process.wait()
     await _wait_gone(worker)
-
-
-def test_death_messages_name_the_signal_and_the_fix() -> None:
-    message = death_message(-signal.SIGILL)
-    assert message.startswith("the local model's worker process died of SIGILL")
-    assert f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}"' in message and "--no-cache-dir" in message
-    assert "died of signal 99" in death_message(-99)
-    assert "exited with status 3" in death_message(3)
-
-
-def test_install_commands_use_the_portable_build() -> None:
-    """The README and the test command build llama.cpp as the crash message says."""
-    assert PORTABLE_CMAKE_ARGS in (ROOT / "README.md").read_text()
-    assert PORTABLE_CMAKE_ARGS in (ROOT / "scripts" / "test.sh").read_text()
-
-
-def test_frames_round_trip_and_batch() -> None:
-    from jpd.llm.local_worker_main import _merge
-
-    batch = [
-        frames.Events(id=1, events=[TextDelta(text="a")]),
-        frames.Events(id=1, events=[TextDelta(text="b")]),
-        frames.Done(id=1),
-    ]
-    merged = _merge(list(batch))
-    assert merged == [
-        frames.Events(id=1, events=[TextDelta(text="a"), TextDelta(text="b")]),
-        batch[2],
-    ]
-    for frame in merged:
-        encoded = frames.encode(frame)
-        assert int.from_bytes(encoded[:4], "big") == len(encoded) - 4
-        assert frames.REPLY.validate_json(encoded[4:]) == frame
