@@ -20,7 +20,7 @@ _RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ \S+ (\w+) ")
 _SERIOUS = frozenset({"ERROR", "CRITICAL"})
 
 
-def _tail(path: str) -> list[str]:
+def _tail(path: str | os.PathLike[str]) -> list[str]:
     try:
         with open(path, "rb") as log:
             size = log.seek(0, os.SEEK_END)
@@ -32,7 +32,7 @@ def _tail(path: str) -> list[str]:
     return lines[1:] if size > TAIL_BYTES else lines  # the first may be cut
 
 
-def explain(path: str) -> list[str]:
+def explain(path: str | os.PathLike[str]) -> list[str]:
     """The last lines of log `path` that explain an end (empty: none do)."""
     lines = _tail(path)
     for index in range(len(lines) - 1, -1, -1):
@@ -59,7 +59,7 @@ def explain(path: str) -> list[str]:
     return [line for line in block if line.strip()]
 
 
-def died_message(what: str, path: str) -> str:
+def died_message(what: str, path: str | os.PathLike[str]) -> str:
     """`what` (how the connection ended), then the log lines that explain it."""
     lines = explain(path)
     if not lines:
