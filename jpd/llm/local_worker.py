@@ -40,6 +40,11 @@ PORTABLE_CMAKE_ARGS = (
     "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
 )
 """The llama.cpp build the README and scripts/test.sh install (README "Install")."""
+NO_AVX2_CMAKE_ARGS = (
+    "-DGGML_NATIVE=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF "
+    "-DGGML_BMI2=OFF"
+)
+"""For an x86-64 CPU without AVX2 (SSE 4.2 and older only): slower (README "Install")."""
 REINSTALL = (
     f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --force-reinstall --no-cache-dir '
     "--no-deps llama-cpp-python"
@@ -52,7 +57,7 @@ EXIT_TIMEOUT = 5.0
 _LIKELY = {
     signal.SIGILL: "the llama.cpp build uses CPU instructions this machine cannot run; "
     f"reinstall llama-cpp-python with {REINSTALL} (on a CPU without AVX2: "
-    'CMAKE_ARGS="-DGGML_NATIVE=OFF")',
+    f'CMAKE_ARGS="{NO_AVX2_CMAKE_ARGS}")',
     signal.SIGSEGV: "llama.cpp crashed: a damaged or unsupported model file, or a llama.cpp bug",
     signal.SIGBUS: "llama.cpp crashed: the model file changed or was truncated while mapped",
     signal.SIGABRT: "llama.cpp aborted on a failed check: an unsupported model file or a bug",
