@@ -133,3 +133,12 @@ async def test_worker_ends_when_idle(jpd_factory: StartJpd) -> None:
     _, events = await daemon.run_turn("Hi again.")
     assert events[-1]["event"]["stopReason"] in ("end_turn", "max_tokens")
     assert workers_of(daemon.process.pid) not in ([], [worker])
+
+
+async def test_worker_ends_with_a_daemon_that_stops(jpd_factory: StartJpd) -> None:
+    daemon = await jpd_factory(model=LOCAL, config="[assistant.model.parameters]\nmax_tokens = 4\n")
+    await daemon.initialize()
+    await daemon.run_turn("Hi.")
+    [worker] = workers_of(daemon.process.pid)
+    assert await daemon.stop() == 0
+    assert await gone(worker)
