@@ -10,6 +10,7 @@ with exactly one `Done` or `Failed`; a `CountTokens` ends with one `Count` or `F
 
 from __future__ import annotations
 
+import logging
 import struct
 from typing import Annotated, Literal
 
@@ -87,6 +88,21 @@ Reply = Annotated[Events | Done | Failed | Count, Field(discriminator="op")]
 
 COMMAND: TypeAdapter[Command] = TypeAdapter(Command)
 REPLY: TypeAdapter[Reply] = TypeAdapter(Reply)
+
+
+class WorkerSettings(BaseModel):
+    """How the daemon configures its worker (the `providers.local` section)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    parent: int
+    """The daemon's pid: the worker exits at once if it already has another parent."""
+    model_path: str | None = None
+    n_ctx: int = 2048
+    n_threads: int | None = None
+    seed: int = 0
+    idle_timeout: float = 600.0
+    log_level: int = logging.WARNING
 
 
 class FrameError(Exception):

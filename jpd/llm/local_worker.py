@@ -34,7 +34,6 @@ from pydantic import ValidationError
 from jpd.llm import local_frames as frames
 from jpd.llm.base import EventStream, ModelRequest, StreamEvent
 from jpd.llm.errors import ProviderError, ProviderUnavailable
-from jpd.llm.local_worker_main import WorkerSettings
 
 PORTABLE_CMAKE_ARGS = (
     "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
@@ -89,7 +88,7 @@ def death_message(returncode: int) -> str:
     return message + ". Other conversations go on; the next local turn starts a new worker"
 
 
-def worker_command(settings: WorkerSettings) -> list[str]:
+def worker_command(settings: frames.WorkerSettings) -> list[str]:
     """The worker's command line."""
     return [sys.executable, "-m", "jpd.llm.local_worker_main", settings.model_dump_json()]
 
@@ -113,7 +112,7 @@ class _Worker:
         self.last_used = time.monotonic()
 
     @classmethod
-    async def start(cls, settings: WorkerSettings) -> _Worker:
+    async def start(cls, settings: frames.WorkerSettings) -> _Worker:
         command = worker_command(settings)
         try:
             process = await anyio.open_process(
@@ -191,7 +190,7 @@ class LocalWorkerProvider:
         seed: int = 0,
         idle_timeout: float = 600.0,
     ) -> None:
-        self._settings = WorkerSettings(
+        self._settings = frames.WorkerSettings(
             parent=os.getpid(),
             model_path=None if model_path is None else str(model_path),
             n_ctx=n_ctx,

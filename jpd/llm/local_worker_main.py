@@ -2,7 +2,7 @@
 
 Started by the daemon (`jpd.llm.local_worker`) on the first local turn, so that a
 crash of llama.cpp's native code (a bad build, model file or driver) takes down only
-this process. SETTINGS is a JSON object (`WorkerSettings`). The worker serves the
+this process. SETTINGS is a JSON object (`local_frames.WorkerSettings`). The worker serves the
 frames of `jpd.llm.local_frames` on its stdin and stdout with an in-process
 `LocalProvider`, and ends:
 
@@ -30,7 +30,7 @@ from typing import BinaryIO
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.file import FileReadStream
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from jpd.llm import local_frames as frames
 from jpd.llm.errors import ProviderError, ProviderUnavailable
@@ -40,21 +40,6 @@ _PR_SET_PDEATHSIG = 1
 LOG_FORMAT = "%(asctime)s jpd-worker[%(process)d] %(levelname)s %(name)s: %(message)s"
 
 log = logging.getLogger(__name__)
-
-
-class WorkerSettings(BaseModel):
-    """How the daemon configures its worker (the `providers.local` section)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    parent: int
-    """The daemon's pid: the worker exits at once if it already has another parent."""
-    model_path: str | None = None
-    n_ctx: int = 2048
-    n_threads: int | None = None
-    seed: int = 0
-    idle_timeout: float = 600.0
-    log_level: int = logging.WARNING
 
 
 def die_with_parent(parent: int) -> None:
@@ -164,7 +149,7 @@ def _merge(batch: list[BaseModel]) -> list[BaseModel]:
 
 def main(argv: list[str]) -> None:
     """Serve the daemon; never returns normally."""
-    settings = WorkerSettings.model_validate_json(argv[0])
+    settings = frames.WorkerSettings.model_validate_json(argv[0])
     die_with_parent(settings.parent)
     # Terminal signals are the daemon's to handle; the daemon ends the worker itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

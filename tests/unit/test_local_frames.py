@@ -19,8 +19,9 @@ from jpd.llm import local_frames as frames
 from jpd.llm import local_worker
 from jpd.llm.base import ModelRequest, TextDelta, UserMessage
 from jpd.llm.errors import ProviderError
+from jpd.llm.local_frames import WorkerSettings
 from jpd.llm.local_worker import PORTABLE_CMAKE_ARGS, LocalWorkerProvider, death_message
-from jpd.llm.local_worker_main import WorkerSettings, _merge
+from jpd.llm.local_worker_main import _merge
 
 ROOT = Path(__file__).parents[2]
 REQUEST = ModelRequest(model="smollm2", messages=(UserMessage(content="hi"),))
