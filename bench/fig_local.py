@@ -68,7 +68,8 @@ class _Direct:
         start = time.perf_counter()
         first = last = 0.0
         count = 0
-        for token in llama.generate(prompt, temp=0.0, repeat_penalty=self._penalty):
+        tokens = llama.generate(prompt, temp=0.0, repeat_penalty=self._penalty)
+        for token in tokens:
             if self._model.is_end_of_generation(token):
                 break
             llama.detokenize([token])
@@ -77,6 +78,7 @@ class _Direct:
             count += 1
             if count >= self._max_tokens:
                 break
+        tokens.close()  # as the worker does
         return first - start, last - start, count
 
 
