@@ -3,7 +3,7 @@ measured in the same run, as ratios (medians of interleaved rounds).
 
 Run from the repository root (under a minute on 2 cores; `--quick` for fewer rounds):
 
-    python -m bench [--quick] [--only start,requests,tokens,fanout,history,context]
+    python -m bench [--quick] [--only start,requests,tokens,fanout,history,context,local]
 
 It starts its own fake Anthropic server (2,000 tokens, one SSE event each), private
 daemons on stdio and on temporary Unix sockets, and temporary data directories.
@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import fig_context, fig_history, fig_start, fig_stream  # noqa: E402
+from bench import fig_context, fig_history, fig_local, fig_start, fig_stream  # noqa: E402
 from bench.report import Row, print_table  # noqa: E402
 
-PARTS = ("start", "requests", "tokens", "fanout", "history", "context")
+PARTS = ("start", "requests", "tokens", "fanout", "history", "context", "local")
 
 
 def main() -> None:
@@ -77,6 +77,10 @@ def main() -> None:
             rows += fig_history.history(sub, base, 3, 3 if quick else 6)
         if "context" in parts:
             rows += fig_context.context(200)
+        if "local" in parts:
+            sub = home / "local"
+            sub.mkdir()
+            rows += fig_local.embedded(sub, base, 2 if quick else 7, 32 if quick else 128)
     print_table(rows)
 
 

@@ -10,17 +10,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import faulthandler
 import gc
 import logging
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import platformdirs
 
 from jpd.private import make_private_dir, restrict_umask
+
+if TYPE_CHECKING:
+    from logging.handlers import RotatingFileHandler
 
 LOG_FORMAT = "%(asctime)s jpd[%(process)d] %(levelname)s %(name)s: %(message)s"
 LOG_MAX_BYTES = 5 * 1024 * 1024
@@ -55,16 +59,10 @@ def _setup_logging(level: str, env: Mapping[str, str], listening: bool) -> Path 
     handlers: list[logging.Handler] = []
     log_file: Path | None = None
     if listening:
-        from logging.handlers import RotatingFileHandler  # stdio: stderr only
-
         directory = log_dir(env)
         try:
             make_private_dir(directory)
-            handlers.append(
-                RotatingFileHandler(
-                    directory / "jpd.log", maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS
-                )
-            )
+            handlers.append(_log_file_handler(directory / "jpd.log"))
             log_file = (directory / "jpd.log").absolute()
         except OSError as exc:
             print(f"jpd: warning: cannot log to {directory}: {exc}", file=sys.stderr)
@@ -72,7 +70,27 @@ def _setup_logging(level: str, env: Mapping[str, str], listening: bool) -> Path 
         handlers.append(logging.StreamHandler(sys.stderr))
     logging.basicConfig(level=level, format=LOG_FORMAT, handlers=handlers, force=True)
     logging.getLogger("pygls").setLevel(logging.WARNING)
+    if log_file is None:
+        # A daemon `jp` started on stdio has its stderr in the log.
+        faulthandler.enable(sys.stderr)
     return log_file
+
+
+def _log_file_handler(path: Path) -> RotatingFileHandler:
+    """The rotated log file, where a fatal signal's traceback also goes (`faulthandler`),
+    so that `jp` can show why the daemon went away."""
+    from logging.handlers import RotatingFileHandler  # stdio: stderr only
+
+    class FaultLoggingHandler(RotatingFileHandler):
+        def doRollover(self) -> None:
+            super().doRollover()
+            if self.stream is not None:  # the new file
+                faulthandler.enable(self.stream)
+
+    handler = FaultLoggingHandler(path, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS)
+    if handler.stream is not None:
+        faulthandler.enable(handler.stream)
+    return handler
 
 
 def main(argv: list[str] | None = None) -> int:

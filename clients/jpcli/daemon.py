@@ -156,7 +156,11 @@ class SocketDaemon:
 
     def died(self) -> DaemonError:
         """A one-line error for a connection the daemon dropped."""
-        return DaemonError(f"lost the connection to jpd on {self.path}; see {self.log_file}")
+        from jpcli.logtail import died_message
+
+        return DaemonError(
+            died_message(f"lost the connection to jpd on {self.path}", self.log_file)
+        )
 
     def close(self) -> None:
         """Close the connection; the daemon and its turns keep running."""

@@ -107,7 +107,9 @@ class StdioDaemon:
             except subprocess.TimeoutExpired:
                 code = None
         how = f"exit code {code}" if code is not None else "connection lost"
-        return DaemonError(f"daemon exited unexpectedly ({how}); see {self.log_file}")
+        from jpcli.logtail import died_message
+
+        return DaemonError(died_message(f"daemon exited unexpectedly ({how})", self.log_file))
 
     def close(self, timeout: float = 5.0) -> None:
         """Shut the daemon down politely (`shutdown`, `exit`), then wait; kill it if needed."""

@@ -128,6 +128,8 @@ class LocalProviderConfig(ConfigModel):
     n_ctx: Annotated[int, Field(gt=0)] = 2048
     n_threads: Annotated[int, Field(gt=0)] | None = None
     seed: int = 0
+    idle_timeout: Annotated[float, Field(gt=0)] = 600.0
+    """Seconds the model's worker process stays loaded after its last request."""
 
 
 class HostedProviderConfig(ConfigModel):

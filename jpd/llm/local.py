@@ -1,5 +1,8 @@
 """The `local` provider: an embedded GGUF model (default SmolLM2-135M) via llama-cpp-python.
 
+The daemon never loads it: it runs in the worker process (`jpd.llm.local_worker_main`),
+and the daemon's `local` provider is `jpd.llm.local_worker.LocalWorkerProvider`.
+
 Threading: llama.cpp calls block and a model context is not thread-safe, so every
 call on the model runs in an anyio worker thread, one short step at a time (loading,
 prompt setup, prompt chunks of 128 tokens, then one step per piece of text), and one

@@ -155,13 +155,14 @@ class ProviderRegistry:
                 f"the embedded model needs llama-cpp-python, which is not installed: {INSTALL_HINT}"
             )
         resolve_model_path(model_name, local.model_path)
-        from jpd.llm.local import LocalProvider
+        from jpd.llm.local_worker import LocalWorkerProvider
 
-        return LocalProvider(
+        return LocalWorkerProvider(
             model_path=local.model_path,
             n_ctx=local.n_ctx,
             n_threads=local.n_threads,
             seed=local.seed,
+            idle_timeout=local.idle_timeout,
         )
 
     async def aclose(self) -> None:

@@ -26,6 +26,8 @@ FIGURES = [
     "another client's turn/list p99 while turns run",
     "a later turn on that 100,000-event conversation",
     "tokens sent in 200 turns (6,000-char tool outputs, 32,000 window)",
+    "embedded model through jpd, first token",
+    "embedded model through jpd, tokens/s",
 ]
 
 
