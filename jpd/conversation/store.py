@@ -236,7 +236,7 @@ class ConversationStore:
             else:
                 stored = {id(event): line for line, event in pairs}
                 parts = [stored.get(id(e)) or dump_event(e).encode() for e in kept]
-            return b"[" + join_sliced(parts, b",") + b"]"
+            return b"".join((b"[", join_sliced(parts, b","), b"]"))  # see join_sliced
 
     def delete(self, conversation_id: str) -> None:
         """Remove a conversation's directory; raise `ConversationNotFound` if absent."""
