@@ -64,3 +64,25 @@ def test_parse_lines_slices_a_large_log_and_reports_lines_as_before(
     text = caplog.text
     assert "skipping invalid line 2" in text
     assert "skipping torn last line 4" in text
+
+
+class WholeLog(bytes):
+    """A log whose whole-buffer `split`/`count` fail the test: only slices may be used."""
+
+    def split(self, *args: object, **kwargs: object) -> list[bytes]:  # type: ignore[override]
+        raise AssertionError("split over the whole log")
+
+    def count(self, sub: object, start: object = None, end: object = None) -> int:  # type: ignore[override]
+        assert isinstance(start, int) and isinstance(end, int)
+        assert end - start <= logfile.SLICE_BYTES, "count over more than a slice"
+        return bytes(self[start:end]).count(b"\n")
+
+
+def test_parse_lines_never_splits_or_counts_the_whole_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each `split`/`count` call covers one slice, so the GIL is released between them."""
+    monkeypatch.setattr(logfile, "SLICE_BYTES", 64)
+    good = b'{"type":"chat_request","timestamp":"2026-01-01T00:00:00Z","content":"hi"}\n'
+    pairs = parse_lines(WholeLog(good * 30), "log")
+    assert len(pairs) == 30
