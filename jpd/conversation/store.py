@@ -41,6 +41,7 @@ from jpd.conversation.events import (
 from jpd.conversation.gc_pause import gc_paused
 from jpd.conversation.logfile import (
     count_lines,
+    drop_sliced,
     ends_with_newline,
     fsync_dir,
     fsync_file,
@@ -236,7 +237,11 @@ class ConversationStore:
             else:
                 stored = {id(event): line for line, event in pairs}
                 parts = [stored.get(id(e)) or dump_event(e).encode() for e in kept]
-            return b"".join((b"[", join_sliced(parts, b","), b"]"))  # see join_sliced
+            encoded = b"".join((b"[", join_sliced(parts, b","), b"]"))  # see join_sliced
+            del kept, events  # the pairs hold the last references: free them in slices
+            drop_sliced(parts)
+            drop_sliced(pairs)
+            return encoded
 
     def delete(self, conversation_id: str) -> None:
         """Remove a conversation's directory; raise `ConversationNotFound` if absent."""

@@ -86,3 +86,10 @@ def test_parse_lines_never_splits_or_counts_the_whole_log(
     good = b'{"type":"chat_request","timestamp":"2026-01-01T00:00:00Z","content":"hi"}\n'
     pairs = parse_lines(WholeLog(good * 30), "log")
     assert len(pairs) == 30
+
+
+@pytest.mark.parametrize("n", [0, 1, 1999, 2000, 2001, 4500])
+def test_drop_sliced_empties_the_list(n: int) -> None:
+    items = list(range(n))
+    logfile.drop_sliced(items)
+    assert items == []
