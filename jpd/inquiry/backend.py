@@ -17,6 +17,9 @@ result for each of them, and the question. The model answers through the
   or select's values pinned through `ModelRequest.pinned_arguments` (its grammar): a
   small model cannot be relied on to copy a long id. The prompt and tools stay the
   parent's.
+- `openai-compatible` (maybe a small model behind a llama.cpp-style server): hosted on
+  the first attempt; the attempts after a miss or an invalid answer pin the answer in a
+  response format (`PINS_ON_RETRY`).
 
 Nothing of this is persisted except the inquiry request/response pair the router
 writes.
@@ -29,6 +32,7 @@ trimmed to that model's context when config knows it (see `trim.py`).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -103,10 +107,12 @@ class LlmInquiryBackend:
                 request, reasoning = forced_tool.without_reasoning(request), True
             reply = await self._collect(provider, request)
             text, call = reply.text, reply.call
+            if call is None and request.pinned_arguments is not None:
+                call = _call_in_text(reply.text)
             if call is None:
-                if request.tool_choice != forced:
+                if request.tool_choice != forced and request.pinned_arguments is None:
                     # The parent's choice let it answer otherwise: ask once more, forced.
-                    parent = parent.model_copy(update={"tool_choice": forced})
+                    parent = _retry_request(provider, parent, ctx)
                     if reply.text or reply.reasoning:
                         messages.append(reply.message())
                         messages.append(llm.UserMessage(content=missed_note(ctx)))
@@ -129,6 +135,8 @@ class LlmInquiryBackend:
                 invalid += 1
                 if invalid > MAX_INVALID_RETRIES:
                     raise BackendError(f"no valid answer after {invalid} attempts: {exc}") from exc
+                if PINS_ON_RETRY.get(provider.name) and request.pinned_arguments is None:
+                    parent = _retry_request(provider, parent, ctx)
                 messages.append(
                     llm.AssistantMessage(
                         content=text,
@@ -275,6 +283,36 @@ def pinned_arguments(ctx: QuestionContext) -> dict[str, Any]:
         "required": ["inquiry_id", "answer"],
         "additionalProperties": False,
     }
+
+
+# Providers whose retries pin the answer in a response format (a grammar on llama.cpp-
+# style servers) after the first, cache-preserving attempt missed: `openai-compatible`
+# may be a small local model that cannot copy a long id.
+PINS_ON_RETRY = {"openai-compatible": True}
+
+
+def _retry_request(
+    provider: llm.Provider, parent: llm.ModelRequest, ctx: QuestionContext
+) -> llm.ModelRequest:
+    """The request for the attempts after a miss: `answer_inquiry` forced, or where the
+    provider pins on retry, the answer decoded under `pinned_arguments` as JSON text
+    (`tool_choice` `none`: a forced tool's own schema would override the pin)."""
+    if PINS_ON_RETRY.get(provider.name):
+        return parent.model_copy(
+            update={"tool_choice": llm.ToolChoiceNone(), "pinned_arguments": pinned_arguments(ctx)}
+        )
+    return parent.model_copy(update={"tool_choice": llm.ToolChoiceTool(name=ANSWER_INQUIRY)})
+
+
+def _call_in_text(text: str) -> llm.ToolCallEvent | None:
+    """The `answer_inquiry` arguments a pinned response format produced as JSON text."""
+    try:
+        arguments = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(arguments, dict):
+        return None
+    return llm.ToolCallEvent(id="answer_inquiry_text", name=ANSWER_INQUIRY, arguments=arguments)
 
 
 def missed_note(ctx: QuestionContext) -> str:

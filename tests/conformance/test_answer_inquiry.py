@@ -28,13 +28,16 @@ from jpd.llm.base import (
     Finish,
     ModelRequest,
     StreamEvent,
+    TextDelta,
     ToolCallEvent,
     ToolCallPart,
     ToolChoiceAuto,
+    ToolChoiceNone,
     ToolChoiceTool,
     ToolResultMessage,
     UserMessage,
 )
+from jpd.llm.openai_request import build_body
 from jpd.protocol.question import Question
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
@@ -308,3 +311,27 @@ async def test_the_second_ask_of_a_question_is_attempt_2_and_the_model_answers_t
         ("call_1.go.1", "answered", True),
         ("call_1.go.2", "answered", True),
     ]
+
+
+async def test_openai_compatible_pins_the_retry_in_a_response_format() -> None:
+    """protocol.md 10.4: on `openai-compatible` (maybe a small model behind a llama.cpp
+    server) the first try keeps the parent's prefix; the retry after an invalid answer
+    decodes the answer under `pinned_arguments` as JSON text (`tool_choice` `none`),
+    tools unchanged."""
+    pinned_text = '{"inquiry_id": "call_1.go.1", "answer": "false"}'
+    provider = ChoiceProvider(
+        call("answer_inquiry", "perhaps"),
+        lambda request: [TextDelta(text=pinned_text), Finish(reason="end_turn")],
+        name="openai-compatible",
+    )
+    parent = parent_request()
+
+    assert await ask_assistant(provider, parent) is False
+
+    first, retry = provider.requests
+    assert first.pinned_arguments is None and first.tool_choice == parent.tool_choice
+    assert retry.pinned_arguments == PINNED and retry.tool_choice == ToolChoiceNone()
+    assert retry.tools == parent.tools
+    body = build_body(retry, compatible=True)
+    assert body["response_format"] == {"type": "json_object", "schema": PINNED}
+    assert "response_format" not in build_body(first, compatible=True)
