@@ -34,6 +34,7 @@ from jpd.llm.base import (
     AssistantMessage,
     ModelRequest,
     ToolCallPart,
+    ToolChoiceTool,
     ToolResultMessage,
     UserMessage,
 )
@@ -238,6 +239,8 @@ def cache_blocks(body: dict[str, Any], *, turn_before: bool) -> list[tuple[bytes
     """
     out = [(encode(strip_markers(t)), "cache_control" in t) for t in body["tools"]]
     out += [(encode(strip_markers(b)), "cache_control" in b) for b in body.get("system", [])]
+    # Anthropic keys cached messages on `tool_choice` too: a change misses them all.
+    out.append((encode(body.get("tool_choice")), False))
     turns = body["messages"]
     for index, turn in enumerate(turns):
         for position, block in enumerate(turn["content"]):
@@ -280,6 +283,36 @@ def uncached(
     for body in before:
         cache.send(cache_blocks(body, turn_before=turn_before))
     return sum(cache.send(cache_blocks(b, turn_before=turn_before)) for b in requests)
+
+
+def uncached_share(before: list[dict[str, Any]], body: dict[str, Any]) -> tuple[int, int]:
+    """(input bytes of `body` not read from cache once `before` filled it, all its input
+    bytes), with the builder's breakpoints."""
+    cache = PromptCache()
+    for earlier in before:
+        cache.send(cache_blocks(earlier, turn_before=False))
+    blocks = cache_blocks(body, turn_before=False)
+    return cache.send(blocks), sum(len(content) for content, _ in blocks)
+
+
+def pinned_as_before(side: ModelRequest, inquiry_id: str) -> ModelRequest:
+    """`side` as sent before RFD 033 was restored: `answer_inquiry` forced and its
+    schema pinned (`enum`) to the inquiry's id and a boolean's values."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "inquiry_id": {"type": "string", "enum": [inquiry_id]},
+            "answer": {"type": "string", "enum": ["true", "false"]},
+        },
+        "required": ["inquiry_id", "answer"],
+        "additionalProperties": False,
+    }
+    tools = tuple(
+        t.model_copy(update={"parameters": schema}) if t.name == "answer_inquiry" else t
+        for t in side.tools
+    )
+    forced = ToolChoiceTool(name="answer_inquiry")
+    return side.model_copy(update={"tools": tools, "tool_choice": forced})
 
 
 def with_messages(parent: ModelRequest, *messages: Any) -> dict[str, Any]:
@@ -335,6 +368,10 @@ def report_tokens(lines: list[str]) -> None:
             uncached(before, [old_ask, old_body], turn_before=turn_before) - base,
         )
 
+    inquiry_id = question.content.split('inquiry_id "')[1].split('"')[0]
+    side_miss, side_all = uncached_share(before, side_body)
+    pin_miss, pin_all = uncached_share(before, build_body(pinned_as_before(side, inquiry_id)))
+
     args_chars = len(json.dumps(call.arguments))
     print(f"(a) tool arguments: {args_chars:,} chars (~{args_chars // 4:,} tokens)")
     print(f"    inquiry appends: paused result + question = {new:,} B (~{tokens(new):,} tokens)")
@@ -365,6 +402,12 @@ def report_tokens(lines: list[str]) -> None:
             f"      {label}: ~{tokens(new_extra):,} vs ~{tokens(old_extra):,} tokens "
             f"(ratio {new_extra / old_extra:.3f})"
         )
+    print(
+        f"    uncached share of the side request (modelled Anthropic cache after the parent): "
+        f"{side_miss / side_all:.3f} (~{tokens(side_miss):,} of ~{tokens(side_all):,} tokens); "
+        f"forced and pinned as before RFD 033 was restored: {pin_miss / pin_all:.3f} "
+        f"(~{tokens(pin_miss):,} tokens)"
+    )
     print(
         f"      (the asking call itself is ~{tokens(asking_bytes):,} tokens; the old pattern "
         f"also has the model generate ~{tokens(recall):,} output tokens for the re-call)"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -12,6 +14,13 @@ from jpd.conversation.events import Event, parse_event
 from jpd.conversation.gc_pause import gc_paused
 
 log = logging.getLogger(__name__)
+
+# A whole-log `split`, `count` or `join` is one C call that holds the GIL for tens of
+# milliseconds on a 100,000-event log (the split allocates every line at once), and
+# every other client's request waits behind it although the load runs in a worker
+# thread. Done a slice of about this many bytes at a time, the interpreter can switch
+# threads between slices.
+SLICE_BYTES = 256 * 1024
 
 
 def parse_log(data: bytes, source: str) -> list[Event]:
@@ -21,25 +30,69 @@ def parse_log(data: bytes, source: str) -> list[Event]:
     mid-append); an invalid line elsewhere is reported with its 1-based line number.
     Either way every other event is kept. Blank lines are ignored.
     """
-    return [event for _, event in parse_lines(data, source)]
+    pairs = parse_lines(data, source)
+    events = [event for _, event in pairs]
+    drop_sliced(pairs)  # its lines
+    return events
 
 
 def parse_lines(data: bytes, source: str) -> list[tuple[bytes, Event]]:
     """As `parse_log`, each event with the stored line it was read from."""
     events: list[tuple[bytes, Event]] = []
-    lines = data.split(b"\n")
-    last = len(lines) - 1  # the segment after the final newline; b"" in a clean file
-    with gc_paused(len(lines)):  # no collector pauses for other clients (see gc_pause)
-        for index, raw in enumerate(lines):
+    with gc_paused(count_lines(data)):  # no collector pauses for other clients (see gc_pause)
+        for index, raw, terminated in split_lines(data):
             line = raw.strip()
             if not line:
                 continue
             try:
                 events.append((line, parse_event(line)))
             except ValueError as exc:  # pydantic.ValidationError is a ValueError
-                what = "torn last line" if index == last else "invalid line"
+                what = "invalid line" if terminated else "torn last line"
                 log.warning("%s: skipping %s %d: %s", source, what, index + 1, _describe(exc))
     return events
+
+
+def split_lines(data: bytes, slice_bytes: int | None = None) -> Iterator[tuple[int, bytes, bool]]:
+    """`data.split(b"\\n")` a slice at a time (see `SLICE_BYTES`): each line's 0-based
+    index, its bytes, and whether a newline ends it (only a torn last line has none).
+    The empty segment after a final newline is not a line."""
+    step = slice_bytes or SLICE_BYTES
+    index = pos = 0
+    size = len(data)
+    while pos < size:
+        cut = data.find(b"\n", min(pos + step, size - 1))
+        end = size if cut < 0 else cut + 1
+        lines = data[pos:end].split(b"\n")
+        tail = lines.pop()  # b"" after the slice's final newline, else the torn last line
+        for line in lines:
+            yield index, line, True
+            index += 1
+        if tail:
+            yield index, tail, False
+        pos = end
+
+
+def count_lines(data: bytes, slice_bytes: int | None = None) -> int:
+    """`data.count(b"\\n")`, a slice at a time (see `SLICE_BYTES`)."""
+    step = slice_bytes or SLICE_BYTES
+    return sum(data.count(b"\n", i, i + step) for i in range(0, len(data), step))
+
+
+def join_sliced(parts: list[bytes], sep: bytes, slice_items: int = 2_000) -> bytes:
+    """`sep.join(parts)`, joined a slice of parts at a time (see `SLICE_BYTES`); the
+    last join copies a few large pieces, which `bytes.join` does without the GIL once
+    the result reaches 1 MiB."""
+    pieces = [sep.join(parts[i : i + slice_items]) for i in range(0, len(parts), slice_items)]
+    return sep.join(pieces)
+
+
+def drop_sliced(items: list[Any], slice_items: int = 2_000) -> None:
+    """Empty `items` a slice at a time. When a list holds the last references to a
+    loaded log's 100,000 events, letting it go frees them all in one C call that holds
+    the GIL for 30-40 ms (more on a slower machine); in slices, other threads run in
+    between."""
+    while items:
+        del items[-slice_items:]
 
 
 def _describe(exc: ValueError) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from jpd.conversation.events import ChatRequest, Event, TurnStart
-from jpd.conversation.logfile import parse_log
+from jpd.conversation.logfile import drop_sliced, parse_log
 from jpd.conversation.paths import EVENTS_FILE, METADATA_FILE
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,9 @@ def load_record(directory: Path, conversation_id: str) -> tuple[MetaRecord, bool
     data = path.read_bytes()
     mtime = datetime.fromtimestamp(stat.st_mtime, UTC)
     events = parse_log(data, str(path))
-    return record_from_events(conversation_id, events, len(data), mtime), False
+    record = record_from_events(conversation_id, events, len(data), mtime)
+    drop_sliced(events)  # see drop_sliced
+    return record, False
 
 
 def write_record(path: Path, record: MetaRecord) -> bool:

@@ -40,9 +40,12 @@ from jpd.conversation.events import (
 )
 from jpd.conversation.gc_pause import gc_paused
 from jpd.conversation.logfile import (
+    count_lines,
+    drop_sliced,
     ends_with_newline,
     fsync_dir,
     fsync_file,
+    join_sliced,
     parse_lines,
     parse_log,
 )
@@ -214,7 +217,7 @@ class ConversationStore:
         log of a turn still running, where unanswered tool calls are expected).
         """
         data, source = self._read(validate_id(conversation_id))
-        with gc_paused(data.count(b"\n")):  # see gc_pause: no collector pauses for others
+        with gc_paused(count_lines(data)):  # see gc_pause: no collector pauses for others
             events = parse_log(data, source)
             return sanitize(events) if sanitized else events
 
@@ -225,7 +228,7 @@ class ConversationStore:
         decode/re-encode); only events it adds or changes are encoded.
         """
         data, source = self._read(validate_id(conversation_id))
-        with gc_paused(data.count(b"\n")):  # see gc_pause: no collector pauses for others
+        with gc_paused(count_lines(data)):  # see gc_pause: no collector pauses for others
             pairs = parse_lines(data, source)
             events = [event for _, event in pairs]
             kept = sanitize(events)
@@ -234,7 +237,11 @@ class ConversationStore:
             else:
                 stored = {id(event): line for line, event in pairs}
                 parts = [stored.get(id(e)) or dump_event(e).encode() for e in kept]
-            return b"[" + b",".join(parts) + b"]"
+            encoded = b"".join((b"[", join_sliced(parts, b","), b"]"))  # see join_sliced
+            del kept, events  # the pairs hold the last references: free them in slices
+            drop_sliced(parts)
+            drop_sliced(pairs)
+            return encoded
 
     def delete(self, conversation_id: str) -> None:
         """Remove a conversation's directory; raise `ConversationNotFound` if absent."""

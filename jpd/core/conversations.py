@@ -106,6 +106,7 @@ class Conversations:
             self.histories.move_to_end(conversation_id)
             return history
         from jpd.conversation.gc_pause import gc_paused
+        from jpd.conversation.logfile import drop_sliced
         from jpd.llm.history import MessageHistory
 
         check_id(conversation_id)
@@ -113,7 +114,9 @@ class Conversations:
         def build() -> MessageHistory:
             events = self.store.load(conversation_id)
             with gc_paused(len(events)):  # no collector pauses for other clients
-                return MessageHistory(events)
+                history = MessageHistory(events)
+            drop_sliced(events)  # not freed all at once on return (see drop_sliced)
+            return history
 
         try:
             await self.recover(conversation_id)  # closes a turn a stopped daemon left

@@ -4,13 +4,25 @@ a side request built on the parent request.
 The side request is the parent turn's last request (same system prompt and earlier
 messages), plus the assistant message with this response's tool calls, a "paused"
 result for each of them, and the question. The model answers through the
-`answer_inquiry` tool, forced, whose schema is pinned (`enum`) to this inquiry's id
-and, for a boolean or a select, its answer values: small models cannot be relied on to
-copy a long id, and constrained decoding (the embedded model) then cannot produce
-another. For every provider, from the first try. The pinned tools differ from the
-parent's, so on a hosted provider whose prompt cache starts with the tools the side
-request is a cache miss (the turn's own requests keep their cache). Nothing of this is
-persisted except the inquiry request/response pair the router writes.
+`answer_inquiry` tool. Two ways, by what the provider can do (RFD 033):
+
+- A hosted provider (`anthropic`, `openai`, `openai-compatible`) caches the request's
+  prefix (tools, system, messages; Anthropic also keys messages on `tool_choice`), so
+  the first attempt keeps the parent's tools and `tool_choice` byte for byte: only the
+  question is uncached. An answer without the call is followed by one request forcing
+  `answer_inquiry`; an invalid answer (wrong id, wrong value) goes back as an error
+  result and is asked again.
+- A provider that constrains decoding (`Provider.constrains_decoding`: the embedded
+  model) gets `answer_inquiry` forced from the first try, with the id and a boolean's
+  or select's values pinned through `ModelRequest.pinned_arguments` (its grammar): a
+  small model cannot be relied on to copy a long id. The prompt and tools stay the
+  parent's.
+- `openai-compatible` (maybe a small model behind a llama.cpp-style server): hosted on
+  the first attempt; the attempts after a miss or an invalid answer pin the answer in a
+  response format (`PINS_ON_RETRY`).
+
+Nothing of this is persisted except the inquiry request/response pair the router
+writes.
 
 The inquiry assistant (protocol.md 10.4: a question's table `target`, then
 `conversation.inquiry.assistant`, then `assistant`) is laid over the parent request:
@@ -20,6 +32,7 @@ trimmed to that model's context when config knows it (see `trim.py`).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +40,7 @@ from typing import Any, Protocol
 
 from jpd.config import Config, ConfigError
 from jpd.config.models import AssistantConfig, PartialAssistantConfig
-from jpd.inquiry.answer_tool import ANSWER_INQUIRY, ANSWER_INQUIRY_TOOL
+from jpd.inquiry.answer_tool import ANSWER_INQUIRY
 from jpd.inquiry.router import BackendError, QuestionContext
 from jpd.inquiry.trim import context_limit, fit_history
 from jpd.llm import base as llm
@@ -80,12 +93,11 @@ class LlmInquiryBackend:
         if limit is not None:
             history = fit_history(history, tail, parent, limit)
         messages = [*history, *tail]
-        parent = parent.model_copy(
-            update={
-                "tools": specialised_tools(parent.tools, ctx),
-                "tool_choice": llm.ToolChoiceTool(name=ANSWER_INQUIRY),
-            }
-        )
+        forced = llm.ToolChoiceTool(name=ANSWER_INQUIRY)
+        if provider.constrains_decoding:
+            parent = parent.model_copy(
+                update={"tool_choice": forced, "pinned_arguments": pinned_arguments(ctx)}
+            )
         invalid = 0
         retried = False  # the one retry without reasoning (protocol.md 9.2)
         reasoning = True
@@ -95,15 +107,22 @@ class LlmInquiryBackend:
                 request, reasoning = forced_tool.without_reasoning(request), True
             reply = await self._collect(provider, request)
             text, call = reply.text, reply.call
+            if call is None and request.pinned_arguments is not None:
+                call = _call_in_text(reply.text)
             if call is None:
+                if request.tool_choice != forced and request.pinned_arguments is None:
+                    # The parent's choice let it answer otherwise: ask once more, forced.
+                    parent = _retry_request(provider, parent, ctx)
+                    if reply.text or reply.reasoning:
+                        messages.append(reply.message())
+                        messages.append(llm.UserMessage(content=missed_note(ctx)))
+                    log.info("inquiry %s: answer_inquiry not called; forced", ctx.inquiry_id)
+                    continue
                 if not retried and forced_tool.soft_forced(provider, request):
                     # Softened and missed: keep the answer, say so, retry without reasoning.
                     retried, reasoning = True, False
                     messages.append(reply.message())
-                    note = forced_tool.retry_note(ANSWER_INQUIRY)
-                    messages.append(
-                        llm.UserMessage(content=f'{note} Use inquiry_id "{ctx.inquiry_id}".')
-                    )
+                    messages.append(llm.UserMessage(content=missed_note(ctx)))
                     log.info(
                         "inquiry %s: forced answer_inquiry retried without reasoning",
                         ctx.inquiry_id,
@@ -116,6 +135,8 @@ class LlmInquiryBackend:
                 invalid += 1
                 if invalid > MAX_INVALID_RETRIES:
                     raise BackendError(f"no valid answer after {invalid} attempts: {exc}") from exc
+                if PINS_ON_RETRY.get(provider.name) and request.pinned_arguments is None:
+                    parent = _retry_request(provider, parent, ctx)
                 messages.append(
                     llm.AssistantMessage(
                         content=text,
@@ -246,15 +267,14 @@ def changed_settings(turn: AssistantConfig, inquiry: AssistantConfig) -> dict[st
     return {field: new for field, (old, new) in pairs.items() if new != old}
 
 
-def specialised_tools(
-    tools: tuple[llm.ToolDefinition, ...], ctx: QuestionContext
-) -> tuple[llm.ToolDefinition, ...]:
-    """`tools` with `answer_inquiry` narrowed to this inquiry's id and answer values."""
+def pinned_arguments(ctx: QuestionContext) -> dict[str, Any]:
+    """The `answer_inquiry` arguments schema narrowed to this inquiry's id and, for a
+    boolean or a select, its answer values: decoded under, never shown to the model."""
     answer: dict[str, Any] = {"type": "string"}
     choices = ctx.question.answer_type.choices()
     if choices is not None:
         answer["enum"] = choices
-    schema = {
+    return {
         "type": "object",
         "properties": {
             "inquiry_id": {"type": "string", "enum": [ctx.inquiry_id]},
@@ -263,8 +283,41 @@ def specialised_tools(
         "required": ["inquiry_id", "answer"],
         "additionalProperties": False,
     }
-    narrowed = ANSWER_INQUIRY_TOOL.model_copy(update={"parameters": schema})
-    return tuple(narrowed if t.name == ANSWER_INQUIRY else t for t in tools)
+
+
+# Providers whose retries pin the answer in a response format (a grammar on llama.cpp-
+# style servers) after the first, cache-preserving attempt missed: `openai-compatible`
+# may be a small local model that cannot copy a long id.
+PINS_ON_RETRY = {"openai-compatible": True}
+
+
+def _retry_request(
+    provider: llm.Provider, parent: llm.ModelRequest, ctx: QuestionContext
+) -> llm.ModelRequest:
+    """The request for the attempts after a miss: `answer_inquiry` forced, or where the
+    provider pins on retry, the answer decoded under `pinned_arguments` as JSON text
+    (`tool_choice` `none`: a forced tool's own schema would override the pin)."""
+    if PINS_ON_RETRY.get(provider.name):
+        return parent.model_copy(
+            update={"tool_choice": llm.ToolChoiceNone(), "pinned_arguments": pinned_arguments(ctx)}
+        )
+    return parent.model_copy(update={"tool_choice": llm.ToolChoiceTool(name=ANSWER_INQUIRY)})
+
+
+def _call_in_text(text: str) -> llm.ToolCallEvent | None:
+    """The `answer_inquiry` arguments a pinned response format produced as JSON text."""
+    try:
+        arguments = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(arguments, dict):
+        return None
+    return llm.ToolCallEvent(id="answer_inquiry_text", name=ANSWER_INQUIRY, arguments=arguments)
+
+
+def missed_note(ctx: QuestionContext) -> str:
+    """The user message after an answer that did not call `answer_inquiry`."""
+    return f'{forced_tool.retry_note(ANSWER_INQUIRY)} Use inquiry_id "{ctx.inquiry_id}".'
 
 
 def question_prompt(ctx: QuestionContext) -> str:

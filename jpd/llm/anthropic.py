@@ -73,6 +73,7 @@ class AnthropicProvider:
 
     name = "anthropic"
     refuses_forced_tool_with_reasoning = True
+    constrains_decoding = False
 
     def __init__(
         self,

@@ -101,6 +101,10 @@ class ModelRequest(_Model):
     reasoning_effort: Literal["off", "low", "medium", "high"] = "off"
     reasoning_budget: int | None = None
     """Token budget for extended thinking where the provider takes one."""
+    pinned_arguments: dict[str, Any] | None = None
+    """A JSON schema the forced tool's arguments are decoded under, narrower than the
+    tool's own, by a provider that `constrains_decoding` (others ignore it). Never part
+    of the prompt: the tools the model reads stay as they are (protocol.md 10.4)."""
 
 
 # --- events a provider yields ------------------------------------------------------
@@ -165,6 +169,10 @@ class Provider(Protocol):
     """Its API refuses a forced tool choice while reasoning is on: such a request is
     sent softened and its sender retries a miss once without reasoning (protocol.md
     9.2, `jpd.llm.forced_tool`)."""
+    constrains_decoding: bool
+    """It decodes a forced tool's arguments under a grammar and honours
+    `ModelRequest.pinned_arguments` (the embedded model); the inquiry backend pins
+    answers only there (protocol.md 10.4)."""
 
     def stream(self, request: ModelRequest) -> EventStream:
         """Run one model call: `async with provider.stream(request) as events`, then

@@ -237,6 +237,7 @@ class LocalProvider:
 
     name = "local"
     refuses_forced_tool_with_reasoning = False
+    constrains_decoding = True
 
     def __init__(
         self,

@@ -119,7 +119,9 @@ def tool_plan(request: ModelRequest) -> ToolPlan | None:
             "Reply with only the JSON object of its arguments, matching this JSON schema:\n"
             f"{json.dumps(tool.parameters, ensure_ascii=False)}"
         )
-        return ToolPlan(instruction=instruction, schema=tool.parameters, tools=tools)
+        # A pinned schema narrows only the grammar; the instruction shows the tool's own.
+        pinned = request.pinned_arguments or tool.parameters
+        return ToolPlan(instruction=instruction, schema=pinned, tools=tools)
     listing = "\n".join(
         f"- `{t.name}`: {t.description} Arguments schema: "
         f"{json.dumps(t.parameters, ensure_ascii=False)}"

@@ -87,6 +87,7 @@ class OpenAIProvider:
     ) -> None:
         self.name = name
         self.refuses_forced_tool_with_reasoning = False
+        self.constrains_decoding = False
         self._compatible = name != "openai"
         self._env = env if env is not None else os.environ
         if not self._compatible:

@@ -39,6 +39,10 @@ def build_body(request: ModelRequest, *, compatible: bool = False) -> Obj:
         body["temperature"] = request.temperature
     if request.reasoning_effort != "off":
         body["reasoning_effort"] = request.reasoning_effort
+    if compatible and request.pinned_arguments is not None:
+        # llama.cpp-style servers decode under this schema (a grammar): the answer comes
+        # as JSON text, and neither the tools nor the messages change.
+        body["response_format"] = {"type": "json_object", "schema": request.pinned_arguments}
     body["stream"] = True
     # Without this the stream carries no token counts at all.
     body["stream_options"] = {"include_usage": True}

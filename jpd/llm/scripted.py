@@ -94,6 +94,7 @@ class ScriptedProvider:
 
     name = "test"
     refuses_forced_tool_with_reasoning = False
+    constrains_decoding = False
 
     def __init__(self, script: Script, record: Path | None = None) -> None:
         self._script = script

@@ -183,7 +183,8 @@ async def conversation_get(
     # The stored events are spliced into the answer as they are (no decode/re-encode);
     # the shape is `ConversationGetResult`'s.
     head = json.dumps({"conversationId": p.conversation_id})[:-1].encode()
-    return EncodedResult(head + b', "events": ' + events + b"}")
+    # One copy, made by `bytes.join` without the GIL (see framing.encode_frame).
+    return EncodedResult(b"".join((head, b', "events": ', events, b"}")))
 
 
 async def conversation_delete(

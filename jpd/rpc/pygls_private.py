@@ -34,6 +34,6 @@ class EncodedResultProtocol(JsonRPCProtocol):
     ) -> None:
         if error is None and isinstance(result, EncodedResult) and self.writer is not None:
             head = b'{"jsonrpc": "2.0", "id": %s, "result": ' % json.dumps(msg_id).encode()
-            self.writer.write(head + result.json + b"}")
+            self.writer.write(b"".join((head, result.json, b"}")))  # see framing.encode_frame
             return
         super()._send_response(msg_id, result=result, error=error)

@@ -24,15 +24,20 @@ from jpd.core.turn_tools import make_coordinator
 from jpd.inquiry.backend import LlmInquiryBackend
 from jpd.inquiry.router import BackendError
 from jpd.llm.base import (
+    AssistantMessage,
     Finish,
     ModelRequest,
     StreamEvent,
+    TextDelta,
     ToolCallEvent,
     ToolCallPart,
+    ToolChoiceAuto,
+    ToolChoiceNone,
     ToolChoiceTool,
     ToolResultMessage,
     UserMessage,
 )
+from jpd.llm.openai_request import build_body
 from jpd.protocol.question import Question
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
@@ -47,6 +52,7 @@ from tests.fixtures.choice_provider import (
     call,
     parent_request,
     question,
+    text,
 )
 from tests.unit.fakes import Clients, FakeLog
 
@@ -73,13 +79,6 @@ def asked_ids(provider: ChoiceProvider) -> list[str]:
         asked = [m for m in request.messages if isinstance(m, UserMessage)][-1]
         out.append(asked.content.split('inquiry_id "')[1].split('"')[0])
     return out
-
-
-def pinned_ids(request: ModelRequest) -> list[str] | None:
-    """The `enum` the request's `answer_inquiry` schema pins `inquiry_id` to, if any."""
-    [tool] = [t for t in request.tools if t.name == "answer_inquiry"]
-    enum: list[str] | None = tool.parameters["properties"]["inquiry_id"].get("enum")
-    return enum
 
 
 # --- the answer itself (protocol.md 10.4) ---------------------------------------------
@@ -111,33 +110,54 @@ async def test_an_invalid_answer_is_retried_at_most_twice_then_the_backend_fails
     assert len(provider.requests) == 3
 
 
-PROVIDERS = ["anthropic", "openai", "openai-compatible", "local"]
+HOSTED = ["anthropic", "openai", "openai-compatible"]
+PINNED = {
+    "type": "object",
+    "properties": {
+        "inquiry_id": {"type": "string", "enum": ["call_1.go.1"]},
+        "answer": {"type": "string", "enum": ["true", "false"]},
+    },
+    "required": ["inquiry_id", "answer"],
+    "additionalProperties": False,
+}
 
 
-@pytest.mark.parametrize("name", PROVIDERS)
-async def test_every_provider_forces_and_pins_answer_inquiry_from_the_first_try(
+@pytest.mark.parametrize("name", HOSTED)
+async def test_a_hosted_provider_gets_the_parents_tools_and_tool_choice_unpinned(
     name: str,
 ) -> None:
-    """protocol.md 10.4: for every provider, the first side request forces
-    `answer_inquiry` and pins `inquiry_id` (and a boolean's values) with `enum`; the
-    other tools are the turn's."""
+    """protocol.md 10.4 (RFD 033): on a hosted provider the first side request keeps the
+    parent's tools and `tool_choice` as they are and pins nothing, so its prefix is the
+    parent's cached one."""
     provider = ChoiceProvider(name=name)
+    parent = parent_request()
 
-    assert await ask_assistant(provider, parent_request()) is True
+    assert await ask_assistant(provider, parent) is True
+
+    [first] = provider.requests
+    assert first.tools == parent.tools and first.tool_choice == parent.tool_choice
+    assert first.pinned_arguments is None
+    assert first.messages[: len(parent.messages)] == parent.messages
+
+
+async def test_the_embedded_model_is_forced_and_pinned_without_changing_the_tools() -> None:
+    """protocol.md 10.4: a provider that constrains decoding (the embedded model) gets
+    `answer_inquiry` forced from the first try, the id and a boolean's values pinned in
+    `pinned_arguments` (its grammar); the tools it reads stay the parent's."""
+    provider = ChoiceProvider(name="local")
+    parent = parent_request()
+
+    assert await ask_assistant(provider, parent) is True
 
     [first] = provider.requests
     assert first.tool_choice == ToolChoiceTool(name="answer_inquiry")
-    assert pinned_ids(first) == ["call_1.go.1"]
-    [tool] = [t for t in first.tools if t.name == "answer_inquiry"]
-    assert tool.parameters["properties"]["answer"]["enum"] == ["true", "false"]
-    others = [t for t in first.tools if t.name != "answer_inquiry"]
-    assert others == [t for t in parent_request().tools if t.name != "answer_inquiry"]
+    assert first.pinned_arguments == PINNED
+    assert first.tools == parent.tools
 
 
-@pytest.mark.parametrize("name", PROVIDERS)
-async def test_a_select_answer_is_pinned_to_its_options(name: str) -> None:
+async def test_a_select_answer_is_pinned_to_its_options_on_the_embedded_model() -> None:
     """protocol.md 10.4: a select question's `answer` is pinned to its options."""
-    provider = ChoiceProvider(call("answer_inquiry", "dev"), name=name)
+    provider = ChoiceProvider(call("answer_inquiry", "dev"), name="local")
     select = Question.model_validate(
         {
             "id": "go",
@@ -150,19 +170,45 @@ async def test_a_select_answer_is_pinned_to_its_options(name: str) -> None:
 
     assert await backend.answer(ctx, None) == "dev"
 
-    [tool] = [t for t in provider.requests[0].tools if t.name == "answer_inquiry"]
-    assert tool.parameters["properties"]["answer"]["enum"] == ["main", "dev"]
-    assert pinned_ids(provider.requests[0]) == ["call_1.go.1"]
+    pinned = provider.requests[0].pinned_arguments
+    assert pinned is not None
+    assert pinned["properties"]["answer"]["enum"] == ["main", "dev"]
+    assert pinned["properties"]["inquiry_id"]["enum"] == ["call_1.go.1"]
 
 
-async def test_a_reply_without_the_forced_call_fails_the_side_request() -> None:
-    """protocol.md 10.4: a model that answers without calling `answer_inquiry` despite
-    the forced choice (reasoning off) fails the side request: one request, no retry."""
-    provider = ChoiceProvider(lambda request: [Finish(reason="end_turn")])
+async def test_an_answer_without_the_call_is_asked_again_forced_then_fails() -> None:
+    """protocol.md 10.4: an answer on the parent's `tool_choice` that does not call
+    `answer_inquiry` is followed by one request forcing it (after the answer and a
+    note); a forced request answered without the call fails the side request."""
+    provider = ChoiceProvider(text("Sure."), lambda request: [Finish(reason="end_turn")])
 
     with pytest.raises(BackendError, match="did not call answer_inquiry"):
         await ask_assistant(provider, parent_request())
-    assert len(provider.requests) == 1
+
+    first, forced = provider.requests
+    assert first.tool_choice == ToolChoiceAuto()
+    assert forced.tool_choice == ToolChoiceTool(name="answer_inquiry")
+    assert forced.tools == first.tools
+    assert forced.messages[len(first.messages) :] == (
+        AssistantMessage(content="Sure."),
+        UserMessage(
+            content="Your previous answer did not call the `answer_inquiry` tool. Call it "
+            'now. Use inquiry_id "call_1.go.1".'
+        ),
+    )
+
+
+async def test_a_call_of_another_tool_is_asked_again_forced() -> None:
+    """protocol.md 10.4: a parent that forced another tool: the model calls that one
+    (not run), and the retry forces `answer_inquiry`, which it answers."""
+    provider = ChoiceProvider()
+
+    assert await ask_assistant(provider, parent_request(ToolChoiceTool(name="echo"))) is True
+
+    first, forced = provider.requests
+    assert first.tool_choice == ToolChoiceTool(name="echo")
+    assert forced.tool_choice == ToolChoiceTool(name="answer_inquiry")
+    assert forced.messages == first.messages  # nothing was said: the same question again
 
 
 # --- outside an inquiry (protocol.md 9.3) ----------------------------------------------
@@ -265,3 +311,27 @@ async def test_the_second_ask_of_a_question_is_attempt_2_and_the_model_answers_t
         ("call_1.go.1", "answered", True),
         ("call_1.go.2", "answered", True),
     ]
+
+
+async def test_openai_compatible_pins_the_retry_in_a_response_format() -> None:
+    """protocol.md 10.4: on `openai-compatible` (maybe a small model behind a llama.cpp
+    server) the first try keeps the parent's prefix; the retry after an invalid answer
+    decodes the answer under `pinned_arguments` as JSON text (`tool_choice` `none`),
+    tools unchanged."""
+    pinned_text = '{"inquiry_id": "call_1.go.1", "answer": "false"}'
+    provider = ChoiceProvider(
+        call("answer_inquiry", "perhaps"),
+        lambda request: [TextDelta(text=pinned_text), Finish(reason="end_turn")],
+        name="openai-compatible",
+    )
+    parent = parent_request()
+
+    assert await ask_assistant(provider, parent) is False
+
+    first, retry = provider.requests
+    assert first.pinned_arguments is None and first.tool_choice == parent.tool_choice
+    assert retry.pinned_arguments == PINNED and retry.tool_choice == ToolChoiceNone()
+    assert retry.tools == parent.tools
+    body = build_body(retry, compatible=True)
+    assert body["response_format"] == {"type": "json_object", "schema": PINNED}
+    assert "response_format" not in build_body(first, compatible=True)

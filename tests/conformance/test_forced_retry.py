@@ -57,16 +57,25 @@ ANSWER = ToolChoiceTool(name="answer_inquiry")
 ECHO_CHOICE = ToolChoiceTool(name="echo")
 
 
-async def test_inquiry_forces_answer_inquiry_whatever_the_parent_chose() -> None:
-    """protocol.md 10.4: the side request forces `answer_inquiry` from the first try,
-    whatever the parent's `tool_choice` (`auto`, `any`, another tool, `none`) and the
-    provider: the model answers in one request."""
-    choices = (ToolChoiceAuto(), ToolChoiceAny(), ToolChoiceTool(name="echo"), ToolChoiceNone())
-    for choice in choices:
-        for name in ("anthropic", "openai", "local"):
+async def test_inquiry_keeps_the_parents_choice_on_hosted_providers() -> None:
+    """protocol.md 10.4: on a hosted provider the side request's first try keeps the
+    parent's `tool_choice`; where that let the model answer otherwise (another tool,
+    `none`) the next request forces `answer_inquiry`. The embedded model is forced from
+    the first try."""
+    cases = {
+        ToolChoiceAuto(): [ToolChoiceAuto()],
+        ToolChoiceAny(): [ToolChoiceAny()],
+        ToolChoiceTool(name="echo"): [ToolChoiceTool(name="echo"), ANSWER],
+        ToolChoiceNone(): [ToolChoiceNone(), ANSWER],
+    }
+    for choice, sent in cases.items():
+        for name in ("anthropic", "openai"):
             provider = ChoiceProvider(name=name)
             assert await ask_assistant(provider, parent_request(choice)) is True
-            assert [r.tool_choice for r in provider.requests] == [ANSWER]
+            assert [r.tool_choice for r in provider.requests] == sent
+        local = ChoiceProvider(name="local")
+        assert await ask_assistant(local, parent_request(choice)) is True
+        assert [r.tool_choice for r in local.requests] == [ANSWER]
 
 
 # --- the turn loop (protocol.md 9.2) ---------------------------------------------------
@@ -313,13 +322,15 @@ def test_anthropic_continues_a_tool_cycle_begun_by_the_retry_without_thinking() 
 
 
 async def test_inquiry_retries_a_missed_soft_forced_answer_inquiry_once() -> None:
-    """protocol.md 9.2: the forced `answer_inquiry` of an inquiry, softened with reasoning
-    on and missed, is retried once without reasoning after the kept answer and a note."""
-    provider = ChoiceProvider(soft("hm"), refuses_forced_tool_with_reasoning=True)
+    """protocol.md 9.2, 10.4: the parent's `auto` answered in text, so `answer_inquiry` is
+    forced; sent softened with reasoning on and missed, it is retried once without
+    reasoning after the kept answer and a note."""
+    provider = ChoiceProvider(text("hm"), soft("hm"), refuses_forced_tool_with_reasoning=True)
     assert await ask_assistant(provider, parent_request(reasoning="low")) is True
-    forced_, retry = provider.requests
+    first, forced_, retry = provider.requests
+    assert first.tool_choice == ToolChoiceAuto()
     assert forced_.tool_choice == retry.tool_choice == ANSWER
-    assert [r.reasoning_effort for r in provider.requests] == ["low", "off"]
+    assert [r.reasoning_effort for r in provider.requests] == ["low", "low", "off"]
     assert retry.messages[-2] == AssistantMessage(
         content="hm", reasoning="No tool needed.", reasoning_signature="sig"
     )
@@ -332,7 +343,9 @@ async def test_inquiry_retries_a_missed_soft_forced_answer_inquiry_once() -> Non
 async def test_inquiry_soft_force_retry_happens_at_most_once() -> None:
     """protocol.md 9.2: (with 10.4) a retry that misses too ends the inquiry with
     `backend_error`; no further request is sent."""
-    provider = ChoiceProvider(soft(), text("no"), refuses_forced_tool_with_reasoning=True)
+    provider = ChoiceProvider(
+        text("a"), soft(), text("no"), refuses_forced_tool_with_reasoning=True
+    )
     with pytest.raises(BackendError, match="did not call answer_inquiry"):
         await ask_assistant(provider, parent_request(reasoning="low"))
-    assert len(provider.requests) == 2
+    assert len(provider.requests) == 3

@@ -413,11 +413,12 @@ async def test_deferred_question_times_out_into_the_fallback(
     assert daemon.resolved[-1]["outcome"] == "timed_out"
 
 
-async def test_assistant_answers_through_a_forced_pinned_answer_inquiry(
+async def test_assistant_answers_through_answer_inquiry_on_the_parents_prefix(
     jpd_factory: StartJpd, home: Path
 ) -> None:
-    """protocol.md 10.4: the side request is the turn's (system, messages) plus the
-    question, with `answer_inquiry` forced and pinned; an invalid answer is fed back."""
+    """protocol.md 10.4: the side request is the turn's (tools, tool_choice, system,
+    messages) plus the question, nothing pinned on a provider that does not constrain
+    decoding; an invalid answer is fed back on the same prefix."""
     bad = call("answer_inquiry", "i1", inquiry_id="call_1.q.1", answer="yes")
     good = call("answer_inquiry", "i2", inquiry_id="call_1.q.1", answer="false")
     daemon = await start(
@@ -430,17 +431,14 @@ async def test_assistant_answers_through_a_forced_pinned_answer_inquiry(
     assert result["content"].strip() == "got=false"
     requests = [json.loads(x) for x in (home / "requests.jsonl").read_text().splitlines()]
     parent, first, retry, follow = requests
-    others = [t for t in parent["tools"] if t["name"] != "answer_inquiry"]
     for side in (first, retry):
         assert side["system"] == parent["system"]
         # The parent's messages are a prefix of the side request's.
         assert side["messages"][: len(parent["messages"])] == parent["messages"]
-        # Every other tool as it was; answer_inquiry pinned to this inquiry and forced.
-        assert [t for t in side["tools"] if t["name"] != "answer_inquiry"] == others
-        (pinned,) = [t for t in side["tools"] if t["name"] == "answer_inquiry"]
-        assert pinned["parameters"]["properties"]["inquiry_id"]["enum"] == ["call_1.q.1"]
-        assert side["tool_choice"] == {"type": "tool", "name": "answer_inquiry"}
-    assert parent["tool_choice"] == {"type": "auto"}
+        # The tools and tool_choice as they were; nothing pinned.
+        assert side["tools"] == parent["tools"]
+        assert side["tool_choice"] == parent["tool_choice"] == {"type": "auto"}
+        assert side["pinned_arguments"] is None
     assert "yes" in retry["messages"][-1]["content"]  # the invalid answer was fed back
     tail = first["messages"][len(parent["messages"]) :]
     assert [m["role"] for m in tail] == ["assistant", "tool", "user"]

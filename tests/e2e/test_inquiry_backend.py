@@ -54,13 +54,13 @@ async def start_asker(
 
 
 def pinned_tools(parent: dict[str, Any], side: dict[str, Any], inquiry_id: str) -> None:
-    """The side request's tools: the parent's, with `answer_inquiry` pinned to the id
-    asked (protocol.md 10.4), and `answer_inquiry` forced."""
-    others = [t for t in parent["tools"] if t["name"] != "answer_inquiry"]
-    assert [t for t in side["tools"] if t["name"] != "answer_inquiry"] == others
-    (pinned,) = [t for t in side["tools"] if t["name"] == "answer_inquiry"]
-    assert pinned["parameters"]["properties"]["inquiry_id"]["enum"] == [inquiry_id]
-    assert side["tool_choice"] == {"type": "tool", "name": "answer_inquiry"}
+    """On a provider that does not constrain decoding (every hosted one, and the
+    scripted one) the side request's tools and `tool_choice` are the parent's, byte for
+    byte, and nothing is pinned (protocol.md 10.4, RFD 033)."""
+    assert encode(side["tools"]) == encode(parent["tools"])
+    assert encode(side["tool_choice"]) == encode(parent["tool_choice"])
+    assert side["pinned_arguments"] is None
+    assert f'inquiry_id "{inquiry_id}"' in side["messages"][-1]["content"]
 
 
 async def test_side_request_messages_start_with_the_parents_byte_for_byte(
@@ -80,8 +80,8 @@ async def test_side_request_messages_start_with_the_parents_byte_for_byte(
     parent, side = json.loads(parent_line), json.loads(side_line)
     prefix = len(parent["messages"])
 
-    # As recorded (pydantic's JSON, key order kept): system, messages prefix; the tools
-    # are the parent's with answer_inquiry pinned and forced.
+    # As recorded (pydantic's JSON, key order kept): tools, tool_choice, system and the
+    # messages prefix are the parent's.
     pinned_tools(parent, side, "call_1.q.1")
     assert encode(side["system"]) == encode(parent["system"]) == b'"You are terse."'
     assert encode(side["messages"][:prefix]) == encode(parent["messages"])

@@ -128,7 +128,7 @@ else:
     command = make_tool(home, "check", body)
     daemon = await jpd_factory(
         model=MODEL,
-        # Room for the whole pinned id in the constrained arguments.
+        # Room for the whole inquiry id in the tool call's arguments.
         config='[assistant]\ntool_choice = "check"\n'
         + config(llama_server, max_tokens=128)
         + tool_toml("check", command, run='"unattended"', summary='"Check a fact."')

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from jpd.config.tools import DetachedPolicy
 from jpd.conversation import events as ev
-from jpd.inquiry.backend import parse_answer, question_prompt, specialised_tools
+from jpd.inquiry.backend import parse_answer, pinned_arguments, question_prompt
 from jpd.inquiry.router import QuestionContext
 from jpd.protocol.question import (
     ANSWER_TYPE_NAMES,
@@ -226,12 +226,9 @@ def test_invalid_assistant_answers(answer_type: dict[str, Any], raw: str, proble
         parse_answer(context(answer_type), {"inquiry_id": "call_1.q.1", "answer": raw})
 
 
-def test_narrowed_schema_lists_values_only_for_enumerable_types() -> None:
+def test_pinned_schema_lists_values_only_for_enumerable_types() -> None:
     def answer_schema(answer_type: dict[str, Any]) -> dict[str, Any]:
-        from jpd.inquiry.backend import ANSWER_INQUIRY_TOOL
-
-        [tool] = specialised_tools((ANSWER_INQUIRY_TOOL,), context(answer_type))
-        schema: dict[str, Any] = tool.parameters["properties"]["answer"]
+        schema: dict[str, Any] = pinned_arguments(context(answer_type))["properties"]["answer"]
         return schema
 
     assert answer_schema({"type": "boolean"}) == {"type": "string", "enum": ["true", "false"]}
