@@ -181,6 +181,7 @@ class LocalWorkerProvider:
 
     name = "local"
     refuses_forced_tool_with_reasoning = False
+    constrains_decoding = True  # the worker runs jpd.llm.local, which pins with a grammar
 
     def __init__(
         self,
