@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from jpd.protocol.modes import PermissionMode
 from jpd.protocol.question import Question
 from jpd.protocol.usage import TokenUsage
 
@@ -45,6 +46,8 @@ class TurnStart(_Event):
     model: str | None = None
     workspace: str | None = None
     """The client's workspace root the turn ran in (absolute), when it had one."""
+    mode: PermissionMode = "ask"
+    """The turn's permission mode (`turn/start` `mode`); a resumed turn keeps it."""
 
 
 class TurnResume(_Event):

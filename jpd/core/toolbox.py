@@ -14,6 +14,7 @@ from jpd.core.hub import EventHub
 from jpd.core.request_env import RequestEnv
 from jpd.inquiry.pending import PendingQuestions
 from jpd.protocol.client_requests import ToolToggle
+from jpd.protocol.modes import PermissionMode
 
 # Start-up imports only what `initialize` needs (protocol.md section 4, "Start-up"):
 # the config, tools, inquiries and MCP load with the first use.
@@ -109,6 +110,7 @@ class Toolbox:
         call_id: str,
         detached: Any,
         resume: ResumePlan | None = None,
+        mode: PermissionMode = "ask",
     ) -> Coordinator:
         """The tool coordinator of a turn (with its inquiry backend) or of a `tool/call`."""
         from jpd.core.turn_tools import make_coordinator
@@ -123,6 +125,7 @@ class Toolbox:
             root=renv.root,
             env=renv.env,
             detached=detached,
+            mode=mode,
             processes=self.processes,
             provider_keys=cfg.providers.api_key_variables(),
             mcp=self.mcp.bound(renv.root),

@@ -26,6 +26,7 @@ from jpd.core.transcript import Transcript
 from jpd.llm import base as llm
 from jpd.llm import forced_tool
 from jpd.llm.errors import ProviderError
+from jpd.protocol.modes import PermissionMode
 from jpd.protocol.turn_events import (
     ForcedToolRetried,
     RetryScheduled,
@@ -75,6 +76,8 @@ class TurnSpec:
     """The client's workspace root, recorded in `turn_start`."""
     price: Price | None = None
     """`[prices]` of the model, for the cost in `usage` events."""
+    mode: PermissionMode = "ask"
+    """The turn's permission mode, recorded in `turn_start`."""
     resume: ResumePlan | None = None
     """Set when the turn continues an interrupted one (`turn/resume`, protocol.md 12.4)."""
 
@@ -155,7 +158,12 @@ class Turn:
             await self._resume(spec.resume)
         else:
             self._record(
-                ev.TurnStart(turn_id=spec.turn_id, model=spec.model_id, workspace=spec.workspace)
+                ev.TurnStart(
+                    turn_id=spec.turn_id,
+                    model=spec.model_id,
+                    workspace=spec.workspace,
+                    mode=spec.mode,
+                )
             )
             self._record(ev.ChatRequest(content=spec.message))
             self._publish(TurnStarted(model=spec.model_id))

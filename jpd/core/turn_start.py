@@ -22,6 +22,7 @@ from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.client_requests import ClientEnvironment, ToolToggle
 from jpd.protocol.errors import Busy, InvalidParams, NotFound, ProviderUnavailableError
+from jpd.protocol.modes import PermissionMode
 from jpd.protocol.summaries import TurnInfo
 
 # The config, the turn loop, inquiries and providers load with the first turn
@@ -57,6 +58,7 @@ class TurnStarter:
         detached: Any = None,
         environment: ClientEnvironment | None = None,
         create: bool = False,
+        mode: PermissionMode = "ask",
     ) -> TurnInfo:
         """Validate everything, then start the turn as a task and return at once.
 
@@ -76,6 +78,7 @@ class TurnStarter:
             history=history,
             toggles=toggles or [],
             detached=detached,
+            mode=mode,
         )
         await self._launch(turn, link, is_new=conversation_id is None or create)
         return turn_info(turn)
@@ -123,6 +126,7 @@ class TurnStarter:
             toggles=[],
             detached=detached,
             resume=plan,
+            mode=plan.mode,
         )
         turn.spec.first_tool_choice = ToolChoiceAuto()  # the turn's first call was made
         await self._launch(turn, link, is_new=False)
@@ -167,6 +171,7 @@ class TurnStarter:
         toggles: list[ToolToggle],
         detached: Any,
         resume: ResumePlan | None = None,
+        mode: PermissionMode = "ask",
     ) -> Turn:
         """The turn with its tools and inquiry backend; nothing reaches the disk yet.
         With `resume`, it continues that interrupted turn under its id."""
@@ -192,6 +197,7 @@ class TurnStarter:
                 call_id=turn_id,
                 detached=detached,
                 resume=resume,
+                mode=mode,
             )
 
         spec = turn_spec(
@@ -205,6 +211,7 @@ class TurnStarter:
             workspace=str(renv.workspace) if renv.workspace else None,
         )
         spec.resume = resume
+        spec.mode = mode
         return Turn(spec, self._parts.store, self._parts.hub, datetime.now(UTC))
 
     async def _launch(self, turn: Turn, link: ClientLink, *, is_new: bool) -> None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from jpd.protocol.base import WireModel, WireParams
 from jpd.protocol.detached import DetachedMode
+from jpd.protocol.modes import PermissionMode
 from jpd.protocol.question import AnswerTypeName
 from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
@@ -105,6 +106,8 @@ class TurnStartParams(WireParams):
     """Nested config overrides for this turn, validated like a config file."""
     detached: DetachedMode | None = None
     """The detached policy for this turn's questions and permissions (overrides config)."""
+    mode: PermissionMode = "ask"
+    """The turn's permission mode (protocol.md 5.5.1), recorded with the turn."""
     tools: list[ToolToggle] = Field(default_factory=list)
     """Per-turn tool toggles, applied left to right (`-t`/`-T` of `jp query`)."""
     environment: ClientEnvironment | None = Field(default=None, repr=False)

@@ -119,6 +119,9 @@ class Coordinator:
             listed = "; ".join(problems)
             return (f"Invalid arguments for {call.name}: {listed}. Fix them and call again.", True)
         config = tool.config
+        refused_by_mode = self._gate.mode_refusal(call.name)
+        if refused_by_mode is not None:
+            return (f"This tool call ({call.name}) was refused by {refused_by_mode}.", True)
         if config.run == "skip":
             return (f"The {call.name} tool call was skipped by configuration (run = skip).", True)
         if config.run == "ask":
