@@ -114,6 +114,7 @@ def query(
     tools: Sequence[Mapping[str, Any]] = (),
     detach: bool = False,
     non_interactive: bool = False,
+    mode: str | None = None,
     output: Output,
     prompter: TerminalPrompter | None = None,
     environment: Mapping[str, Any] | None = None,
@@ -151,6 +152,8 @@ def query(
             params["tools"] = [dict(toggle) for toggle in tools]
         if non_interactive:
             params["detached"] = "deny"
+        if mode is not None:
+            params["mode"] = mode
         if environment is not None:
             params["environment"] = dict(environment)
         if interrupts.requested:

@@ -60,6 +60,7 @@ def query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
         "tools": args.tools,
         "detach": args.detach,
         "non_interactive": args.non_interactive,
+        "mode": args.mode,
     }
 
 

@@ -485,6 +485,13 @@ def test_query_sends_model_and_config(fake: Path, capsys: pytest.CaptureFixture[
     }
 
 
+def test_query_sends_the_permission_mode(fake: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["query", "--new", "--mode", "read-only", "hi"], capsys)[0] == 0
+    assert sent_params(fake, "turn/start") == [{"message": "hi", "mode": "read-only"}]
+    code, _, err = run(["query", "--mode", "yolo", "hi"], capsys)
+    assert code == 2 and "invalid choice: 'yolo'" in err
+
+
 def test_query_reads_message_from_stdin(
     fake: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -58,7 +58,7 @@ async def test_accept_edits_runs_edits_unasked_and_still_asks_for_commands() -> 
 
 async def test_accept_edits_asks_a_client_for_a_command() -> None:
     link = FakeLink(1, answer=replies({"allow": False, "remember": False}))
-    coord, tools = coordinator("accept-edits", link, run="ask")
+    coord, _ = coordinator("accept-edits", link, run="ask")
     content, is_error = await coord.run_one(call(COMMAND))
     assert is_error and "denied by the user" in content
     assert [m for m, _ in link.requests] == ["tool/permission"]
