@@ -11,6 +11,7 @@ the daemon: when the editor goes away they go on, and `jp attach` follows them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from typing import Any
@@ -20,6 +21,8 @@ from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
     CloseSessionResponse,
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
     EmbeddedResourceContentBlock,
     Implementation,
     InitializeResponse,
@@ -38,13 +41,17 @@ from acp.schema import (
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
     TextContentBlock,
     TextResourceContents,
 )
 
 from jpcli import __version__
+from jpcli.acp import commands
 from jpcli.acp import link as daemon_link
 from jpcli.acp.asking import answer_types
+from jpcli.acp.config_options import Choices
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
 from jpcli.acp.session import Editor, Session, new_session_id
 from jpcli.acp.updates import history
@@ -126,6 +133,7 @@ class JpAgent:
         self.environ = environ
         self.forms = False
         self.sessions: dict[str, Session] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self._control: DaemonLink | None = None
 
     def on_connect(self, conn: Any) -> None:
@@ -166,7 +174,12 @@ class JpAgent:
         config = mcp_config(mcp_servers)
         session = await self._open(new_session_id(), _absolute(cwd), exists=False)
         session.config = config
-        return NewSessionResponse(session_id=session.session_id)
+        self._announce(session)
+        return NewSessionResponse(
+            session_id=session.session_id,
+            config_options=session.choices.options(),
+            modes=session.choices.modes(),
+        )
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
@@ -202,7 +215,10 @@ class JpAgent:
         await session.send(history(events, hidden))
         for params in live if has_start else []:
             await session.forward(params)
-        return LoadSessionResponse()
+        self._announce(session)
+        return LoadSessionResponse(
+            config_options=session.choices.options(), modes=session.choices.modes()
+        )
 
     async def resume_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
@@ -235,7 +251,10 @@ class JpAgent:
         except (LinkError, LinkClosed) as exc:
             await self._forget(session)
             raise _error(exc) from None
-        return ResumeSessionResponse()
+        self._announce(session)
+        return ResumeSessionResponse(
+            config_options=session.choices.options(), modes=session.choices.modes()
+        )
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """Stop following the session; its running turn goes on in the daemon."""
@@ -275,6 +294,10 @@ class JpAgent:
         message = prompt_text(prompt)
         if session.daemon.closed.is_set():
             await self._reconnect(session)
+        command = commands.parse(message)
+        if command is not None:
+            await commands.run(session, *command)
+            return PromptResponse(stop_reason="end_turn")
         params: dict[str, Any] = {
             "message": message,
             "conversationId": session_id,
@@ -284,8 +307,11 @@ class JpAgent:
         }
         if not session.exists:
             params["create"] = True
-        if session.config:
-            params["config"] = session.config
+        chosen = session.choices.turn_params()
+        config = {**session.config, **chosen.pop("config", {})}
+        params.update(chosen)
+        if config:
+            params["config"] = config
         waiting: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         session.prompt, session.prompt_turn, session.cancel_requested = waiting, None, False
         try:
@@ -327,7 +353,65 @@ class JpAgent:
             return
         await self._cancel_turn(session, turn_id)
 
+    # --- config options ---------------------------------------------------------------
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        """Change the model, reasoning effort or mode from the next prompt on."""
+        session = self._session(session_id)
+        session.choices.set(config_id, value)
+        if config_id == "mode":
+            await session.send(
+                [
+                    CurrentModeUpdate(
+                        session_update="current_mode_update",
+                        current_mode_id=session.choices.mode,
+                    )
+                ]
+            )
+        return SetSessionConfigOptionResponse(config_options=session.choices.options())
+
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        """The older mode picker: the same as setting the `mode` config option."""
+        session = self._session(session_id)
+        session.choices.set_mode(mode_id)
+        await session.send(
+            [
+                ConfigOptionUpdate(
+                    session_update="config_option_update",
+                    config_options=session.choices.options(),
+                )
+            ]
+        )
+        return SetSessionModeResponse()
+
     # --- internals ------------------------------------------------------------------
+
+    def _announce(self, session: Session) -> None:
+        """Send the slash commands once the session's response has gone out."""
+
+        async def later() -> None:
+            await asyncio.sleep(0.05)  # after the SDK wrote the response
+            with contextlib.suppress(Exception):
+                await session.send([commands.available_commands()])
+
+        task = asyncio.create_task(later())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _choices(self, session: Session) -> Choices:
+        """The models this session's environment can use (`model/list`); with the
+        default model only when the daemon cannot say (the session must still open)."""
+        environment = {"cwd": session.cwd, "env": dict(self.environ or os.environ)}
+        try:
+            listed = await session.daemon.request("model/list", {"environment": environment})
+        except (LinkError, LinkClosed) as exc:
+            log.warning("model/list failed: %s", exc)
+            return Choices()
+        return Choices.from_listing(listed if isinstance(listed, dict) else {})
 
     async def _hidden_tools(self, session: Session) -> frozenset[str]:
         """Names of the tools not to show in a replay (`style.hidden`); none when the
@@ -369,6 +453,7 @@ class JpAgent:
             exists=exists,
         )
         await self._connect(session)
+        session.choices = await self._choices(session)
         self.sessions[session_id] = session
         return session
 

@@ -22,8 +22,9 @@ from acp import update_agent_message_text
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from jpcli.acp.asking import ask_permission, ask_question
+from jpcli.acp.config_options import Choices
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
-from jpcli.acp.updates import LiveTranslator, Update, tool_note
+from jpcli.acp.updates import LiveTranslator, tool_note
 from jpcli.rpc import METHOD_NOT_FOUND
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,8 @@ class Session:
     config: dict[str, Any] = field(default_factory=dict)
     """`turn/start` config of every prompt (the editor's MCP servers)."""
     link: DaemonLink | None = None
+    choices: Choices = field(default_factory=Choices)
+    """Model, reasoning effort and permission mode of the next prompt."""
     translator: LiveTranslator = field(default_factory=LiveTranslator)
     live_turn: str | None = None
     """The turn running in this conversation, whoever started it."""
@@ -100,7 +103,11 @@ class Session:
         assert self.link is not None, "session used before it was connected"
         return self.link
 
-    async def send(self, updates: list[Update]) -> None:
+    async def daemon_request(self, method: str, params: dict[str, Any]) -> Any:
+        """A request to the daemon on this session's connection."""
+        return await self.daemon.request(method, params)
+
+    async def send(self, updates: list[Any]) -> None:
         """Send updates to the editor, in order."""
         for update in updates:
             await self.editor.session_update(self.session_id, update)
