@@ -75,6 +75,8 @@ class Session:
     config: dict[str, Any] = field(default_factory=dict)
     """`turn/start` config of every prompt (the editor's MCP servers)."""
     link: DaemonLink | None = None
+    always: dict[tuple[str, str], bool] = field(default_factory=dict)
+    """The "always" answers to permission requests: (kind, tool) -> allow."""
     choices: Choices = field(default_factory=Choices)
     """Model, reasoning effort and permission mode of the next prompt."""
     translator: LiveTranslator = field(default_factory=LiveTranslator)
@@ -181,7 +183,7 @@ class Session:
         return await self._tracked(
             str(request.get("inquiryId")),
             str(request.get("toolCallId")),
-            ask_permission(self.editor, self.session_id, request),
+            ask_permission(self.editor, self.session_id, request, self.always),
         )
 
     async def _on_question(self, params: Any) -> Any:
