@@ -10,6 +10,7 @@ from acp import RequestError, text_block
 
 from tests.e2e.acp_client import Editor, acp_session, jp_acp, make_env
 from tests.e2e.sockets import Daemons, persisted
+from tests.e2e.tools import tool_call
 
 ALIASES = '[aliases]\nbig = "anthropic/claude-sonnet-4-5"\nother = "openai/gpt-5"\n'
 
@@ -128,3 +129,42 @@ async def test_slash_commands_are_announced_and_run_instead_of_a_turn(
         assert "Compacted" in compacted or "no `conversation/compact` method" in compacted
         undone = await said("/undo")
         assert "Undid the last turn" in undone or "no `turn/undo` method" in undone
+
+
+PLAN = [
+    {"step": "read the code", "status": "completed"},
+    {"step": "fix it", "status": "in_progress"},
+]
+
+
+async def test_update_plan_is_shown_as_the_plan_and_replayed(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = make_env(
+        tmp_path,
+        daemons,
+        [
+            tool_call("update_plan", "p1", plan=PLAN),
+            tool_call("update_plan", "p2", plan=[{"step": "x", "status": "finished"}]),
+            {"text": "on it"},
+        ],
+    )
+    editor = Editor()
+    async with acp_session(env, editor, tmp_path) as (conn, _, sid):
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("plan it")])
+        assert answer.stop_reason == "end_turn"
+        # The invalid second plan failed as a tool call and changed nothing.
+        plans = editor.of_kind("plan")
+        assert [[(e.content, e.status) for e in p.entries] for p in plans] == [
+            [("read the code", "completed"), ("fix it", "in_progress")]
+        ]
+        ends = {u.tool_call_id: u.status for u in editor.of_kind("tool_call_update")}
+        assert ends == {"p1": "completed", "p2": "failed"}
+
+        replayed = Editor()
+        async with jp_acp(env, replayed, tmp_path / "acp2.log") as (conn2, _):
+            await conn2.initialize(protocol_version=1)
+            await conn2.load_session(cwd=str(tmp_path / "ws"), session_id=sid, mcp_servers=[])
+            assert [len(p.entries) for p in replayed.of_kind("plan")] == [2]
+    calls = [e for e in persisted(env, sid) if e["type"] == "tool_call_request"]
+    assert calls[0]["name"] == "update_plan" and calls[0]["arguments"] == {"plan": PLAN}

@@ -347,7 +347,7 @@ async def test_tool_list_and_tool_call(jpd_factory: StartJpd, home: Path) -> Non
     )
     await daemon.initialize(workspaceRoot=str(home))
     listed = (await daemon.request("tool/list", {}))["tools"]
-    assert [t["name"] for t in listed] == ["ask_user", "describe_tools", "echo"]
+    assert [t["name"] for t in listed] == ["ask_user", "describe_tools", "echo", "update_plan"]
     echo = listed[2]
     assert echo["source"] == "local" and echo["enabled"] and echo["run"] == "unattended"
     result = await daemon.request("tool/call", {"name": "echo", "arguments": {"text": "yo"}})

@@ -26,6 +26,7 @@ from acp import (
 )
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     ToolCallProgress,
     ToolCallStart,
@@ -34,7 +35,16 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-Update = AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | UserMessageChunk
+from jpcli.acp.plans import PlanCalls
+
+Update = (
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | UserMessageChunk
+    | AgentPlanUpdate
+)
 
 _KINDS: tuple[tuple[ToolKind, tuple[str, ...]], ...] = (
     ("read", ("read", "cat", "view", "open")),
@@ -103,6 +113,7 @@ class LiveTranslator:
     output_tokens: int = 0
     cache_read: int = 0
     cache_write: int = 0
+    plans: PlanCalls = field(default_factory=PlanCalls)
 
     def translate(self, event: dict[str, Any]) -> list[Update]:
         """The updates for one `turn/event` `event` (none for kinds ACP has no place for)."""
@@ -117,13 +128,16 @@ class LiveTranslator:
                 self.hidden.add(call_id)
                 return []
             self.running[call_id] = name
+            self.plans.started(call_id, name, event.get("arguments"))
             return [tool_started(call_id, name, event.get("arguments"))]
         if kind == "tool_result":
             call_id = str(event.get("id"))
             self.running.pop(call_id, None)
             if call_id in self.hidden:
                 return []
-            return [tool_ended(call_id, str(event.get("content", "")), bool(event.get("isError")))]
+            failed = bool(event.get("isError"))
+            ended: list[Update] = [tool_ended(call_id, str(event.get("content", "")), failed)]
+            return ended + list(self.plans.ended(call_id, failed))
         if kind == "retry":
             # ACP cannot take back streamed text: say that a retry restarts the answer.
             reason = event.get("reason", "a transient error")
@@ -156,6 +170,7 @@ def history(events: list[dict[str, Any]], hidden_tools: frozenset[str]) -> list[
     """
     updates: list[Update] = []
     hidden: set[str] = set()
+    plans = PlanCalls()
     for event in events:
         kind = event.get("type")
         if kind == "chat_request":
@@ -169,9 +184,11 @@ def history(events: list[dict[str, Any]], hidden_tools: frozenset[str]) -> list[
             if name in hidden_tools:
                 hidden.add(call_id)
                 continue
+            plans.started(call_id, name, event.get("arguments"))
             updates.append(tool_started(call_id, name, event.get("arguments")))
         elif kind == "tool_call_response" and str(event.get("id")) not in hidden:
             call_id = str(event.get("id"))
             content = str(event.get("content", ""))
             updates.append(tool_ended(call_id, content, bool(event.get("is_error"))))
+            updates.extend(plans.ended(call_id, bool(event.get("is_error"))))
     return updates

@@ -86,5 +86,6 @@ def default_registry() -> BuiltinRegistry:
     """Every built-in tool the daemon ships."""
     from jpd.tools.builtin.ask_user import AskUser
     from jpd.tools.builtin.describe_tools import DescribeTools
+    from jpd.tools.builtin.update_plan import UpdatePlan
 
-    return BuiltinRegistry([AskUser(), DescribeTools()])
+    return BuiltinRegistry([AskUser(), DescribeTools(), UpdatePlan()])
