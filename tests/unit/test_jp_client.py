@@ -765,3 +765,20 @@ def test_jp_notes_a_forced_tool_retry_and_keeps_the_streamed_text() -> None:
     renderer.handle({"kind": "forced_tool_retry", "tool": "echo", "message": "Call it now."})
     assert out.getvalue() == "I would rather not."
     assert "`echo` was forced but not called; asking again without reasoning" in err.getvalue()
+
+
+def test_jp_shows_the_models_plan_as_a_checklist() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    renderer = TurnRenderer(out, err, out_tty=False, err_tty=False)
+    plan = [
+        {"step": "read", "status": "completed"},
+        {"step": "fix", "status": "in_progress"},
+        {"step": "test", "status": "pending"},
+    ]
+    renderer.handle(
+        {"kind": "tool_call", "id": "p", "name": "update_plan", "arguments": {"plan": plan}}
+    )
+    assert err.getvalue() == "Plan:\n  [x] read\n  [>] fix\n  [ ] test\n"
+    bad = {"plan": [{"step": "x", "status": "done"}]}
+    renderer.handle({"kind": "tool_call", "id": "q", "name": "update_plan", "arguments": bad})
+    assert err.getvalue().endswith(format_tool_call("update_plan", bad) + "\n")
