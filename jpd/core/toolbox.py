@@ -124,6 +124,7 @@ class Toolbox:
             turn_id=call_id,
             root=renv.root,
             env=renv.env,
+            extra_roots=renv.extra_roots,
             detached=detached,
             mode=mode,
             processes=self.processes,

@@ -64,12 +64,23 @@ class ClientEnvironment(WireParams):
     env: dict[str, str] | None = Field(default=None, repr=False)
     """The client's environment variables. When sent, they replace the daemon's for this
     request: `JP_CONFIG`, provider API keys, and the tool subprocesses' environment."""
+    additional_roots: list[str] = Field(default_factory=list)
+    """Absolute directories the workspace tools may use besides `cwd` (an editor's
+    `additionalDirectories`); config layering still follows `cwd` alone."""
 
     @field_validator("cwd")
     @classmethod
     def _absolute(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith("/"):
             raise ValueError("must be an absolute path")
+        return value
+
+    @field_validator("additional_roots")
+    @classmethod
+    def _absolute_roots(cls, value: list[str]) -> list[str]:
+        for root in value:
+            if not root.startswith("/"):
+                raise ValueError(f"{root!r} must be an absolute path")
         return value
 
 

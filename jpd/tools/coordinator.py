@@ -48,6 +48,8 @@ class CallScope:
     turn_id: str
     root: Path
     env: Mapping[str, str]
+    extra_roots: tuple[Path, ...] = ()
+    """More directories the workspace tools may use (`environment.additionalRoots`)."""
     detached_override: DetachedMode | None = None
     processes: ToolProcesses | None = None
     """Runs tools under the launcher, so they die with the daemon."""
@@ -216,6 +218,7 @@ class Coordinator:
                 turn_id=self._scope.turn_id,
                 tool_call_id=call.id,
                 root=self._scope.root,
+                extra_roots=self._scope.extra_roots,
                 options=dict(tool.config.options),
                 env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
                 processes=self._scope.processes,

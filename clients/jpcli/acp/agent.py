@@ -23,28 +23,26 @@ from acp.schema import (
     CloseSessionResponse,
     ConfigOptionUpdate,
     CurrentModeUpdate,
-    EmbeddedResourceContentBlock,
+    DeleteSessionRequest,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
-    McpServerHttp,
-    McpServerStdio,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
-    ResourceContentBlock,
     ResumeSessionResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
+    SessionDeleteCapabilities,
     SessionInfo,
+    SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
-    TextContentBlock,
-    TextResourceContents,
 )
 
 from jpcli import __version__
@@ -52,11 +50,13 @@ from jpcli.acp import commands
 from jpcli.acp import link as daemon_link
 from jpcli.acp.asking import answer_types
 from jpcli.acp.config_options import Choices
+from jpcli.acp.inputs import mcp_config, prompt_text
+from jpcli.acp.lines import DELETE_ROUTE
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
 from jpcli.acp.session import Editor, Session, new_session_id
 from jpcli.acp.updates import history
 from jpcli.daemon import DaemonError
-from jpcli.rpc import INTERNAL_ERROR, INVALID_PARAMS
+from jpcli.rpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 
 log = logging.getLogger(__name__)
 
@@ -80,49 +80,9 @@ def _normal(path: str) -> str:
     return os.path.normpath(path)
 
 
-def mcp_config(servers: list[Any] | None) -> dict[str, Any]:
-    """The editor's MCP servers as `turn/start` config (protocol.md 9.6): each turn of
-    the session offers their tools; the daemon keeps one server process per settings."""
-    configured: dict[str, Any] = {}
-    for server in servers or []:
-        if isinstance(server, McpServerStdio):
-            configured[server.name] = {
-                "command": [server.command, *server.args],
-                "env": {variable.name: variable.value for variable in server.env},
-            }
-        elif isinstance(server, McpServerHttp):
-            configured[server.name] = {
-                "url": server.url,
-                "headers": {header.name: header.value for header in server.headers},
-            }
-        else:
-            kind = getattr(server, "type", type(server).__name__)
-            raise RequestError(
-                INVALID_PARAMS, f"MCP server {server.name!r}: {kind} is not supported"
-            )
-    return {"mcp": {"servers": configured}} if configured else {}
-
-
-def prompt_text(blocks: list[Any]) -> str:
-    """The user message for the daemon: text blocks, embedded resources (the files an
-    editor attaches) each under a header naming its URI, and links to resources."""
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextContentBlock):
-            parts.append(block.text)
-        elif isinstance(block, EmbeddedResourceContentBlock):
-            resource = block.resource
-            if not isinstance(resource, TextResourceContents):
-                raise RequestError(INVALID_PARAMS, "binary embedded resources are not supported")
-            parts.append(f"Context from {resource.uri}:\n```\n{resource.text}\n```")
-        elif isinstance(block, ResourceContentBlock):
-            parts.append(f"[{block.name}]({block.uri})")
-        else:
-            raise RequestError(INVALID_PARAMS, f"{block.type} content is not supported")
-    text = "\n\n".join(part for part in parts if part)
-    if not text.strip():
-        raise RequestError(INVALID_PARAMS, "the prompt is empty")
-    return text
+def _roots(kwargs: dict[str, Any]) -> list[str]:
+    """A session request's `additionalDirectories`: absolute, else -32602."""
+    return [_absolute(path) for path in kwargs.get("additional_directories") or []]
 
 
 class JpAgent:
@@ -160,6 +120,8 @@ class JpAgent:
                     list=SessionListCapabilities(),
                     resume=SessionResumeCapabilities(),
                     close=SessionCloseCapabilities(),
+                    delete=SessionDeleteCapabilities(),
+                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
                 ),
             ),
             agent_info=Implementation(name="jp", title="jp (jpd)", version=__version__),
@@ -174,6 +136,7 @@ class JpAgent:
         config = mcp_config(mcp_servers)
         session = await self._open(new_session_id(), _absolute(cwd), exists=False)
         session.config = config
+        session.extra_roots = _roots(kwargs)
         self._announce(session)
         return NewSessionResponse(
             session_id=session.session_id,
@@ -188,6 +151,7 @@ class JpAgent:
         config = mcp_config(mcp_servers)
         session = await self._open(session_id, _absolute(cwd), exists=True)
         session.config = config
+        session.extra_roots = _roots(kwargs)
         session.held = []
         try:
             attached = await session.daemon.request(
@@ -228,6 +192,7 @@ class JpAgent:
         config = mcp_config(mcp_servers)
         session = await self._open(session_id, _absolute(cwd), exists=True)
         session.config = config
+        session.extra_roots = _roots(kwargs)
         try:
             await session.daemon.request("turn/attach", {"conversationId": session_id})
             listed = await session.daemon.request("turn/list")
@@ -242,10 +207,7 @@ class JpAgent:
                     {
                         "conversationId": session_id,
                         "turnId": cut[-1]["turnId"],
-                        "environment": {
-                            "cwd": session.cwd,
-                            "env": dict(self.environ or os.environ),
-                        },
+                        "environment": self._environment(session),
                     },
                 )
         except (LinkError, LinkClosed) as exc:
@@ -261,15 +223,40 @@ class JpAgent:
         await self._forget(self._session(session_id))
         return CloseSessionResponse()
 
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Methods the SDK does not route, reached through `lines.EXTENSION_ROUTES`."""
+        if method == DELETE_ROUTE:
+            request = DeleteSessionRequest.model_validate(params)
+            await self.delete_session(request.session_id)
+            return {}
+        raise RequestError(METHOD_NOT_FOUND, f"method not found: {method}")
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete the conversation from the daemon (`conversation/delete`)."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            if session.live_turn is not None or session.prompt is not None:
+                raise RequestError(BUSY, f"session {session_id} has a running turn")
+            await self._forget(session)
+        try:
+            control = await self._control_link()
+            await control.request("conversation/delete", {"conversationId": session_id})
+        except (LinkError, LinkClosed, DaemonError) as exc:
+            raise _error(exc) from None
+
+    async def _control_link(self) -> DaemonLink:
+        """The connection for requests of no session (list, delete)."""
+        if self._control is None or self._control.closed.is_set():
+            self._control = await daemon_link.connect(os.getcwd(), {}, environ=self.environ)
+        return self._control
+
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
         """Conversations with a known workspace, newest first, of `cwd` when given."""
         wanted = _absolute(cwd) if cwd is not None else None
         try:
-            if self._control is None or self._control.closed.is_set():
-                self._control = await daemon_link.connect(os.getcwd(), {}, environ=self.environ)
-            listed = await self._control.request("conversation/list")
+            listed = await (await self._control_link()).request("conversation/list")
         except (LinkError, LinkClosed, DaemonError) as exc:
             raise _error(exc) from None
         sessions = [
@@ -303,7 +290,7 @@ class JpAgent:
             "conversationId": session_id,
             # As `jp` does (protocol.md 5.5): the turn runs with the environment the
             # editor started the bridge with, in the session's workspace.
-            "environment": {"cwd": session.cwd, "env": dict(self.environ or os.environ)},
+            "environment": self._environment(session),
         }
         if not session.exists:
             params["create"] = True
@@ -337,6 +324,7 @@ class JpAgent:
                 raise _error(exc) from None
         finally:
             session.prompt = None
+        await self._send_title(session)
         if ended.stop_reason == "error":
             raise RequestError(INTERNAL_ERROR, f"the turn failed: {ended.error}")
         return PromptResponse(stop_reason=ended.stop_reason, usage=session.translator.usage())
@@ -390,13 +378,40 @@ class JpAgent:
 
     # --- internals ------------------------------------------------------------------
 
+    def _environment(self, session: Session) -> dict[str, Any]:
+        """A request's `environment` (protocol.md 5.5): the session's workspace, its
+        additional directories and the environment the editor started the bridge with."""
+        environment: dict[str, Any] = {"cwd": session.cwd, "env": dict(self.environ or os.environ)}
+        if session.extra_roots:
+            environment["additionalRoots"] = list(session.extra_roots)
+        return environment
+
+    async def _send_title(self, session: Session) -> None:
+        """`session_info_update` with the conversation's title, when it has one."""
+        try:
+            listed = await session.daemon.request("conversation/list")
+        except (LinkError, LinkClosed) as exc:
+            log.warning("conversation/list failed: %s", exc)
+            return
+        for item in listed.get("conversations", []):
+            if item.get("conversationId") == session.session_id and item.get("title"):
+                info = SessionInfoUpdate(
+                    session_update="session_info_update",
+                    title=item["title"],
+                    updated_at=item.get("updatedAt"),
+                )
+                await session.send([info])
+
     def _announce(self, session: Session) -> None:
-        """Send the slash commands once the session's response has gone out."""
+        """Send the slash commands (and the title) once the session's response has gone
+        out: the editor must know the session before it gets updates of it."""
 
         async def later() -> None:
             await asyncio.sleep(0.05)  # after the SDK wrote the response
             with contextlib.suppress(Exception):
                 await session.send([commands.available_commands()])
+                if session.exists:
+                    await self._send_title(session)
 
         task = asyncio.create_task(later())
         self._tasks.add(task)
@@ -405,7 +420,7 @@ class JpAgent:
     async def _choices(self, session: Session) -> Choices:
         """The models this session's environment can use (`model/list`); with the
         default model only when the daemon cannot say (the session must still open)."""
-        environment = {"cwd": session.cwd, "env": dict(self.environ or os.environ)}
+        environment = self._environment(session)
         try:
             listed = await session.daemon.request("model/list", {"environment": environment})
         except (LinkError, LinkClosed) as exc:

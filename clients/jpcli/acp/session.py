@@ -73,6 +73,8 @@ class Session:
     """The conversation exists in the daemon (a new session's is created by its first
     prompt, with `turn/start` `create`)."""
     config: dict[str, Any] = field(default_factory=dict)
+    extra_roots: list[str] = field(default_factory=list)
+    """The editor's `additionalDirectories`: sent as `environment.additionalRoots`."""
     """`turn/start` config of every prompt (the editor's MCP servers)."""
     link: DaemonLink | None = None
     always: dict[tuple[str, str], bool] = field(default_factory=dict)
