@@ -37,3 +37,15 @@ end, { nargs = 0, desc = "Cancel the running jp turn" })
 vim.api.nvim_create_user_command("JpConversations", function()
   require("jp").conversations()
 end, { nargs = 0, desc = "Pick a jp conversation" })
+vim.api.nvim_create_user_command("JpMode", function(opts)
+  require("jp").set_mode(opts.args)
+end, {
+  nargs = "?",
+  complete = function()
+    return { "ask", "accept-edits", "auto", "read-only" }
+  end,
+  desc = "Set the permission mode of jp turns",
+})
+vim.api.nvim_create_user_command("JpModel", function(opts)
+  require("jp").set_model(opts.args)
+end, { nargs = "?", desc = "Set the model of jp turns" })
