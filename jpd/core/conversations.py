@@ -113,7 +113,7 @@ class Conversations:
         def build() -> MessageHistory:
             events = self.store.load(conversation_id)
             with gc_paused(len(events)):  # no collector pauses for other clients
-                return MessageHistory(events)
+                return MessageHistory(events, self.store.conversation_dir(conversation_id))
 
         try:
             await self.recover(conversation_id)  # closes a turn a stopped daemon left

@@ -78,6 +78,8 @@ class TurnSpec:
     """`[prices]` of the model, for the cost in `usage` events."""
     mode: PermissionMode = "ask"
     """The turn's permission mode, recorded in `turn_start`."""
+    images: list[ev.ImageFile] = field(default_factory=list)
+    """Image files sent with the message (written before the turn starts)."""
     resume: ResumePlan | None = None
     """Set when the turn continues an interrupted one (`turn/resume`, protocol.md 12.4)."""
 
@@ -165,7 +167,7 @@ class Turn:
                     mode=spec.mode,
                 )
             )
-            self._record(ev.ChatRequest(content=spec.message))
+            self._record(ev.ChatRequest(content=spec.message, images=spec.images or None))
             self._publish(TurnStarted(model=spec.model_id))
         for cycle in range(MAX_CYCLES):
             choice = spec.first_tool_choice if cycle == 0 else llm.ToolChoiceAuto()

@@ -20,7 +20,7 @@ from jpd.core.request_env import RequestEnv
 from jpd.core.running_turns import turn_info
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import ClientEnvironment, ToolToggle
+from jpd.protocol.client_requests import ClientEnvironment, ImageInput, ToolToggle
 from jpd.protocol.errors import Busy, InvalidParams, NotFound, ProviderUnavailableError
 from jpd.protocol.modes import PermissionMode
 from jpd.protocol.summaries import TurnInfo
@@ -30,6 +30,7 @@ from jpd.protocol.summaries import TurnInfo
 if TYPE_CHECKING:
     from jpd.config import Config
     from jpd.conversation.resume import ResumePlan
+    from jpd.core.prompt_images import PromptImage
     from jpd.core.turn import Turn
     from jpd.llm.base import Provider
     from jpd.llm.history import MessageHistory
@@ -59,6 +60,7 @@ class TurnStarter:
         environment: ClientEnvironment | None = None,
         create: bool = False,
         mode: PermissionMode = "ask",
+        images: list[ImageInput] | None = None,
     ) -> TurnInfo:
         """Validate everything, then start the turn as a task and return at once.
 
@@ -66,8 +68,13 @@ class TurnStarter:
         """
         renv = self._parts.request_env(link, environment)
         cfg = await self._parts.configs.for_turn(renv, config, model)
+        from jpd.core import prompt_images
+
+        pictures = prompt_images.decode(images or [], cfg.assistant.model.id)
         providers, provider = self._provider(cfg, renv)
         history = await self._history(conversation_id, create)
+        for picture in pictures:
+            history.remember_image(picture.ref.file, picture.image)
         turn = await self._assemble(
             conversation_id=conversation_id or new_conversation_id(),
             message=message,
@@ -80,7 +87,8 @@ class TurnStarter:
             detached=detached,
             mode=mode,
         )
-        await self._launch(turn, link, is_new=conversation_id is None or create)
+        turn.spec.images = [picture.ref for picture in pictures]
+        await self._launch(turn, link, is_new=conversation_id is None or create, images=pictures)
         return turn_info(turn)
 
     async def resume(
@@ -214,7 +222,14 @@ class TurnStarter:
         spec.mode = mode
         return Turn(spec, self._parts.store, self._parts.hub, datetime.now(UTC))
 
-    async def _launch(self, turn: Turn, link: ClientLink, *, is_new: bool) -> None:
+    async def _launch(
+        self,
+        turn: Turn,
+        link: ClientLink,
+        *,
+        is_new: bool,
+        images: list[PromptImage] | None = None,
+    ) -> None:
         """Everything is valid: only now does a new conversation reach the disk."""
         conversation_id = turn.conversation_id
         conversations, turns = self._parts.conversations, self._parts.turns
@@ -228,6 +243,15 @@ class TurnStarter:
         except Busy:
             lock.release()
             raise
+        if images:
+            from jpd.core import prompt_images
+
+            folder = self._parts.store.conversation_dir(conversation_id)
+            try:
+                await anyio.to_thread.run_sync(prompt_images.write, folder, images)
+            except OSError as exc:
+                lock.release()
+                raise InvalidParams(f"cannot keep the images: {exc}") from None
         if is_new:
             # Durable while the model call runs, not on the way to turn_completed.
             self._tg.start_soon(conversations.sync_entries, conversation_id)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from jpd.conversation import events as ev
+from jpd.conversation.events import ToolImage
 from jpd.llm.base import AssistantMessage, Message, ToolCallPart, ToolResultMessage, UserMessage
 
 
@@ -20,7 +23,11 @@ class MessageHistory:
     turn, protocol.md 12.4) takes the interrupted one's place: one result per call.
     """
 
-    def __init__(self, events: Iterable[ev.Event] = ()) -> None:
+    def __init__(self, events: Iterable[ev.Event] = (), folder: Path | None = None) -> None:
+        self._folder = folder
+        """The conversation's folder, where the files of its images are (read only
+        when built from the log, in a worker thread; a live turn remembers its own)."""
+        self._images: dict[str, ToolImage] = {}
         self._done: list[Message] = []
         self._pending: dict[str, Any] | None = None
         self._interrupted: dict[str, int] = {}  # call id -> index of its interrupted result
@@ -32,7 +39,8 @@ class MessageHistory:
         if isinstance(event, ev.ChatRequest | ev.ForcedToolRetry):
             content = event.content if isinstance(event, ev.ChatRequest) else event.message
             self._flush()
-            self._done.append(UserMessage.model_construct(content=content))
+            images = self._user_images(event) if isinstance(event, ev.ChatRequest) else ()
+            self._done.append(UserMessage.model_construct(content=content, images=images))
         elif isinstance(event, ev.ChatResponse):
             part = self._assistant()
             if event.message is not None:
@@ -62,6 +70,23 @@ class MessageHistory:
             if event.interrupted:
                 self._interrupted[event.id] = len(self._done)
             self._done.append(result)
+
+    def remember_image(self, file: str, image: ToolImage) -> None:
+        """The data of an image file a turn is about to record (no read from disk)."""
+        self._images[file] = image
+
+    def _user_images(self, event: ev.ChatRequest) -> tuple[ToolImage, ...]:
+        images = []
+        for ref in event.images or ():
+            image = self._images.get(ref.file)
+            if image is None and self._folder is not None:
+                path = self._folder / ref.file
+                if path.is_file():
+                    data = base64.b64encode(path.read_bytes()).decode("ascii")
+                    image = ToolImage(mime_type=ref.mime_type, data=data)
+            if image is not None:  # a file removed by hand: the text still goes
+                images.append(image)
+        return tuple(images)
 
     def messages(self) -> list[Message]:
         """The messages so far (a new list; the assistant output in progress included)."""

@@ -107,6 +107,18 @@ class NoParams(WireParams):
 # --- turns ---------------------------------------------------------------------------
 
 
+IMAGE_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
+"""Image types a user message may carry -> their file extension."""
+
+
+class ImageInput(WireModel):
+    """An image sent with a user message (protocol.md 5.5)."""
+
+    mime_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+    data: str = Field(repr=False)
+    """The image, base64 encoded."""
+
+
 class TurnStartParams(WireParams):
     message: str = Field(min_length=1)
     conversation_id: str | None = None
@@ -119,6 +131,8 @@ class TurnStartParams(WireParams):
     """The detached policy for this turn's questions and permissions (overrides config)."""
     mode: PermissionMode = "ask"
     """The turn's permission mode (protocol.md 5.5.1), recorded with the turn."""
+    images: list[ImageInput] = Field(default_factory=list, repr=False)
+    """Images sent with the message, for a model that takes images."""
     tools: list[ToolToggle] = Field(default_factory=list)
     """Per-turn tool toggles, applied left to right (`-t`/`-T` of `jp query`)."""
     environment: ClientEnvironment | None = Field(default=None, repr=False)

@@ -80,6 +80,7 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
         toggles=list(p.tools),
         detached=p.detached,
         mode=p.mode,
+        images=p.images,
         environment=p.environment,
     )
     return wire.TurnStartResult(conversation_id=info.conversation_id, turn_id=info.turn_id)

@@ -11,7 +11,6 @@ the daemon: when the editor goes away they go on, and `jp attach` follows them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from typing import Any
@@ -38,7 +37,6 @@ from acp.schema import (
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
     SessionInfo,
-    SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
@@ -46,10 +44,9 @@ from acp.schema import (
 )
 
 from jpcli import __version__
-from jpcli.acp import commands
+from jpcli.acp import commands, session_info
 from jpcli.acp import link as daemon_link
 from jpcli.acp.asking import answer_types
-from jpcli.acp.config_options import Choices
 from jpcli.acp.inputs import mcp_config, prompt_text
 from jpcli.acp.lines import DELETE_ROUTE
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
@@ -324,7 +321,7 @@ class JpAgent:
                 raise _error(exc) from None
         finally:
             session.prompt = None
-        await self._send_title(session)
+        await session_info.send_title(session)
         if ended.stop_reason == "error":
             raise RequestError(INTERNAL_ERROR, f"the turn failed: {ended.error}")
         return PromptResponse(stop_reason=ended.stop_reason, usage=session.translator.usage())
@@ -386,47 +383,11 @@ class JpAgent:
             environment["additionalRoots"] = list(session.extra_roots)
         return environment
 
-    async def _send_title(self, session: Session) -> None:
-        """`session_info_update` with the conversation's title, when it has one."""
-        try:
-            listed = await session.daemon.request("conversation/list")
-        except (LinkError, LinkClosed) as exc:
-            log.warning("conversation/list failed: %s", exc)
-            return
-        for item in listed.get("conversations", []):
-            if item.get("conversationId") == session.session_id and item.get("title"):
-                info = SessionInfoUpdate(
-                    session_update="session_info_update",
-                    title=item["title"],
-                    updated_at=item.get("updatedAt"),
-                )
-                await session.send([info])
-
     def _announce(self, session: Session) -> None:
-        """Send the slash commands (and the title) once the session's response has gone
-        out: the editor must know the session before it gets updates of it."""
-
-        async def later() -> None:
-            await asyncio.sleep(0.05)  # after the SDK wrote the response
-            with contextlib.suppress(Exception):
-                await session.send([commands.available_commands()])
-                if session.exists:
-                    await self._send_title(session)
-
-        task = asyncio.create_task(later())
+        """Commands and title to the editor once the session's response has gone out."""
+        task = asyncio.create_task(session_info.announce(session))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    async def _choices(self, session: Session) -> Choices:
-        """The models this session's environment can use (`model/list`); with the
-        default model only when the daemon cannot say (the session must still open)."""
-        environment = self._environment(session)
-        try:
-            listed = await session.daemon.request("model/list", {"environment": environment})
-        except (LinkError, LinkClosed) as exc:
-            log.warning("model/list failed: %s", exc)
-            return Choices()
-        return Choices.from_listing(listed if isinstance(listed, dict) else {})
 
     async def _hidden_tools(self, session: Session) -> frozenset[str]:
         """Names of the tools not to show in a replay (`style.hidden`); none when the
@@ -468,7 +429,7 @@ class JpAgent:
             exists=exists,
         )
         await self._connect(session)
-        session.choices = await self._choices(session)
+        session.choices = await session_info.load_choices(session, self._environment(session))
         self.sessions[session_id] = session
         return session
 
