@@ -115,6 +115,7 @@ def query(
     detach: bool = False,
     non_interactive: bool = False,
     mode: str | None = None,
+    images: Sequence[Mapping[str, str]] = (),
     output: Output,
     prompter: TerminalPrompter | None = None,
     environment: Mapping[str, Any] | None = None,
@@ -154,6 +155,8 @@ def query(
             params["detached"] = "deny"
         if mode is not None:
             params["mode"] = mode
+        if images:
+            params["images"] = [dict(image) for image in images]
         if environment is not None:
             params["environment"] = dict(environment)
         if interrupts.requested:

@@ -114,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _mode_option(query)
     query.add_argument(
+        "--image",
+        dest="images",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="send image FILE (png, jpeg, gif, webp) with the message; repeatable",
+    )
+    query.add_argument(
         "--non-interactive",
         action="store_true",
         help="never prompt (questions follow the `deny` detached policy)",

@@ -88,3 +88,38 @@ def test_the_turn_environment_names_the_additional_roots() -> None:
         "env": {"HOME": "/home/x"},
         "additionalRoots": ["/lib"],
     }
+
+
+async def test_an_image_prompt_is_refused_clearly_by_a_model_without_images(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    from acp.schema import ImageContentBlock
+
+    env = make_env(tmp_path, daemons, [{"text": "fine"}])
+    editor = Editor()
+    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, _):
+        init = await conn.initialize(protocol_version=1)
+        assert init.agent_capabilities is not None
+        assert init.agent_capabilities.prompt_capabilities is not None
+        assert init.agent_capabilities.prompt_capabilities.image
+        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+        image = ImageContentBlock(type="image", mime_type="image/png", data="iVBORw0KGgo=")
+        with pytest.raises(RequestError) as refused:
+            await conn.prompt(session_id=sid, prompt=[text_block("look"), image])
+        assert refused.value.code == -32602
+        assert "takes no images" in str(refused.value.args[0])
+        # Nothing was recorded; the session goes on with text.
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("text then")])
+        assert answer.stop_reason == "end_turn"
+
+
+def test_image_blocks_become_turn_images() -> None:
+    from acp.schema import ImageContentBlock
+    from jpcli.acp.inputs import prompt_images, prompt_text
+
+    image = ImageContentBlock(type="image", mime_type="image/webp", data="UklGRg==")
+    assert prompt_images([text_block("a"), image]) == [
+        {"mimeType": "image/webp", "data": "UklGRg=="}
+    ]
+    assert prompt_text([text_block("a"), image]) == "a"
+    assert prompt_text([image]) == "(image)"

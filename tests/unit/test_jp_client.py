@@ -492,6 +492,18 @@ def test_query_sends_the_permission_mode(fake: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and "invalid choice: 'yolo'" in err
 
 
+def test_query_sends_images(fake: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    picture = tmp_path / "shot.PNG"
+    picture.write_bytes(b"\x89PNG pixels")
+    assert run(["query", "--new", "--image", str(picture), "what is it"], capsys)[0] == 0
+    (sent,) = sent_params(fake, "turn/start")
+    assert sent["images"] == [{"mimeType": "image/png", "data": "iVBORyBwaXhlbHM="}]
+    code, _, err = run(["query", "--image", str(tmp_path / "notes.txt"), "hi"], capsys)
+    assert code == 2 and "not a png, jpeg, gif or webp file" in err
+    code, _, err = run(["query", "--image", str(tmp_path / "gone.png"), "hi"], capsys)
+    assert code == 2 and "No such file" in err
+
+
 def test_query_reads_message_from_stdin(
     fake: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -47,7 +47,7 @@ from jpcli import __version__
 from jpcli.acp import commands, session_info
 from jpcli.acp import link as daemon_link
 from jpcli.acp.asking import answer_types
-from jpcli.acp.inputs import mcp_config, prompt_text
+from jpcli.acp.inputs import mcp_config, prompt_images, prompt_text
 from jpcli.acp.lines import DELETE_ROUTE
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
 from jpcli.acp.session import Editor, Session, new_session_id
@@ -111,7 +111,8 @@ class JpAgent:
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                # Images: the daemon refuses them, clearly, for a model without images.
+                prompt_capabilities=PromptCapabilities(embedded_context=True, image=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
@@ -291,6 +292,9 @@ class JpAgent:
         }
         if not session.exists:
             params["create"] = True
+        images = prompt_images(prompt)
+        if images:
+            params["images"] = images
         chosen = session.choices.turn_params()
         config = {**session.config, **chosen.pop("config", {})}
         params.update(chosen)

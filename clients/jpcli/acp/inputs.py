@@ -8,6 +8,7 @@ from typing import Any
 from acp import RequestError
 from acp.schema import (
     EmbeddedResourceContentBlock,
+    ImageContentBlock,
     McpServerHttp,
     McpServerStdio,
     ResourceContentBlock,
@@ -55,9 +56,23 @@ def prompt_text(blocks: list[Any]) -> str:
             parts.append(f"Context from {resource.uri}:\n```\n{resource.text}\n```")
         elif isinstance(block, ResourceContentBlock):
             parts.append(f"[{block.name}]({block.uri})")
+        elif isinstance(block, ImageContentBlock):
+            continue  # sent as `images` (prompt_images)
         else:
             raise RequestError(INVALID_PARAMS, f"{block.type} content is not supported")
     text = "\n\n".join(part for part in parts if part)
+    if not text.strip() and any(isinstance(block, ImageContentBlock) for block in blocks):
+        text = "(image)"  # an image alone is a message too
     if not text.strip():
         raise RequestError(INVALID_PARAMS, "the prompt is empty")
     return text
+
+
+def prompt_images(blocks: list[Any]) -> list[dict[str, str]]:
+    """The prompt's image blocks as `turn/start` `images` (the daemon checks the type
+    and refuses them, clearly, when the model takes no images)."""
+    return [
+        {"mimeType": block.mime_type, "data": block.data}
+        for block in blocks
+        if isinstance(block, ImageContentBlock)
+    ]
