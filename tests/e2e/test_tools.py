@@ -53,6 +53,7 @@ async def test_local_tool_runs_and_result_goes_back_to_model(
         "ask_user",
         "describe_tools",
         "echo",
+        "update_plan",
         "answer_inquiry",
     ]
     assert requests[0]["tools"][2]["parameters"]["required"] == ["text"]
