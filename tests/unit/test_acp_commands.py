@@ -120,3 +120,17 @@ async def test_mode_and_model_change_the_choices_and_tell_the_pickers() -> None:
     bad = FakeSession()
     assert "unknown model 'nope'" in await run(bad, "/model nope")
     assert bad.choices.model is None
+
+
+def test_the_effort_goes_to_the_turn_as_a_config_override_for_a_reasoning_model() -> None:
+    choices = Choices.from_listing(LISTING)
+    choices.set("model", "big")
+    choices.set("thought_level", "high")
+    choices.set("mode", "auto")
+    assert choices.turn_params() == {
+        "mode": "auto",
+        "model": "big",
+        "config": {"assistant": {"reasoning": {"effort": "high"}}},
+    }
+    choices.set("model", "test/scripted")  # no effort for a model without one
+    assert choices.turn_params() == {"mode": "auto"}
