@@ -219,6 +219,7 @@ class Coordinator:
                 tool_call_id=call.id,
                 root=self._scope.root,
                 extra_roots=self._scope.extra_roots,
+                mode=self._gate.mode,
                 options=dict(tool.config.options),
                 env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
                 processes=self._scope.processes,
