@@ -89,6 +89,9 @@ async def test_pickers_offer_usable_models_and_modes_and_apply_to_the_next_promp
         # A loaded session offers the options too.
         loaded = await conn.load_session(cwd=str(tmp_path / "ws"), session_id=sid, mcp_servers=[])
         assert loaded.config_options is not None and loaded.modes is not None
+        # ... with the mode the conversation last ran in.
+        assert values(loaded.config_options)["mode"][0] == "accept-edits"
+        assert loaded.modes.current_mode_id == "accept-edits"
 
     starts = [e for e in persisted(env, sid) if e["type"] == "turn_start"]
     assert [s["mode"] for s in starts] == ["read-only", "accept-edits"]

@@ -47,6 +47,7 @@ from jpcli import __version__
 from jpcli.acp import commands, session_info
 from jpcli.acp import link as daemon_link
 from jpcli.acp.asking import answer_types
+from jpcli.acp.config_options import MODES
 from jpcli.acp.inputs import mcp_config, prompt_images, prompt_text
 from jpcli.acp.lines import DELETE_ROUTE
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
@@ -163,6 +164,9 @@ class JpAgent:
             raise _error(exc) from None
         hidden = await self._hidden_tools(session)
         events = stored.get("events", [])
+        modes = [e.get("mode") for e in events if e.get("type") == "turn_start"]
+        if modes and modes[-1] in MODES:
+            session.choices.mode = modes[-1]  # the mode the conversation last ran in
         running = [t["turnId"] for t in attached.get("runningTurns", [])]
         held, session.held = session.held, None
         live = [e for e in held if e.get("turnId") in running]
