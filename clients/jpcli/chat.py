@@ -16,6 +16,7 @@ from typing import Any
 from jpcli.commands import Output, attach, query
 from jpcli.conversations import conversation_compact
 from jpcli.follow import EXIT_CANCELLED, EXIT_ERROR, EXIT_OK
+from jpcli.parser import PERMISSION_MODES
 from jpcli.rpc import Connection
 
 TYPE_CHECKING = False
@@ -29,6 +30,8 @@ Ctrl-C cancels the running turn (at the prompt: clears the line); Ctrl-D leaves.
   /new                  the next message starts a new conversation
   /model NAME           use model NAME (<provider>/<model> or an alias) from now on
   /model                back to the configured model
+  /mode [MODE]          permission mode from now on: ask, accept-edits, auto, read-only
+                        (bare: show it)
   /tools on|off [NAME]  enable / disable tool NAME (all tools without NAME) from now on
   /attach               re-attach to this conversation's running turn
   /undo [TURN]          put back the files the last turn (or TURN) changed
@@ -45,6 +48,7 @@ class ChatState:
     new: bool = False
     model: str | None = None
     tools: list[dict[str, Any]] = field(default_factory=list)
+    mode: str | None = None
 
 
 def slash_command(line: str, state: ChatState, write: Callable[[str], object]) -> bool:
@@ -63,6 +67,12 @@ def slash_command(line: str, state: ChatState, write: Callable[[str], object]) -
     elif name == "/model" and len(rest) <= 1:
         state.model = rest[0] if rest else None
         write(f"jp: model: {state.model or 'the configured default'}\n")
+    elif name == "/mode" and len(rest) <= 1:
+        if rest and rest[0] not in PERMISSION_MODES:
+            write(f"jp: unknown mode {rest[0]!r}; modes: {', '.join(PERMISSION_MODES)}\n")
+        else:
+            state.mode = rest[0] if rest else state.mode
+            write(f"jp: mode: {state.mode or 'ask'}\n")
     elif name == "/tools" and rest and rest[0] in ("on", "off") and len(rest) <= 2:
         toggle: dict[str, Any] = {"enable": rest[0] == "on"}
         if len(rest) == 2:
@@ -124,6 +134,7 @@ def chat(
     env: Mapping[str, str],
     model: str | None = None,
     new: bool = False,
+    mode: str | None = None,
 ) -> int:
     """Run the REPL until Ctrl-D; continues this workspace's conversation unless `new`.
 
@@ -131,7 +142,7 @@ def chat(
     prompt is the next thing shown either way).
     """
     session = _session(env)
-    state = ChatState(new=new, model=model, conversation=None if new else current.get())
+    state = ChatState(new=new, model=model, conversation=None if new else current.get(), mode=mode)
     # A chat's Ctrl-C always cancels: `can_prompt` off skips the one-key choice.
     turn_output = replace(output, can_prompt=False)
     err = output.err
@@ -183,6 +194,7 @@ def chat(
                 conversation=state.conversation,
                 model=state.model,
                 tools=state.tools,
+                mode=state.mode,
                 output=turn_output,
                 prompter=prompter,
                 environment=environment,

@@ -114,6 +114,8 @@ def query(
     tools: Sequence[Mapping[str, Any]] = (),
     detach: bool = False,
     non_interactive: bool = False,
+    mode: str | None = None,
+    images: Sequence[Mapping[str, str]] = (),
     output: Output,
     prompter: TerminalPrompter | None = None,
     environment: Mapping[str, Any] | None = None,
@@ -151,6 +153,10 @@ def query(
             params["tools"] = [dict(toggle) for toggle in tools]
         if non_interactive:
             params["detached"] = "deny"
+        if mode is not None:
+            params["mode"] = mode
+        if images:
+            params["images"] = [dict(image) for image in images]
         if environment is not None:
             params["environment"] = dict(environment)
         if interrupts.requested:

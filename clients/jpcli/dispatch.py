@@ -68,6 +68,7 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
             env=os.environ,
             model=args.model,
             new=args.new,
+            mode=args.mode,
         )
     if command == "attach":
         return commands.attach(

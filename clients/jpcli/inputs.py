@@ -60,7 +60,33 @@ def query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
         "tools": args.tools,
         "detach": args.detach,
         "non_interactive": args.non_interactive,
+        "mode": args.mode,
+        "images": [read_image(parser, path) for path in args.images],
     }
+
+
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+
+
+def read_image(parser: argparse.ArgumentParser, path: str) -> dict[str, str]:
+    """`--image FILE` as a `turn/start` image (its type by the file's extension)."""
+    import base64
+
+    mime = IMAGE_TYPES.get(os.path.splitext(path)[1].lower())
+    if mime is None:
+        parser.error(f"query: --image {path}: not a png, jpeg, gif or webp file")
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError as exc:
+        parser.error(f"query: --image {path}: {exc.strerror or exc}")
+    return {"mimeType": mime, "data": base64.b64encode(data).decode("ascii")}
 
 
 STDIN_LIMIT = 1024 * 1024

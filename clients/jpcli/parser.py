@@ -112,6 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument(
         "--detach", action="store_true", help="start the turn, print its ids and return"
     )
+    _mode_option(query)
+    query.add_argument(
+        "--image",
+        dest="images",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="send image FILE (png, jpeg, gif, webp) with the message; repeatable",
+    )
     query.add_argument(
         "--non-interactive",
         action="store_true",
@@ -125,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--new", action="store_true", help="start a new conversation")
     chat.add_argument("-m", "--model", help="model as <provider>/<model>, or an alias")
+    _mode_option(chat)
 
     attach = commands.add_parser("attach", help="re-attach to a conversation's running turn")
     attach.add_argument("conversation", nargs="?", metavar="CONVERSATION")
@@ -302,3 +312,16 @@ def _add_examples(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for sub in set(action.choices.values()):
                 _add_examples(sub)
+
+
+PERMISSION_MODES = ("ask", "accept-edits", "auto", "read-only")
+"""The turns' permission modes (protocol.md 5.5.1)."""
+
+
+def _mode_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--mode",
+        choices=PERMISSION_MODES,
+        help="permission mode: ask (default), accept-edits (file edits run unasked), "
+        "auto (nothing asks), read-only (no file edits or commands)",
+    )

@@ -39,6 +39,22 @@ def format_tool_call(name: str, arguments: Any, limit: int = _MAX_ARGS) -> str:
     return f"{TOOL_MARK} {name}({one_line(args, limit)})"
 
 
+_PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+
+
+def format_plan(arguments: Any) -> str | None:
+    """The model's plan (`update_plan` arguments) as a checklist; None if malformed."""
+    plan = arguments.get("plan") if isinstance(arguments, dict) else None
+    if not isinstance(plan, list) or not plan:
+        return None
+    lines = ["Plan:"]
+    for item in plan:
+        if not isinstance(item, dict) or item.get("status") not in _PLAN_MARKS:
+            return None
+        lines.append(f"  {_PLAN_MARKS[item['status']]} {one_line(str(item.get('step', '')))}")
+    return "\n".join(lines)
+
+
 def format_time(stamp: Any, seconds: bool = False) -> str:
     """An ISO timestamp shown in local time (`YYYY-MM-DD HH:MM`); unparsable input verbatim."""
     if not isinstance(stamp, str):
@@ -93,7 +109,8 @@ class TurnRenderer:
             name = str(event.get("name", "?"))
             self._tool_names[str(event.get("id"))] = name
             self._tool_started[str(event.get("id"))] = time.monotonic()
-            self.note(format_tool_call(name, event.get("arguments")))
+            plan = format_plan(event.get("arguments")) if name == "update_plan" else None
+            self.note(plan or format_tool_call(name, event.get("arguments")))
         elif kind == "tool_progress":
             self._tool_output(str(event.get("id")), event.get("message"))
         elif kind == "tool_result":

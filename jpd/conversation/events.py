@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from jpd.protocol.modes import PermissionMode
 from jpd.protocol.question import Question
 from jpd.protocol.usage import TokenUsage
 
@@ -45,6 +46,8 @@ class TurnStart(_Event):
     model: str | None = None
     workspace: str | None = None
     """The client's workspace root the turn ran in (absolute), when it had one."""
+    mode: PermissionMode = "ask"
+    """The turn's permission mode (`turn/start` `mode`); a resumed turn keeps it."""
 
 
 class TurnResume(_Event):
@@ -54,9 +57,22 @@ class TurnResume(_Event):
     turn_id: str
 
 
+class ImageFile(BaseModel):
+    """An image of a user message, kept as a file in the conversation's folder (never
+    base64 in the log)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    file: str
+    """Path relative to the conversation's folder: `images/<sha256>.<ext>`."""
+    mime_type: str
+
+
 class ChatRequest(_Event):
     type: Literal["chat_request"] = "chat_request"
     content: str
+    images: list[ImageFile] | None = None
+    """Images sent with the message (absent: none)."""
 
 
 class ChatResponse(_Event):

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from jpd.conversation import events as ev
+from jpd.protocol.modes import PermissionMode
 
 CONTINUE_INSTRUCTION = (
     "[The previous response was cut off because the agent process stopped. Continue it "
@@ -45,6 +46,8 @@ class ResumePlan:
     """(call id, question id) -> attempts to count from: a question pending when the
     daemon stopped is asked again under its inquiry id."""
     continue_output: bool = False
+    mode: PermissionMode = "ask"
+    """The permission mode the turn started with."""
     """The last output is an interrupted `chat_response` and no call is re-run."""
 
 
@@ -82,6 +85,7 @@ def plan_resume(events: Sequence[ev.Event], turn_id: str) -> ResumePlan:
         answers=answers,
         attempts=attempts,
         continue_output=bool(cut) and not rerun,
+        mode=start.mode,
     )
 
 

@@ -7,6 +7,7 @@ for that request only (config file, provider keys, tool subprocesses) and never 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,8 @@ class RequestEnv:
     workspace: Path | None
     env: Mapping[str, str] = field(repr=False)
     """Read for `JP_CONFIG`, provider API keys and as the tools' whole environment."""
+    extra_roots: tuple[Path, ...] = ()
+    """`environment.additionalRoots`: more directories the workspace tools may use."""
 
     @property
     def root(self) -> Path:
@@ -42,4 +45,5 @@ def request_env(
         return RequestEnv(workspace_root, daemon_env)
     workspace = Path(environment.cwd) if environment.cwd else workspace_root
     env = environment.env if environment.env is not None else daemon_env
-    return RequestEnv(workspace, env)
+    roots = tuple(Path(os.path.normpath(root)) for root in environment.additional_roots)
+    return RequestEnv(workspace, env, roots)

@@ -14,6 +14,7 @@ from jpd.core.hub import EventHub
 from jpd.core.request_env import RequestEnv
 from jpd.inquiry.pending import PendingQuestions
 from jpd.protocol.client_requests import ToolToggle
+from jpd.protocol.modes import PermissionMode
 
 # Start-up imports only what `initialize` needs (protocol.md section 4, "Start-up"):
 # the config, tools, inquiries and MCP load with the first use.
@@ -110,6 +111,7 @@ class Toolbox:
         detached: Any,
         resume: ResumePlan | None = None,
         snapshots: Path | None = None,
+        mode: PermissionMode = "ask",
     ) -> Coordinator:
         """The tool coordinator of a turn (with its inquiry backend) or of a `tool/call`."""
         from jpd.core.turn_tools import make_coordinator
@@ -123,7 +125,9 @@ class Toolbox:
             turn_id=call_id,
             root=renv.root,
             env=renv.env,
+            extra_roots=renv.extra_roots,
             detached=detached,
+            mode=mode,
             processes=self.processes,
             provider_keys=cfg.providers.api_key_variables(),
             mcp=self.mcp.bound(renv.root),

@@ -29,6 +29,7 @@ from jpd.llm import base as llm
 from jpd.llm import forced_tool
 from jpd.llm.errors import ProviderError
 from jpd.llm.history import MessageHistory
+from jpd.protocol.modes import PermissionMode
 from jpd.protocol.turn_events import (
     ContextUsage,
     ForcedToolRetried,
@@ -79,6 +80,10 @@ class TurnSpec:
     """The client's workspace root, recorded in `turn_start`."""
     price: Price | None = None
     """`[prices]` of the model, for the cost in `usage` events."""
+    mode: PermissionMode = "ask"
+    """The turn's permission mode, recorded in `turn_start`."""
+    images: list[ev.ImageFile] = field(default_factory=list)
+    """Image files sent with the message (written before the turn starts)."""
     resume: ResumePlan | None = None
     """Set when the turn continues an interrupted one (`turn/resume`, protocol.md 12.4)."""
     context: ContextFactory | None = None
@@ -169,9 +174,14 @@ class Turn:
             await self._resume(spec.resume)
         else:
             self._record(
-                ev.TurnStart(turn_id=spec.turn_id, model=spec.model_id, workspace=spec.workspace)
+                ev.TurnStart(
+                    turn_id=spec.turn_id,
+                    model=spec.model_id,
+                    workspace=spec.workspace,
+                    mode=spec.mode,
+                )
             )
-            self._record(ev.ChatRequest(content=spec.message))
+            self._record(ev.ChatRequest(content=spec.message, images=spec.images or None))
             self._publish(TurnStarted(model=spec.model_id))
         for cycle in range(MAX_CYCLES):
             choice = spec.first_tool_choice if cycle == 0 else llm.ToolChoiceAuto()

@@ -21,8 +21,9 @@ from jpd.core.request_env import RequestEnv
 from jpd.core.running_turns import turn_info
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import ClientEnvironment, ToolToggle
+from jpd.protocol.client_requests import ClientEnvironment, ImageInput, ToolToggle
 from jpd.protocol.errors import Busy, InvalidParams, NotFound, ProviderUnavailableError
+from jpd.protocol.modes import PermissionMode
 from jpd.protocol.summaries import TurnInfo
 
 # The config, the turn loop, inquiries and providers load with the first turn
@@ -30,6 +31,7 @@ from jpd.protocol.summaries import TurnInfo
 if TYPE_CHECKING:
     from jpd.config import Config
     from jpd.conversation.resume import ResumePlan
+    from jpd.core.prompt_images import PromptImage
     from jpd.core.turn import Turn
     from jpd.llm.base import Provider
     from jpd.llm.history import MessageHistory
@@ -58,6 +60,8 @@ class TurnStarter:
         detached: Any = None,
         environment: ClientEnvironment | None = None,
         create: bool = False,
+        mode: PermissionMode = "ask",
+        images: list[ImageInput] | None = None,
     ) -> TurnInfo:
         """Validate everything, then start the turn as a task and return at once.
 
@@ -65,8 +69,13 @@ class TurnStarter:
         """
         renv = self._parts.request_env(link, environment)
         cfg = await self._parts.configs.for_turn(renv, config, model)
+        from jpd.core import prompt_images
+
+        pictures = prompt_images.decode(images or [], cfg.assistant.model.id)
         providers, provider = self._provider(cfg, renv)
         history = await self._history(conversation_id, create)
+        for picture in pictures:
+            history.remember_image(picture.ref.file, picture.image)
         turn = await self._assemble(
             conversation_id=conversation_id or new_conversation_id(),
             message=message,
@@ -77,8 +86,10 @@ class TurnStarter:
             history=history,
             toggles=toggles or [],
             detached=detached,
+            mode=mode,
         )
-        await self._launch(turn, link, is_new=conversation_id is None or create)
+        turn.spec.images = [picture.ref for picture in pictures]
+        await self._launch(turn, link, is_new=conversation_id is None or create, images=pictures)
         return turn_info(turn)
 
     async def resume(
@@ -124,6 +135,7 @@ class TurnStarter:
             toggles=[],
             detached=detached,
             resume=plan,
+            mode=plan.mode,
         )
         turn.spec.first_tool_choice = ToolChoiceAuto()  # the turn's first call was made
         await self._launch(turn, link, is_new=False)
@@ -168,6 +180,7 @@ class TurnStarter:
         toggles: list[ToolToggle],
         detached: Any,
         resume: ResumePlan | None = None,
+        mode: PermissionMode = "ask",
     ) -> Turn:
         """The turn with its tools and inquiry backend; nothing reaches the disk yet.
         With `resume`, it continues that interrupted turn under its id."""
@@ -194,6 +207,7 @@ class TurnStarter:
                 detached=detached,
                 resume=resume,
                 snapshots=self._parts.store.conversation_dir(conversation_id) / SNAPSHOTS_DIR,
+                mode=mode,
             )
 
         spec = turn_spec(
@@ -208,9 +222,17 @@ class TurnStarter:
             providers=providers,
         )
         spec.resume = resume
+        spec.mode = mode
         return Turn(spec, self._parts.store, self._parts.hub, datetime.now(UTC))
 
-    async def _launch(self, turn: Turn, link: ClientLink, *, is_new: bool) -> None:
+    async def _launch(
+        self,
+        turn: Turn,
+        link: ClientLink,
+        *,
+        is_new: bool,
+        images: list[PromptImage] | None = None,
+    ) -> None:
         """Everything is valid: only now does a new conversation reach the disk."""
         conversation_id = turn.conversation_id
         conversations, turns = self._parts.conversations, self._parts.turns
@@ -224,6 +246,15 @@ class TurnStarter:
         except Busy:
             lock.release()
             raise
+        if images:
+            from jpd.core import prompt_images
+
+            folder = self._parts.store.conversation_dir(conversation_id)
+            try:
+                await anyio.to_thread.run_sync(prompt_images.write, folder, images)
+            except OSError as exc:
+                lock.release()
+                raise InvalidParams(f"cannot keep the images: {exc}") from None
         if is_new:
             # Durable while the model call runs, not on the way to turn_completed.
             self._tg.start_soon(conversations.sync_entries, conversation_id)

@@ -12,6 +12,7 @@ from jpd.inquiry.router import InquiryBackend, Router
 from jpd.mcp.model import McpCaller
 from jpd.process_groups import ToolProcesses
 from jpd.protocol.detached import DetachedMode
+from jpd.protocol.modes import PermissionMode
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.coordinator import CallScope, Coordinator
 from jpd.tools.mcp_call import ProgressSink, Sampler
@@ -39,6 +40,8 @@ def make_coordinator(
     root: Path,
     env: Mapping[str, str],
     detached: DetachedMode | None,
+    mode: PermissionMode = "ask",
+    extra_roots: tuple[Path, ...] = (),
     processes: ToolProcesses | None = None,
     provider_keys: frozenset[str] = frozenset(),
     mcp: McpCaller | None = None,
@@ -54,12 +57,13 @@ def make_coordinator(
     if resumed is not None:
         recorder.seed(resumed.attempts)
     router = Router(pending, recorder, backend, stopping=stopping)
-    gate = PermissionGate(pending, conversation_id, turn_id, detached_override=detached)
+    gate = PermissionGate(pending, conversation_id, turn_id, detached_override=detached, mode=mode)
     scope = CallScope(
         conversation_id=conversation_id,
         turn_id=turn_id,
         root=root,
         env=env,
+        extra_roots=extra_roots,
         detached_override=detached,
         processes=processes,
         provider_keys=provider_keys,

@@ -180,7 +180,14 @@ def _mark_cache(blocks: list[Block]) -> None:
 
 def _convert(message: Message, *, thinking: bool) -> tuple[str, list[Block]]:
     if isinstance(message, UserMessage):
-        return "user", [{"type": "text", "text": message.content}]
+        pictures: list[Block] = [
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": i.mime_type, "data": i.data},
+            }
+            for i in message.images
+        ]
+        return "user", [*pictures, {"type": "text", "text": message.content}]
     if isinstance(message, ToolResultMessage):
         content: Any = message.content
         if message.images:

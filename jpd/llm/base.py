@@ -26,6 +26,8 @@ class _Model(BaseModel):
 class UserMessage(_Model):
     role: Literal["user"] = "user"
     content: str
+    images: tuple[ToolImage, ...] = Field(default=(), exclude_if=lambda images: not images)
+    """Images sent with the message (left out of dumps when there are none)."""
 
 
 class ToolCallPart(_Model):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from jpd.conversation import events as ev
+from jpd.conversation.events import ToolImage
 from jpd.llm.base import AssistantMessage, Message, ToolCallPart, ToolResultMessage, UserMessage
 
 
@@ -34,7 +37,11 @@ class MessageHistory:
     (`origins`) so a compaction can be planned at a message boundary.
     """
 
-    def __init__(self, events: Iterable[ev.Event] = ()) -> None:
+    def __init__(self, events: Iterable[ev.Event] = (), folder: Path | None = None) -> None:
+        self._folder = folder
+        """The conversation's folder, where the files of its images are (read only
+        when built from the log, in a worker thread; a live turn remembers its own)."""
+        self._images: dict[str, ToolImage] = {}
         self._done: list[Message] = []
         self._origins: list[int] = []  # position of the event each message began with
         self._pending: dict[str, Any] | None = None
@@ -56,7 +63,8 @@ class MessageHistory:
         elif isinstance(event, ev.ChatRequest | ev.ForcedToolRetry):
             content = event.content if isinstance(event, ev.ChatRequest) else event.message
             self._flush()
-            self._append(UserMessage.model_construct(content=content), position)
+            images = self._user_images(event) if isinstance(event, ev.ChatRequest) else ()
+            self._append(UserMessage.model_construct(content=content, images=images), position)
         elif isinstance(event, ev.TurnUndone):
             # The model must not go on believing its edits are still there.
             self._flush()
@@ -151,6 +159,23 @@ class MessageHistory:
             is_error=message.is_error,
             images=(),
         )
+
+    def remember_image(self, file: str, image: ToolImage) -> None:
+        """The data of an image file a turn is about to record (no read from disk)."""
+        self._images[file] = image
+
+    def _user_images(self, event: ev.ChatRequest) -> tuple[ToolImage, ...]:
+        images = []
+        for ref in event.images or ():
+            image = self._images.get(ref.file)
+            if image is None and self._folder is not None:
+                path = self._folder / ref.file
+                if path.is_file():
+                    data = base64.b64encode(path.read_bytes()).decode("ascii")
+                    image = ToolImage(mime_type=ref.mime_type, data=data)
+            if image is not None:  # a file removed by hand: the text still goes
+                images.append(image)
+        return tuple(images)
 
     def messages(self) -> list[Message]:
         """The messages so far (a new list; the assistant output in progress included)."""

@@ -99,7 +99,13 @@ def _images_message(images: list[Obj]) -> Obj:
 
 def _convert(message: Message) -> Obj | None:
     if isinstance(message, UserMessage):
-        return {"role": "user", "content": message.content}
+        if not message.images:
+            return {"role": "user", "content": message.content}
+        pictures = [
+            {"type": "image_url", "image_url": {"url": f"data:{i.mime_type};base64,{i.data}"}}
+            for i in message.images
+        ]
+        return {"role": "user", "content": [{"type": "text", "text": message.content}, *pictures]}
     if not isinstance(message, AssistantMessage):
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     if not message.content and not message.tool_calls:

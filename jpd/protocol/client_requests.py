@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from jpd.protocol.base import WireModel, WireParams
 from jpd.protocol.detached import DetachedMode
+from jpd.protocol.modes import PermissionMode
 from jpd.protocol.question import AnswerTypeName
 from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
@@ -63,12 +64,23 @@ class ClientEnvironment(WireParams):
     env: dict[str, str] | None = Field(default=None, repr=False)
     """The client's environment variables. When sent, they replace the daemon's for this
     request: `JP_CONFIG`, provider API keys, and the tool subprocesses' environment."""
+    additional_roots: list[str] = Field(default_factory=list)
+    """Absolute directories the workspace tools may use besides `cwd` (an editor's
+    `additionalDirectories`); config layering still follows `cwd` alone."""
 
     @field_validator("cwd")
     @classmethod
     def _absolute(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith("/"):
             raise ValueError("must be an absolute path")
+        return value
+
+    @field_validator("additional_roots")
+    @classmethod
+    def _absolute_roots(cls, value: list[str]) -> list[str]:
+        for root in value:
+            if not root.startswith("/"):
+                raise ValueError(f"{root!r} must be an absolute path")
         return value
 
 
@@ -95,6 +107,18 @@ class NoParams(WireParams):
 # --- turns ---------------------------------------------------------------------------
 
 
+IMAGE_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
+"""Image types a user message may carry -> their file extension."""
+
+
+class ImageInput(WireModel):
+    """An image sent with a user message (protocol.md 5.5)."""
+
+    mime_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+    data: str = Field(repr=False)
+    """The image, base64 encoded."""
+
+
 class TurnStartParams(WireParams):
     message: str = Field(min_length=1)
     conversation_id: str | None = None
@@ -105,6 +129,10 @@ class TurnStartParams(WireParams):
     """Nested config overrides for this turn, validated like a config file."""
     detached: DetachedMode | None = None
     """The detached policy for this turn's questions and permissions (overrides config)."""
+    mode: PermissionMode = "ask"
+    """The turn's permission mode (protocol.md 5.5.1), recorded with the turn."""
+    images: list[ImageInput] = Field(default_factory=list, repr=False)
+    """Images sent with the message, for a model that takes images."""
     tools: list[ToolToggle] = Field(default_factory=list)
     """Per-turn tool toggles, applied left to right (`-t`/`-T` of `jp query`)."""
     environment: ClientEnvironment | None = Field(default=None, repr=False)

@@ -79,6 +79,8 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
         config=p.config,
         toggles=list(p.tools),
         detached=p.detached,
+        mode=p.mode,
+        images=p.images,
         environment=p.environment,
     )
     return wire.TurnStartResult(conversation_id=info.conversation_id, turn_id=info.turn_id)

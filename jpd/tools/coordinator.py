@@ -49,6 +49,8 @@ class CallScope:
     turn_id: str
     root: Path
     env: Mapping[str, str]
+    extra_roots: tuple[Path, ...] = ()
+    """More directories the workspace tools may use (`environment.additionalRoots`)."""
     detached_override: DetachedMode | None = None
     processes: ToolProcesses | None = None
     """Runs tools under the launcher, so they die with the daemon."""
@@ -122,6 +124,9 @@ class Coordinator:
             listed = "; ".join(problems)
             return (f"Invalid arguments for {call.name}: {listed}. Fix them and call again.", True)
         config = tool.config
+        refused_by_mode = self._gate.mode_refusal(call.name)
+        if refused_by_mode is not None:
+            return (f"This tool call ({call.name}) was refused by {refused_by_mode}.", True)
         if config.run == "skip":
             return (f"The {call.name} tool call was skipped by configuration (run = skip).", True)
         if config.run == "ask":
@@ -222,6 +227,8 @@ class Coordinator:
                 turn_id=self._scope.turn_id,
                 tool_call_id=call.id,
                 root=self._scope.root,
+                extra_roots=self._scope.extra_roots,
+                mode=self._gate.mode,
                 options=dict(tool.config.options),
                 env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
                 processes=self._scope.processes,

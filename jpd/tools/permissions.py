@@ -5,6 +5,8 @@ detached policy for the kind (`run` or `deliver`) decides (`jpd.inquiry.detached
 protocol.md section 10.5): `auto` allows, `deny` and `defaults` refuse (a permission
 request has no default), `defer` waits for a capable client until `detached_timeout` and
 then applies `detached_fallback`. An answer may be remembered for the rest of the turn.
+The turn's permission mode (jpd.protocol.modes) comes first: it may allow without
+asking, or refuse a writing tool or a command in `read-only`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from jpd.inquiry.pending import Answer, PendingQuestions, Reply, Request, now
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.detached import DetachedMode, PermissionKind
 from jpd.protocol.method_table import TOOL_PERMISSION
+from jpd.protocol.modes import PermissionMode
 from jpd.protocol.server_requests import PendingInfo, PermissionParams, PermissionResult
+from jpd.tools.modes import mode_decision
 
 
 @dataclass
@@ -30,6 +34,16 @@ class PermissionGate:
     turn_id: str
     detached_override: DetachedMode | None = None
     remembered: dict[tuple[PermissionKind, str], bool] = field(default_factory=dict)
+    mode: PermissionMode = "ask"
+
+    def mode_refusal(self, tool_name: str) -> str | None:
+        """Why the turn's mode refuses `tool_name` outright, or None."""
+        if mode_decision(self.mode, tool_name) == "refuse":
+            return (
+                f"the turn's permission mode {self.mode!r} (no file edits or commands); "
+                "the user can run the turn in another mode"
+            )
+        return None
 
     async def allowed(
         self,
@@ -54,6 +68,8 @@ class PermissionGate:
         content: str | None = None,
     ) -> str | None:
         """None when allowed, else who refused: the user, or which detached policy."""
+        if mode_decision(self.mode, tool_name) == "allow":
+            return None
         key = (kind, tool_name)
         if key in self.remembered:
             return None if self.remembered[key] else "the user (remembered for this turn)"

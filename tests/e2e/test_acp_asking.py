@@ -66,6 +66,8 @@ async def test_permission_round_trip_and_always(tmp_path: Path, daemons: Daemons
             tool_call("deploy", "call_1", env="prod"),
             tool_call("deploy", "call_2", env="dev"),
             {"text": "ok"},
+            tool_call("deploy", "call_3", env="qa"),
+            {"text": "ok again"},
         ],
     )
     add_tool(env, "deploy", DEPLOY, run='"ask"', **ENV_ARG)
@@ -78,8 +80,11 @@ async def test_permission_round_trip_and_always(tmp_path: Path, daemons: Daemons
     async with acp_session(env, editor, tmp_path) as (conn, _, sid):
         answer = await conn.prompt(session_id=sid, prompt=[text_block("deploy twice")])
         assert answer.stop_reason == "end_turn"
+        # The next turn of the session: "always" was for this tool in this session.
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("deploy again")])
+        assert answer.stop_reason == "end_turn"
 
-    # Asked once: "always" is remembered for the rest of the turn.
+    # Asked once: "always" is remembered by the session for this tool.
     assert len(editor.permissions) == 1
     asked, options = editor.permissions[0]
     assert asked.tool_call_id == "call_1" and asked.raw_input == {"env": "prod"}
@@ -89,15 +94,19 @@ async def test_permission_round_trip_and_always(tmp_path: Path, daemons: Daemons
         "reject_once",
         "reject_always",
     ]
+    assert options[1].name == "Always allow deploy in this session"
+    assert options[3].name == "Always reject deploy in this session"
     starts = editor.of_kind("tool_call")
     assert [(s.tool_call_id, s.title, s.status) for s in starts] == [
         ("call_1", 'deploy(env="prod")', "in_progress"),
         ("call_2", 'deploy(env="dev")', "in_progress"),
+        ("call_3", 'deploy(env="qa")', "in_progress"),
     ]
     ends = editor.of_kind("tool_call_update")
     assert [(e.tool_call_id, e.status, e.content[0].content.text) for e in ends] == [
         ("call_1", "completed", "deployed prod"),
         ("call_2", "completed", "deployed dev"),
+        ("call_3", "completed", "deployed qa"),
     ]
 
 

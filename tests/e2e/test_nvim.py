@@ -447,6 +447,7 @@ def test_help_tags_cover_the_commands_and_options(tmp_path: Path) -> None:
     )
     tags = {line.split("\t")[0] for line in (doc / "tags").read_text().splitlines()}
     assert {":Jp", ":JpNew", ":JpAttach", ":JpCancel", ":JpConversations"} <= tags
+    assert {":JpModel", ":JpMode"} <= tags
     assert {"jp", "jp-setup", "jp-questions", "jp-highlights"} <= tags
 
 
@@ -527,3 +528,55 @@ async def test_changed_files_are_listed_and_jpdiff_shows_them(nvim: Nvim) -> Non
     assert before["lines"] == ["def add(a, b):", "    return a - b"]
     assert now["name"] == str(calc.resolve()) or now["name"] == str(calc)
     assert now["lines"] == ["def add(a, b):", "    return a + b"]
+
+
+async def test_mode_and_model_pickers_apply_to_the_next_turns(nvim: Nvim) -> None:
+    env = nvim.configure([{"text": "first"}, {"text": "second"}])
+    config = Path(env["JP_CONFIG"])
+    config.write_text(
+        config.read_text() + '[aliases]\nquick = "test/scripted"\nbig = "openai/gpt-5"\n'
+    )
+    env.pop("OPENAI_API_KEY", None)
+    await nvim.daemons.start(env)
+    result = await nvim.run(
+        """
+        T.stub_ui({select = {"read-only", "quick"}})
+        vim.cmd("JpMode")
+        vim.cmd("JpModel")
+        T.wait(function() return #T.asked == 2 end, "both pickers")
+        vim.wait(50)
+        vim.cmd("JpNew hi")
+        T.wait(function() return T.has("first") end, "the answer")
+        vim.cmd("JpMode auto")
+        vim.cmd("Jp again")
+        T.wait(function() return T.has("second") end, "the second answer")
+        """
+    )
+    modes, models = result["asked"]
+    assert modes["items"] == ["ask", "accept-edits", "auto", "read-only"]
+    assert models["items"] == ["test/scripted", "quick"]  # openai has no key here
+    starts = [e for e in nvim.recorded(result) if e["type"] == "turn_start"]
+    assert [(s["mode"], s["model"]) for s in starts] == [
+        ("read-only", "test/scripted"),
+        ("auto", "test/scripted"),
+    ]
+
+
+async def test_the_plan_and_the_usage_line_are_shown(nvim: Nvim) -> None:
+    plan = [{"step": "look", "status": "completed"}, {"step": "fix", "status": "in_progress"}]
+    await nvim.start(
+        [
+            tool_call("update_plan", plan=plan),
+            {"text": "Working.", "usage": {"input_tokens": 120, "output_tokens": 7}},
+        ]
+    )
+    result = await nvim.run(
+        """
+        vim.cmd("JpNew plan it")
+        T.wait(function() return T.has("usage: 120 in, 7 out") end, "the usage line")
+        """
+    )
+    lines = only_buffer(result)[1]
+    at = lines.index("**Plan**")
+    assert lines[at + 2 : at + 4] == ["- [x] look", "- [-] fix"]
+    assert "*usage: 120 in, 7 out*" in lines

@@ -59,6 +59,7 @@ async def test_local_tool_runs_and_result_goes_back_to_model(
         "fs_modify_file",
         "fs_read_file",
         "run_command",
+        "update_plan",
         "answer_inquiry",
     ]
     assert requests[0]["tools"][2]["parameters"]["required"] == ["text"]

@@ -34,6 +34,15 @@ def test_messages_and_bad_commands() -> None:
     assert run("/attach", state) == (True, "")  # the loop does the attaching
 
 
+def test_mode_sets_the_permission_mode_of_later_turns() -> None:
+    state = ChatState()
+    assert run("/mode", state) == (True, "jp: mode: ask\n")
+    assert run("/mode accept-edits", state) == (True, "jp: mode: accept-edits\n")
+    handled, said = run("/mode yolo", state)
+    assert handled and "unknown mode 'yolo'" in said and state.mode == "accept-edits"
+    assert "/mode [MODE]" in run("/help", state)[1]
+
+
 class Lines:
     def __init__(self, *lines: str) -> None:
         self.lines = list(lines)

@@ -485,6 +485,25 @@ def test_query_sends_model_and_config(fake: Path, capsys: pytest.CaptureFixture[
     }
 
 
+def test_query_sends_the_permission_mode(fake: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["query", "--new", "--mode", "read-only", "hi"], capsys)[0] == 0
+    assert sent_params(fake, "turn/start") == [{"message": "hi", "mode": "read-only"}]
+    code, _, err = run(["query", "--mode", "yolo", "hi"], capsys)
+    assert code == 2 and "invalid choice: 'yolo'" in err
+
+
+def test_query_sends_images(fake: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    picture = tmp_path / "shot.PNG"
+    picture.write_bytes(b"\x89PNG pixels")
+    assert run(["query", "--new", "--image", str(picture), "what is it"], capsys)[0] == 0
+    (sent,) = sent_params(fake, "turn/start")
+    assert sent["images"] == [{"mimeType": "image/png", "data": "iVBORyBwaXhlbHM="}]
+    code, _, err = run(["query", "--image", str(tmp_path / "notes.txt"), "hi"], capsys)
+    assert code == 2 and "not a png, jpeg, gif or webp file" in err
+    code, _, err = run(["query", "--image", str(tmp_path / "gone.png"), "hi"], capsys)
+    assert code == 2 and "No such file" in err
+
+
 def test_query_reads_message_from_stdin(
     fake: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -758,3 +777,20 @@ def test_jp_notes_a_forced_tool_retry_and_keeps_the_streamed_text() -> None:
     renderer.handle({"kind": "forced_tool_retry", "tool": "echo", "message": "Call it now."})
     assert out.getvalue() == "I would rather not."
     assert "`echo` was forced but not called; asking again without reasoning" in err.getvalue()
+
+
+def test_jp_shows_the_models_plan_as_a_checklist() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    renderer = TurnRenderer(out, err, out_tty=False, err_tty=False)
+    plan = [
+        {"step": "read", "status": "completed"},
+        {"step": "fix", "status": "in_progress"},
+        {"step": "test", "status": "pending"},
+    ]
+    renderer.handle(
+        {"kind": "tool_call", "id": "p", "name": "update_plan", "arguments": {"plan": plan}}
+    )
+    assert err.getvalue() == "Plan:\n  [x] read\n  [>] fix\n  [ ] test\n"
+    bad = {"plan": [{"step": "x", "status": "done"}]}
+    renderer.handle({"kind": "tool_call", "id": "q", "name": "update_plan", "arguments": bad})
+    assert err.getvalue().endswith(format_tool_call("update_plan", bad) + "\n")

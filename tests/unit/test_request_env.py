@@ -76,3 +76,47 @@ def test_jp_and_jpd_agree_on_the_socket_of_a_data_dir(
     default = {**env, "JP_DATA_DIR": str(tmp_path / "share" / "jp")}
     assert os.path.basename(paths.socket_path(default)) == "jpd.sock"
     assert default_socket_path(default).name == "jpd.sock"
+
+
+def test_additional_roots_are_absolute_and_reach_the_request_env() -> None:
+    sent = ClientEnvironment.model_validate(
+        {"cwd": "/ws", "additionalRoots": ["/lib/shared/", "/other/../docs"]}
+    )
+    renv = request_env(sent, None, {})
+    assert renv.workspace == Path("/ws")
+    assert renv.extra_roots == (Path("/lib/shared"), Path("/docs"))
+    assert request_env(None, Path("/ws"), {}).extra_roots == ()
+    with pytest.raises(ValueError, match="must be an absolute path"):
+        ClientEnvironment.model_validate({"additionalRoots": ["relative/dir"]})
+
+
+async def test_builtins_see_the_additional_roots() -> None:
+    from jpd.core.turn_tools import make_coordinator
+    from jpd.tools.builtin import BuiltinContext
+    from jpd.tools.outcome import Success
+    from tests.unit.fakes import Clients, FakeBackend, FakeLog
+    from tests.unit.test_coordinator import Asker, call, effective
+
+    seen: list[BuiltinContext] = []
+
+    class Looker(Asker):
+        async def run(self, arguments, answers, ctx):  # type: ignore[no-untyped-def]
+            seen.append(ctx)
+            return Success(content="ok")
+
+    coord = make_coordinator(
+        tools={"look": effective(Looker("look", []))},
+        pending=Clients([]).pending(),
+        log=FakeLog(),
+        backend=FakeBackend("x"),
+        conversation_id="c",
+        turn_id="t",
+        root=Path("/ws"),
+        env={},
+        detached="deny",
+        extra_roots=(Path("/lib"),),
+        mode="auto",
+    )
+    assert await coord.run_one(call("look")) == ("ok", False)
+    assert seen[0].root == Path("/ws") and seen[0].extra_roots == (Path("/lib"),)
+    assert seen[0].mode == "auto"  # a command runner sandboxes what nobody approves

@@ -8,7 +8,10 @@ imports this package, so plain `jp` starts with the standard library alone.
 Modules: `agent` (the ACP methods), `session` (one session = one conversation and its
 daemon connection), `updates` (daemon events -> `session/update`), `asking`
 (permissions and questions -> editor requests), `link` (the daemon connection),
-`lines` (ACP's line framing with JSON-RPC errors for bad lines).
+`lines` (ACP's line framing with JSON-RPC errors for bad lines, and the routes the
+SDK lacks), `config_options` (model, effort and mode pickers), `commands` (slash
+commands), `session_info` (models, commands and title sent to the editor), `plans`
+(`update_plan` calls -> `plan` updates), `inputs` (prompt blocks and MCP servers).
 """
 
 from __future__ import annotations

@@ -20,37 +20,42 @@ from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
     CloseSessionResponse,
-    EmbeddedResourceContentBlock,
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
+    DeleteSessionRequest,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
-    McpServerHttp,
-    McpServerStdio,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
-    ResourceContentBlock,
     ResumeSessionResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
+    SessionDeleteCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
-    TextContentBlock,
-    TextResourceContents,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
 )
 
 from jpcli import __version__
+from jpcli.acp import commands, session_info
 from jpcli.acp import link as daemon_link
 from jpcli.acp.asking import answer_types
+from jpcli.acp.config_options import MODES
+from jpcli.acp.inputs import mcp_config, prompt_images, prompt_text
+from jpcli.acp.lines import DELETE_ROUTE
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
 from jpcli.acp.live_output import declares_terminal_output
 from jpcli.acp.session import Editor, Session, new_session_id
 from jpcli.acp.updates import history
 from jpcli.daemon import DaemonError
-from jpcli.rpc import INTERNAL_ERROR, INVALID_PARAMS
+from jpcli.rpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 
 log = logging.getLogger(__name__)
 
@@ -74,49 +79,9 @@ def _normal(path: str) -> str:
     return os.path.normpath(path)
 
 
-def mcp_config(servers: list[Any] | None) -> dict[str, Any]:
-    """The editor's MCP servers as `turn/start` config (protocol.md 9.6): each turn of
-    the session offers their tools; the daemon keeps one server process per settings."""
-    configured: dict[str, Any] = {}
-    for server in servers or []:
-        if isinstance(server, McpServerStdio):
-            configured[server.name] = {
-                "command": [server.command, *server.args],
-                "env": {variable.name: variable.value for variable in server.env},
-            }
-        elif isinstance(server, McpServerHttp):
-            configured[server.name] = {
-                "url": server.url,
-                "headers": {header.name: header.value for header in server.headers},
-            }
-        else:
-            kind = getattr(server, "type", type(server).__name__)
-            raise RequestError(
-                INVALID_PARAMS, f"MCP server {server.name!r}: {kind} is not supported"
-            )
-    return {"mcp": {"servers": configured}} if configured else {}
-
-
-def prompt_text(blocks: list[Any]) -> str:
-    """The user message for the daemon: text blocks, embedded resources (the files an
-    editor attaches) each under a header naming its URI, and links to resources."""
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextContentBlock):
-            parts.append(block.text)
-        elif isinstance(block, EmbeddedResourceContentBlock):
-            resource = block.resource
-            if not isinstance(resource, TextResourceContents):
-                raise RequestError(INVALID_PARAMS, "binary embedded resources are not supported")
-            parts.append(f"Context from {resource.uri}:\n```\n{resource.text}\n```")
-        elif isinstance(block, ResourceContentBlock):
-            parts.append(f"[{block.name}]({block.uri})")
-        else:
-            raise RequestError(INVALID_PARAMS, f"{block.type} content is not supported")
-    text = "\n\n".join(part for part in parts if part)
-    if not text.strip():
-        raise RequestError(INVALID_PARAMS, "the prompt is empty")
-    return text
+def _roots(kwargs: dict[str, Any]) -> list[str]:
+    """A session request's `additionalDirectories`: absolute, else -32602."""
+    return [_absolute(path) for path in kwargs.get("additional_directories") or []]
 
 
 class JpAgent:
@@ -128,6 +93,7 @@ class JpAgent:
         self.forms = False
         self.terminal_output = False
         self.sessions: dict[str, Session] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self._control: DaemonLink | None = None
 
     def on_connect(self, conn: Any) -> None:
@@ -149,12 +115,15 @@ class JpAgent:
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                # Images: the daemon refuses them, clearly, for a model without images.
+                prompt_capabilities=PromptCapabilities(embedded_context=True, image=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     resume=SessionResumeCapabilities(),
                     close=SessionCloseCapabilities(),
+                    delete=SessionDeleteCapabilities(),
+                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
                 ),
             ),
             agent_info=Implementation(name="jp", title="jp (jpd)", version=__version__),
@@ -169,7 +138,13 @@ class JpAgent:
         config = mcp_config(mcp_servers)
         session = await self._open(new_session_id(), _absolute(cwd), exists=False)
         session.config = config
-        return NewSessionResponse(session_id=session.session_id)
+        session.extra_roots = _roots(kwargs)
+        self._announce(session)
+        return NewSessionResponse(
+            session_id=session.session_id,
+            config_options=session.choices.options(),
+            modes=session.choices.modes(),
+        )
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
@@ -178,6 +153,7 @@ class JpAgent:
         config = mcp_config(mcp_servers)
         session = await self._open(session_id, _absolute(cwd), exists=True)
         session.config = config
+        session.extra_roots = _roots(kwargs)
         session.held = []
         try:
             attached = await session.daemon.request(
@@ -191,6 +167,9 @@ class JpAgent:
             raise _error(exc) from None
         hidden = await self._hidden_tools(session)
         events = stored.get("events", [])
+        modes = [e.get("mode") for e in events if e.get("type") == "turn_start"]
+        if modes and modes[-1] in MODES:
+            session.choices.mode = modes[-1]  # the mode the conversation last ran in
         running = [t["turnId"] for t in attached.get("runningTurns", [])]
         held, session.held = session.held, None
         live = [e for e in held if e.get("turnId") in running]
@@ -205,7 +184,10 @@ class JpAgent:
         await session.send(history(events, hidden))
         for params in live if has_start else []:
             await session.forward(params)
-        return LoadSessionResponse()
+        self._announce(session)
+        return LoadSessionResponse(
+            config_options=session.choices.options(), modes=session.choices.modes()
+        )
 
     async def resume_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
@@ -215,6 +197,7 @@ class JpAgent:
         config = mcp_config(mcp_servers)
         session = await self._open(session_id, _absolute(cwd), exists=True)
         session.config = config
+        session.extra_roots = _roots(kwargs)
         try:
             await session.daemon.request("turn/attach", {"conversationId": session_id})
             listed = await session.daemon.request("turn/list")
@@ -229,21 +212,48 @@ class JpAgent:
                     {
                         "conversationId": session_id,
                         "turnId": cut[-1]["turnId"],
-                        "environment": {
-                            "cwd": session.cwd,
-                            "env": dict(self.environ or os.environ),
-                        },
+                        "environment": self._environment(session),
                     },
                 )
         except (LinkError, LinkClosed) as exc:
             await self._forget(session)
             raise _error(exc) from None
-        return ResumeSessionResponse()
+        self._announce(session)
+        return ResumeSessionResponse(
+            config_options=session.choices.options(), modes=session.choices.modes()
+        )
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """Stop following the session; its running turn goes on in the daemon."""
         await self._forget(self._session(session_id))
         return CloseSessionResponse()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Methods the SDK does not route, reached through `lines.EXTENSION_ROUTES`."""
+        if method == DELETE_ROUTE:
+            request = DeleteSessionRequest.model_validate(params)
+            await self.delete_session(request.session_id)
+            return {}
+        raise RequestError(METHOD_NOT_FOUND, f"method not found: {method}")
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete the conversation from the daemon (`conversation/delete`)."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            if session.live_turn is not None or session.prompt is not None:
+                raise RequestError(BUSY, f"session {session_id} has a running turn")
+            await self._forget(session)
+        try:
+            control = await self._control_link()
+            await control.request("conversation/delete", {"conversationId": session_id})
+        except (LinkError, LinkClosed, DaemonError) as exc:
+            raise _error(exc) from None
+
+    async def _control_link(self) -> DaemonLink:
+        """The connection for requests of no session (list, delete)."""
+        if self._control is None or self._control.closed.is_set():
+            self._control = await daemon_link.connect(os.getcwd(), {}, environ=self.environ)
+        return self._control
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -251,9 +261,7 @@ class JpAgent:
         """Conversations with a known workspace, newest first, of `cwd` when given."""
         wanted = _absolute(cwd) if cwd is not None else None
         try:
-            if self._control is None or self._control.closed.is_set():
-                self._control = await daemon_link.connect(os.getcwd(), {}, environ=self.environ)
-            listed = await self._control.request("conversation/list")
+            listed = await (await self._control_link()).request("conversation/list")
         except (LinkError, LinkClosed, DaemonError) as exc:
             raise _error(exc) from None
         sessions = [
@@ -278,17 +286,27 @@ class JpAgent:
         message = prompt_text(prompt)
         if session.daemon.closed.is_set():
             await self._reconnect(session)
+        command = commands.parse(message)
+        if command is not None:
+            await commands.run(session, *command)
+            return PromptResponse(stop_reason="end_turn")
         params: dict[str, Any] = {
             "message": message,
             "conversationId": session_id,
             # As `jp` does (protocol.md 5.5): the turn runs with the environment the
             # editor started the bridge with, in the session's workspace.
-            "environment": {"cwd": session.cwd, "env": dict(self.environ or os.environ)},
+            "environment": self._environment(session),
         }
         if not session.exists:
             params["create"] = True
-        if session.config:
-            params["config"] = session.config
+        images = prompt_images(prompt)
+        if images:
+            params["images"] = images
+        chosen = session.choices.turn_params()
+        config = {**session.config, **chosen.pop("config", {})}
+        params.update(chosen)
+        if config:
+            params["config"] = config
         waiting: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         session.prompt, session.prompt_turn, session.cancel_requested = waiting, None, False
         try:
@@ -314,6 +332,7 @@ class JpAgent:
                 raise _error(exc) from None
         finally:
             session.prompt = None
+        await session_info.send_title(session)
         if ended.stop_reason == "error":
             raise RequestError(INTERNAL_ERROR, f"the turn failed: {ended.error}")
         return PromptResponse(stop_reason=ended.stop_reason, usage=session.translator.usage())
@@ -330,7 +349,56 @@ class JpAgent:
             return
         await self._cancel_turn(session, turn_id)
 
+    # --- config options ---------------------------------------------------------------
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        """Change the model, reasoning effort or mode from the next prompt on."""
+        session = self._session(session_id)
+        session.choices.set(config_id, value)
+        if config_id == "mode":
+            await session.send(
+                [
+                    CurrentModeUpdate(
+                        session_update="current_mode_update",
+                        current_mode_id=session.choices.mode,
+                    )
+                ]
+            )
+        return SetSessionConfigOptionResponse(config_options=session.choices.options())
+
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        """The older mode picker: the same as setting the `mode` config option."""
+        session = self._session(session_id)
+        session.choices.set_mode(mode_id)
+        await session.send(
+            [
+                ConfigOptionUpdate(
+                    session_update="config_option_update",
+                    config_options=session.choices.options(),
+                )
+            ]
+        )
+        return SetSessionModeResponse()
+
     # --- internals ------------------------------------------------------------------
+
+    def _environment(self, session: Session) -> dict[str, Any]:
+        """A request's `environment` (protocol.md 5.5): the session's workspace, its
+        additional directories and the environment the editor started the bridge with."""
+        environment: dict[str, Any] = {"cwd": session.cwd, "env": dict(self.environ or os.environ)}
+        if session.extra_roots:
+            environment["additionalRoots"] = list(session.extra_roots)
+        return environment
+
+    def _announce(self, session: Session) -> None:
+        """Commands and title to the editor once the session's response has gone out."""
+        task = asyncio.create_task(session_info.announce(session))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _hidden_tools(self, session: Session) -> frozenset[str]:
         """Names of the tools not to show in a replay (`style.hidden`); none when the
@@ -373,6 +441,7 @@ class JpAgent:
             exists=exists,
         )
         await self._connect(session)
+        session.choices = await session_info.load_choices(session, self._environment(session))
         self.sessions[session_id] = session
         return session
 

@@ -1,8 +1,10 @@
 """The daemon's permission requests and questions, asked in the editor.
 
 - `tool/permission` -> `session/request_permission` with allow once / allow always /
-  reject once / reject always; "always" answers the daemon with `remember: true`, as
-  the terminal's uppercase `Y`/`N` does.
+  reject once / reject always. The "always" options name their scope, this tool in this
+  session: the session remembers the answer (per tool and permission kind) and gives
+  it to the daemon's later requests without asking, and the daemon gets
+  `remember: true` (for the rest of its turn), as with the terminal's `Y`/`N`.
 - `inquiry/prompt` -> an elicitation form when the editor declared form elicitation
   (boolean, select as an enum, text, number, multi-select as an array of an enum; a
   "remember for this turn" box when the question allows it); accept answers, decline
@@ -42,12 +44,25 @@ from jpcli.rpc import INVALID_PARAMS, REQUEST_CANCELLED
 
 DISMISSED = LinkError(REQUEST_CANCELLED, "dismissed by the user in the editor")
 
-PERMISSION_OPTIONS = [
-    PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
-    PermissionOption(option_id="allow_always", name="Allow for this turn", kind="allow_always"),
-    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
-    PermissionOption(option_id="reject_always", name="Reject for this turn", kind="reject_always"),
-]
+
+def permission_options(tool_name: str) -> list[PermissionOption]:
+    """The choices of a permission request; the "always" ones name their scope."""
+    return [
+        PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
+        PermissionOption(
+            option_id="allow_always",
+            name=f"Always allow {tool_name} in this session",
+            kind="allow_always",
+        ),
+        PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+        PermissionOption(
+            option_id="reject_always",
+            name=f"Always reject {tool_name} in this session",
+            kind="reject_always",
+        ),
+    ]
+
+
 _PERMISSION_ANSWERS = {
     "allow_once": (True, False),
     "allow_always": (True, True),
@@ -97,10 +112,17 @@ async def _ask(
 
 
 async def ask_permission(
-    editor: EditorPort, session_id: str, params: dict[str, Any]
+    editor: EditorPort,
+    session_id: str,
+    params: dict[str, Any],
+    remembered: dict[tuple[str, str], bool] | None = None,
 ) -> dict[str, Any]:
-    """Answer a `tool/permission` request (protocol.md 10.3) by asking the editor."""
+    """Answer a `tool/permission` request (protocol.md 10.3) by asking the editor, or
+    from `remembered` (the session's "always" answers, by permission kind and tool)."""
     name, kind = str(params.get("toolName", "tool")), params.get("kind")
+    key = (str(kind), name)
+    if remembered is not None and key in remembered:
+        return {"allow": remembered[key], "remember": True}
     if kind == "deliver":
         title = f"Share the result of {name} with the model?"
     elif kind == "sampling":
@@ -114,7 +136,10 @@ async def ask_permission(
         raw_input=params.get("arguments"),
         raw_output=params.get("content"),
     )
-    allow, remember = _PERMISSION_ANSWERS[await _ask(editor, session_id, call, PERMISSION_OPTIONS)]
+    options = permission_options(name)
+    allow, remember = _PERMISSION_ANSWERS[await _ask(editor, session_id, call, options)]
+    if remember and remembered is not None:
+        remembered[key] = allow
     return {"allow": allow, "remember": remember} if remember else {"allow": allow}
 
 

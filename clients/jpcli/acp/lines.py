@@ -18,6 +18,11 @@ log = logging.getLogger(__name__)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
+DELETE_ROUTE = "jp/session_delete"
+EXTENSION_ROUTES = {"session/delete": "_" + DELETE_ROUTE}
+"""Methods of the ACP schema that SDK 0.12.1 does not route: renamed as they arrive to
+an extension method, which the SDK hands to the agent's `ext_method`."""
+
 
 def problem(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """`(message, None)` for a good line, `(None, error response)` for a bad one."""
@@ -66,6 +71,8 @@ class LineTransport:
                 continue
             message, error = problem(line)
             if message is not None:
+                if message.get("method") in EXTENSION_ROUTES:
+                    message["method"] = EXTENSION_ROUTES[message["method"]]
                 return message
             log.warning("bad input line: %s", error)
             await self.send(error or {})

@@ -22,9 +22,10 @@ from acp import update_agent_message_text
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from jpcli.acp.asking import ask_permission, ask_question
+from jpcli.acp.config_options import Choices
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
 from jpcli.acp.live_output import LiveOutput
-from jpcli.acp.updates import LiveTranslator, Update, tool_note
+from jpcli.acp.updates import LiveTranslator, tool_note
 from jpcli.rpc import METHOD_NOT_FOUND
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,14 @@ class Session:
     terminal_output: bool = False
     """The editor declared `_meta.terminal_output` (live command output as a terminal)."""
     config: dict[str, Any] = field(default_factory=dict)
+    extra_roots: list[str] = field(default_factory=list)
+    """The editor's `additionalDirectories`: sent as `environment.additionalRoots`."""
     """`turn/start` config of every prompt (the editor's MCP servers)."""
     link: DaemonLink | None = None
+    always: dict[tuple[str, str], bool] = field(default_factory=dict)
+    """The "always" answers to permission requests: (kind, tool) -> allow."""
+    choices: Choices = field(default_factory=Choices)
+    """Model, reasoning effort and permission mode of the next prompt."""
     translator: LiveTranslator = field(default_factory=LiveTranslator)
     live_turn: str | None = None
     """The turn running in this conversation, whoever started it."""
@@ -103,7 +110,11 @@ class Session:
         assert self.link is not None, "session used before it was connected"
         return self.link
 
-    async def send(self, updates: list[Update]) -> None:
+    async def daemon_request(self, method: str, params: dict[str, Any]) -> Any:
+        """A request to the daemon on this session's connection."""
+        return await self.daemon.request(method, params)
+
+    async def send(self, updates: list[Any]) -> None:
         """Send updates to the editor, in order."""
         for update in updates:
             await self.editor.session_update(self.session_id, update)
@@ -180,7 +191,7 @@ class Session:
         return await self._tracked(
             str(request.get("inquiryId")),
             str(request.get("toolCallId")),
-            ask_permission(self.editor, self.session_id, request),
+            ask_permission(self.editor, self.session_id, request, self.always),
         )
 
     async def _on_question(self, params: Any) -> Any:

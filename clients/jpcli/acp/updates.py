@@ -24,6 +24,7 @@ from acp import (
 )
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     Cost,
     ToolCallProgress,
@@ -34,6 +35,7 @@ from acp.schema import (
 )
 
 from jpcli.acp.live_output import LiveOutput
+from jpcli.acp.plans import PlanCalls
 from jpcli.acp.toolcalls import (
     CallView,
     replayed_view,
@@ -52,6 +54,7 @@ Update = (
     | ToolCallProgress
     | UserMessageChunk
     | UsageUpdate
+    | AgentPlanUpdate
 )
 
 COST_CURRENCY = "USD"
@@ -74,6 +77,7 @@ class LiveTranslator:
     cache_write: int = 0
     cost: float | None = None
     """The session's cost so far, while every priced call reported one."""
+    plans: PlanCalls = field(default_factory=PlanCalls)
 
     def translate(self, event: dict[str, Any]) -> list[Update]:
         """The updates for one `turn/event` `event` (none for kinds ACP has no place for)."""
@@ -88,6 +92,7 @@ class LiveTranslator:
                 self.hidden.add(call_id)
                 return []
             self.running[call_id] = name
+            self.plans.started(call_id, name, event.get("arguments"))
             view = self.views[call_id] = CallView.of(name, event)
             return [tool_started(call_id, name, event.get("arguments"), view)]
         if kind == "tool_progress":
@@ -103,7 +108,11 @@ class LiveTranslator:
                 return []
             content, failed = str(event.get("content", "")), bool(event.get("isError"))
             exit_updates: list[Update] = list(self.output.ended(call_id, content))
-            return [*exit_updates, tool_ended(call_id, content, failed, ran)]
+            return [
+                *exit_updates,
+                tool_ended(call_id, content, failed, ran),
+                *self.plans.ended(call_id, failed),
+            ]
         if kind == "retry":
             # ACP cannot take back streamed text: say that a retry restarts the answer.
             reason = event.get("reason", "a transient error")
@@ -177,6 +186,7 @@ def history(events: list[dict[str, Any]], hidden_tools: frozenset[str]) -> list[
     }
     views: dict[str, CallView] = {}
     turn = ""
+    plans = PlanCalls()
     for event in events:
         kind = event.get("type")
         if kind in ("turn_start", "turn_resume"):
@@ -193,6 +203,7 @@ def history(events: list[dict[str, Any]], hidden_tools: frozenset[str]) -> list[
                 hidden.add(call_id)
                 continue
             arguments = event.get("arguments")
+            plans.started(call_id, name, arguments)
             views[call_id] = replayed_view(name, arguments, changed.get((turn, call_id)))
             updates.append(tool_started(call_id, name, arguments, views[call_id]))
         elif kind == "context_compacted":
@@ -202,4 +213,5 @@ def history(events: list[dict[str, Any]], hidden_tools: frozenset[str]) -> list[
             content = str(event.get("content", ""))
             failed = bool(event.get("is_error"))
             updates.append(tool_ended(call_id, content, failed, views.get(call_id)))
+            updates.extend(plans.ended(call_id, failed))
     return updates

@@ -40,3 +40,15 @@ end, { nargs = 0, desc = "Pick a jp conversation" })
 vim.api.nvim_create_user_command("JpDiff", function()
   require("jp").diff()
 end, { nargs = 0, desc = "Show the files the last jp turn changed, in diff splits" })
+vim.api.nvim_create_user_command("JpMode", function(opts)
+  require("jp").set_mode(opts.args)
+end, {
+  nargs = "?",
+  complete = function()
+    return { "ask", "accept-edits", "auto", "read-only" }
+  end,
+  desc = "Set the permission mode of jp turns",
+})
+vim.api.nvim_create_user_command("JpModel", function(opts)
+  require("jp").set_model(opts.args)
+end, { nargs = "?", desc = "Set the model of jp turns" })

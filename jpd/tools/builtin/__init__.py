@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
+from jpd.protocol.modes import PermissionMode
 from jpd.tools.outcome import ToolOutcome
 
 if TYPE_CHECKING:
@@ -33,6 +34,12 @@ class BuiltinContext:
     tool_call_id: str | None = None
     root: Path = field(default_factory=Path.cwd)
     """The workspace: where the turn's client runs (protocol.md 9.4)."""
+    extra_roots: tuple[Path, ...] = ()
+    mode: PermissionMode = "ask"
+    """The turn's permission mode (protocol.md 5.5.1): in `auto` nobody is asked, so a
+    command runner keeps its commands inside its sandbox."""
+    """More directories the workspace tools may use besides `root` (the client's
+    `environment.additionalRoots`, protocol.md 5.5)."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """`conversation.tools.<name>.options` of this tool."""
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -95,6 +102,7 @@ def default_registry() -> BuiltinRegistry:
     from jpd.tools.builtin.fs_modify_file import ModifyFile
     from jpd.tools.builtin.fs_read_file import ReadFile
     from jpd.tools.builtin.run_command import RunCommand
+    from jpd.tools.builtin.update_plan import UpdatePlan
 
     return BuiltinRegistry(
         [
@@ -106,5 +114,6 @@ def default_registry() -> BuiltinRegistry:
             ModifyFile(),
             CreateFile(),
             RunCommand(),
+            UpdatePlan(),
         ]
     )

@@ -16,6 +16,9 @@ M.defaults = {
   split_size = nil,
   -- Model id (`<provider>/<model>`) for turns started here; nil: the daemon's default.
   model = nil,
+  -- Permission mode of turns started here (`:JpMode`): "ask", "accept-edits", "auto"
+  -- or "read-only"; nil: "ask".
+  mode = nil,
   -- Where the plugin remembers each workspace's conversation; nil: stdpath("data")/jp.
   state_dir = nil,
 }

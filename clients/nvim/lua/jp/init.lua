@@ -129,7 +129,12 @@ local function open_conversation(conversation_id)
 end
 
 local function start_turn(message, conversation_id)
-  local params = { message = message, conversationId = conversation_id, model = config.options.model }
+  local params = {
+    message = message,
+    conversationId = conversation_id,
+    model = config.options.model,
+    mode = config.options.mode,
+  }
   local root = vim.fn.getcwd()
   local v = nil
   if conversation_id ~= nil then
@@ -342,6 +347,73 @@ end
 --- Configure the plugin (see `:help jp-setup`).
 function M.setup(opts)
   config.setup(opts)
+end
+
+M.MODES = { "ask", "accept-edits", "auto", "read-only" }
+
+--- `:JpMode [mode]`: the permission mode of the turns started from now on (picked with
+--- `vim.ui.select` when not given).
+function M.set_mode(mode)
+  local function apply(choice)
+    if choice == nil then
+      return
+    end
+    if not vim.tbl_contains(M.MODES, choice) then
+      notify_error(("jp: unknown mode %q (modes: %s)"):format(choice, table.concat(M.MODES, ", ")))
+      return
+    end
+    config.options.mode = choice
+    vim.notify("jp: mode " .. choice, vim.log.levels.INFO)
+  end
+  if mode ~= nil and mode ~= "" then
+    return apply(mode)
+  end
+  vim.ui.select(M.MODES, { prompt = "jp permission mode" }, apply)
+end
+
+--- The models `model/list` offers: the default, then the aliases whose provider is usable.
+local function usable_models(listed)
+  local usable = {}
+  for _, provider in ipairs(listed.providers or {}) do
+    if provider.available then
+      usable[provider.name] = true
+    end
+  end
+  local function ok(model)
+    return usable[vim.split(model, "/", { plain = true })[1]] == true
+  end
+  local models = {}
+  if listed.defaultModel and ok(listed.defaultModel) then
+    table.insert(models, listed.defaultModel)
+  end
+  local aliases = vim.tbl_keys(listed.aliases or {})
+  table.sort(aliases)
+  for _, alias in ipairs(aliases) do
+    if ok(listed.aliases[alias]) then
+      table.insert(models, alias)
+    end
+  end
+  return models
+end
+
+--- `:JpModel [model]`: the model of the turns started from now on (`default`: the
+--- configured one); without an argument, picked from the daemon's usable models.
+function M.set_model(model)
+  local function apply(choice)
+    if choice == nil then
+      return
+    end
+    config.options.model = choice ~= "default" and choice or nil
+    vim.notify("jp: model " .. choice, vim.log.levels.INFO)
+  end
+  if model ~= nil and model ~= "" then
+    return apply(model)
+  end
+  with_connection(function()
+    local env = { cwd = vim.fn.getcwd(), env = vim.fn.environ() }
+    local listed = client.request_sync("model/list", { environment = env })
+    vim.ui.select(usable_models(listed), { prompt = "jp model" }, apply)
+  end)
 end
 
 return M

@@ -62,6 +62,7 @@ function M.get(conversation_id)
     last_seq = 0,
     turn_id = nil, -- the running turn, when known
     answering = false, -- the "## Assistant" heading of the current turn is written
+    usage = {}, -- token counts of the running turn, and its cost
   }, View)
   views[conversation_id] = view
   return view, true
@@ -236,6 +237,56 @@ function View:changed_file(path)
   self.mode = "line"
 end
 
+local PLAN_MARKS = { completed = "[x]", in_progress = "[-]", pending = "[ ]" }
+
+--- The model's plan (`update_plan` arguments) as a markdown checklist under its call.
+function View:plan(arguments)
+  local plan = type(arguments) == "table" and arguments.plan or nil
+  if type(plan) ~= "table" then
+    return
+  end
+  local lines = { "", "**Plan**", "" }
+  for _, item in ipairs(plan) do
+    local mark = type(item) == "table" and PLAN_MARKS[item.status] or nil
+    if mark == nil then
+      return
+    end
+    table.insert(lines, ("- %s %s"):format(mark, one_line(tostring(item.step or ""), 200)))
+  end
+  table.insert(lines, "")
+  self:append_lines(lines, true)
+  self.mode = "line"
+end
+
+--- Add a `usage` event's counts to the running turn's.
+function View:add_usage(event)
+  for key, value in pairs(event.usage or {}) do
+    if type(value) == "number" then
+      self.usage[key] = (self.usage[key] or 0) + value
+    end
+  end
+  if type(event.cost) == "number" then
+    self.usage.cost = (self.usage.cost or 0) + event.cost
+  end
+end
+
+--- The usage line at the end of a turn: tokens in and out (cache reads), and the cost.
+function View:usage_line()
+  local u = self.usage
+  self.usage = {}
+  if u.inputTokens == nil and u.outputTokens == nil then
+    return
+  end
+  local text = ("usage: %d in, %d out"):format(u.inputTokens or 0, u.outputTokens or 0)
+  if u.cacheReadTokens and u.cacheReadTokens > 0 then
+    text = text .. (", %d cached"):format(u.cacheReadTokens)
+  end
+  if u.cost then
+    text = text .. (", $%.4f"):format(u.cost)
+  end
+  self:note(text)
+end
+
 --- A note such as "[cancelled]", on its own line, highlighted as a comment.
 function View:note(text)
   self:append_lines({ "*" .. text .. "*" }, true)
@@ -268,6 +319,11 @@ function View:turn_event(params)
     self:text(event.text)
   elseif kind == "tool_call" and not event.hidden then
     self:tool_call(event.id, event.name, event.arguments, event.diff)
+    if event.name == "update_plan" then
+      self:plan(event.arguments)
+    end
+  elseif kind == "usage" then
+    self:add_usage(event)
   elseif kind == "tool_result" and not event.hidden then
     if event.isError then
       self:tool_status(event.id, "error", vim.split(event.content or "", "\n")[1])
@@ -282,6 +338,7 @@ function View:turn_event(params)
     self:note(("retrying (%s)"):format(event.reason or "transient error"))
   elseif kind == "turn_completed" then
     self.turn_id = nil
+    self:usage_line()
     local reason = event.stopReason
     if reason == "error" then
       self:note("error: " .. one_line(event.error or "the turn failed", 200))
@@ -310,6 +367,9 @@ function View:history(events, skip_turns)
     elseif kind == "tool_call_request" then
       self:tool_call(event.id, event.name, event.arguments)
       self:tool_status(event.id, "pending")
+      if event.name == "update_plan" then
+        self:plan(event.arguments)
+      end
     elseif kind == "tool_call_response" then
       if event.is_error then
         self:tool_status(event.id, "error", vim.split(event.content or "", "\n")[1])
