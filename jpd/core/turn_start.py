@@ -205,6 +205,7 @@ class TurnStarter:
             workspace=str(renv.workspace) if renv.workspace else None,
         )
         spec.resume = resume
+        await self._parts.hub.prepare(conversation_id)  # its seqs go on from its mark
         return Turn(spec, self._parts.store, self._parts.hub, datetime.now(UTC))
 
     async def _launch(self, turn: Turn, link: ClientLink, *, is_new: bool) -> None:
