@@ -94,6 +94,9 @@ Environment:
     JP_STDIN_LIMIT  bytes of piped input `jp query` sends at most (default 1 MiB)
     JP_LOG_DIR   where the daemon logs (`jpd.log`); default: the user log dir
                  (~/.local/state/jp/log on Linux)
+    JP_REMOTE    [user@]HOST[:/path]: use the daemon of HOST over ssh, as `--remote`
+    JP_REMOTE_JP the `jp` command on the remote machine (default: jp)
+    JP_SSH       the ssh program (default: ssh)
     JPD_COMMAND  run this command as a private daemon on stdio for this one `jp`
                  command (like `--stdio`), instead of using the shared daemon
     NO_COLOR     plain text output
@@ -138,6 +141,12 @@ def main(argv: list[str] | None = None, early: subprocess.Popen[bytes] | None = 
         if args.command is None or (args.command in needs_action and not args.action):
             parser.print_usage(sys.stderr)
             return EXIT_USAGE
+        if args.command == "proxy":
+            from jpcli.proxy import main as proxy_main
+
+            return proxy_main()
+        if not _use_remote(args, parser):
+            return EXIT_USAGE
         if args.command == "acp":
             from jpcli.acp import main as acp_main
 
@@ -166,6 +175,28 @@ def main(argv: list[str] | None = None, early: subprocess.Popen[bytes] | None = 
     except SystemExit as exc:  # argparse: --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     return _run(args, inputs, early)
+
+
+def _use_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> bool:
+    """`--remote` (else `$JP_REMOTE`): checked here, and put in `$JP_REMOTE` for what
+    reads it later (the request environment, the ACP bridge). False: a usage error."""
+    spec = args.remote if args.remote is not None else os.environ.get("JP_REMOTE", "")
+    if not spec.strip():
+        os.environ.pop("JP_REMOTE", None)
+        return True
+    from jpcli.remote import parse_remote
+
+    try:
+        parse_remote(spec)
+    except ValueError as exc:
+        sys.stderr.write(f"jp: --remote: {exc}\n")
+        return False
+    if args.stdio or os.environ.get("JPD_COMMAND", "").strip():
+        parser.print_usage(sys.stderr)
+        sys.stderr.write("jp: --remote excludes --stdio and JPD_COMMAND\n")
+        return False
+    os.environ["JP_REMOTE"] = spec.strip()
+    return True
 
 
 def _asks(args: argparse.Namespace) -> bool:
@@ -206,7 +237,14 @@ def _run(
         capabilities = CAPABILITIES
     on_connect = prompter.install if prompter is not None else None
     daemon: Any
-    if private_daemon(args):
+    remote = os.environ.get("JP_REMOTE")
+    if remote:
+        from jpcli.remote import RemoteDaemon, parse_remote
+
+        daemon = RemoteDaemon(
+            parse_remote(remote), capabilities=capabilities, on_connect=on_connect
+        )
+    elif private_daemon(args):
         from jpcli.stdio_daemon import StdioDaemon
 
         daemon = StdioDaemon(

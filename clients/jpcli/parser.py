@@ -78,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="use a private daemon on stdio for this command instead of the shared one",
     )
+    parser.add_argument(
+        "--remote",
+        metavar="[USER@]HOST[:/PATH]",
+        help="use the daemon of HOST over ssh (`ssh HOST jp proxy`), PATH its workspace "
+        "there (default: $JP_REMOTE)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     query = commands.add_parser("query", aliases=["q"], help="ask the assistant (one turn)")
@@ -197,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     daemon_actions.add_parser("stop", help="cancel running turns (recorded) and stop the daemon")
     commands.add_parser(
         "acp", help="serve an editor (Zed, JetBrains, Neovim) as an ACP agent on stdio"
+    )
+    commands.add_parser(
+        "proxy", help="bridge stdio to this machine's daemon (what `jp --remote` runs via ssh)"
     )
     config = commands.add_parser("config", help="config files: where they are, a starter")
     config_actions = config.add_subparsers(dest="action", metavar="ACTION")

@@ -49,6 +49,7 @@ from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
 from jpcli.acp.session import Editor, Session, new_session_id
 from jpcli.acp.updates import history
 from jpcli.daemon import DaemonError
+from jpcli.remote import request_environment
 from jpcli.rpc import INTERNAL_ERROR, INVALID_PARAMS
 
 log = logging.getLogger(__name__)
@@ -226,10 +227,7 @@ class JpAgent:
                     {
                         "conversationId": session_id,
                         "turnId": cut[-1]["turnId"],
-                        "environment": {
-                            "cwd": session.cwd,
-                            "env": dict(self.environ or os.environ),
-                        },
+                        "environment": request_environment(session.cwd, self.environ or os.environ),
                     },
                 )
         except (LinkError, LinkClosed) as exc:
@@ -280,7 +278,8 @@ class JpAgent:
             "conversationId": session_id,
             # As `jp` does (protocol.md 5.5): the turn runs with the environment the
             # editor started the bridge with, in the session's workspace.
-            "environment": {"cwd": session.cwd, "env": dict(self.environ or os.environ)},
+            # Over `jp --remote`, the remote's own (jpcli.remote).
+            "environment": request_environment(session.cwd, self.environ or os.environ),
         }
         if not session.exists:
             params["create"] = True
