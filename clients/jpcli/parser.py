@@ -278,6 +278,7 @@ EXAMPLES = {
         "jp completion fish > ~/.config/fish/completions/jp.fish",
     ),
     "jp acp": ("jp acp   # started by the editor, speaking ACP on stdio",),
+    "jp proxy": ("ssh devbox jp proxy   # what `jp --remote devbox ...` runs",),
 }
 
 

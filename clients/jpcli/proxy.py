@@ -21,6 +21,8 @@ from jpcli.daemon import DaemonError, SocketDaemon
 from jpcli.rpc import INVALID_PARAMS, ConnectionClosed, encode_message, read_message
 
 CHUNK = 1 << 16
+SAME_PACKAGE = frozenset({"jp", "jp-acp"})
+"""Clients shipped with this `jp`: they must run its very version."""
 
 
 def version_problem(message: dict[str, Any]) -> str | None:
@@ -29,7 +31,9 @@ def version_problem(message: dict[str, Any]) -> str | None:
         return None  # the daemon answers anything else before `initialize` (-32002)
     params = message.get("params")
     client = params.get("clientInfo") if isinstance(params, dict) else None
-    version = client.get("version") if isinstance(client, dict) else None
+    if not isinstance(client, dict) or client.get("name") not in SAME_PACKAGE:
+        return None  # another client's compatibility is `protocolVersion`'s business
+    version = client.get("version")
     if not isinstance(version, str) or version == __version__:
         return None
     host = os.uname().nodename

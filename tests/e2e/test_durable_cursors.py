@@ -33,9 +33,7 @@ async def test_reattach_after_a_clean_restart_is_exact(tmp_path: Path, daemons: 
 
     back = await SocketClient.connect(daemon.socket)
     await back.initialize()
-    result = await back.request(
-        "turn/attach", {"conversationId": conversation_id, "fromSeq": seen}
-    )
+    result = await back.request("turn/attach", {"conversationId": conversation_id, "fromSeq": seen})
     assert back.events == after  # exactly what it missed, once, in order
     assert result["lastSeq"] == after[-1]["seq"] and result["oldestSeq"] == 1
     everyone = await SocketClient.connect(daemon.socket)
@@ -58,9 +56,7 @@ async def test_after_a_kill_the_gap_is_visible_and_seqs_never_repeat(
     daemon = await daemons.start(env)
     back = await SocketClient.connect(daemon.socket)
     await back.initialize()
-    result = await back.request(
-        "turn/attach", {"conversationId": conversation_id, "fromSeq": seen}
-    )
+    result = await back.request("turn/attach", {"conversationId": conversation_id, "fromSeq": seen})
     # Nothing is replayed and the client can tell: the kept events start above its cursor
     # with a hole, so it reads the persisted log (`conversation/get`) as section 5.8 says.
     assert back.events == []

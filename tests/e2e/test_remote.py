@@ -153,7 +153,7 @@ def test_the_proxy_refuses_another_version_with_a_json_rpc_error(tmp_path: Path)
             "jsonrpc": "2.0",
             "id": 7,
             "method": "initialize",
-            "params": {"protocolVersion": 1, "clientInfo": {"name": "x", "version": "9.9.9"}},
+            "params": {"protocolVersion": 1, "clientInfo": {"name": "jp", "version": "9.9.9"}},
         }
     ).encode()
     frame = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
