@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.e2e.sockets import Daemons, SocketClient, persisted, socket_env
+from tests.e2e.sockets import Daemons, SocketClient, persisted, run_jp_async, socket_env
 
 
 async def one_turn(daemon_socket: Path, conversation_id: str | None) -> tuple[str, list[dict]]:
@@ -35,6 +35,8 @@ async def test_reattach_after_a_clean_restart_is_exact(tmp_path: Path, daemons: 
     await back.initialize()
     result = await back.request("turn/attach", {"conversationId": conversation_id, "fromSeq": seen})
     assert back.events == after  # exactly what it missed, once, in order
+    shown = await run_jp_async(env, "attach", conversation_id, "--from-seq", str(seen))
+    assert shown.returncode == 0 and "not every event" not in shown.stderr, shown.stderr
     assert result["lastSeq"] == after[-1]["seq"] and result["oldestSeq"] == 1
     everyone = await SocketClient.connect(daemon.socket)
     await everyone.initialize()
@@ -62,6 +64,10 @@ async def test_after_a_kill_the_gap_is_visible_and_seqs_never_repeat(
     assert back.events == []
     assert result["oldestSeq"] > seen + 1 and result["oldestSeq"] == result["lastSeq"] + 1
     assert any(e["type"] == "turn_end" for e in persisted(env, conversation_id))
+    shown = await run_jp_async(env, "attach", conversation_id, "--from-seq", str(seen))
+    assert shown.returncode == 0, shown.stderr
+    assert f"not every event after {seen} is kept for replay" in shown.stderr
+    assert f"jp conversation show {conversation_id}" in shown.stderr
     started = await back.request(
         "turn/start", {"message": "again", "conversationId": conversation_id}
     )
