@@ -179,8 +179,13 @@ def main(argv: list[str] | None = None, early: subprocess.Popen[bytes] | None = 
 
 def _use_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> bool:
     """`--remote` (else `$JP_REMOTE`): checked here, and put in `$JP_REMOTE` for what
-    reads it later (the request environment, the ACP bridge). False: a usage error."""
+    reads it later (the request environment, the ACP bridge). False: a usage error.
+
+    The `--stdio` flag beats `$JP_REMOTE` (a flag is the more explicit); `--remote` with
+    `--stdio`, or any remote with `$JPD_COMMAND`, is a contradiction."""
     spec = args.remote if args.remote is not None else os.environ.get("JP_REMOTE", "")
+    if args.remote is None and args.stdio:
+        spec = ""
     if not spec.strip():
         os.environ.pop("JP_REMOTE", None)
         return True

@@ -115,6 +115,9 @@ def test_bad_remotes_are_refused_before_ssh_runs(tmp_path: Path) -> None:
         assert result.returncode == 2 and why in result.stderr, (spec, result.stderr)
     both = run_jp(local, "--remote", "devbox", "--stdio", "conversation", "ls")
     assert both.returncode == 2 and "excludes --stdio" in both.stderr
+    # The --stdio flag beats $JP_REMOTE: a private daemon here, no ssh.
+    private = run_jp(local | {"JP_REMOTE": "nowhere"}, "--stdio", "conversation", "ls")
+    assert private.returncode == 0, private.stderr
 
 
 def test_an_unreachable_host_is_a_clear_error(tmp_path: Path) -> None:
