@@ -16,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import signal
 import subprocess
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -120,13 +122,21 @@ class RemoteDaemon:
         """Start ssh now: the connection and the remote start-up overlap `jp`'s own."""
         if self._process is not None:
             return
+        # Ctrl-C on the terminal reaches the whole foreground group: ssh must survive it,
+        # so that `jp` can still cancel or detach the turn over the connection. An
+        # ignored SIGINT is inherited through exec, and ssh keeps it ignored; ssh still
+        # shares the terminal (stderr, /dev/tty) to ask for a password or a host key.
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
-            # stderr is the terminal's: ssh may ask for a password or a host key there.
             self._process = subprocess.Popen(
                 self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
             )
         except OSError as exc:
             raise DaemonError(f"cannot run {shlex.join(self.command)}: {exc}") from None
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous or signal.default_int_handler)
 
     def start(self) -> Connection:
         """Connect and run `initialize` with the remote workspace (if any) as its root.

@@ -6,8 +6,10 @@ machine: its own home, data dir, socket, config and PATH, none of this one's env
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +220,35 @@ async def test_an_editor_drives_a_remote_turn_through_jp_acp(
 @pytest.fixture(autouse=True)
 def _no_inherited_remote(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("JP_REMOTE", raising=False)
+
+
+async def test_ctrl_c_cancels_the_remote_turn_over_the_same_connection(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """Ctrl-C reaches jp and ssh alike (one process group): ssh must survive it so that jp
+    can still cancel the turn there."""
+    local, remote = machines(tmp_path, [{"text": "tick " * 200, "chunk": 5, "delay_ms": 50}])
+    daemons.watch(remote)
+    process = await asyncio.to_thread(
+        subprocess.Popen,
+        [sys.executable, "-m", "jpcli", "--remote", "devbox", "query", "go"],
+        cwd=ROOT,
+        env=local,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own group, as a shell gives a foreground job
+    )
+    conversations = Path(remote["JP_DATA_DIR"]) / "conversations"
+
+    def streaming() -> bool:
+        found = list(conversations.glob("*/events.jsonl")) if conversations.exists() else []
+        return bool(found) and "chat_checkpoint" in found[0].read_text()
+
+    await wait_for(streaming, "the remote turn to stream")
+    os.killpg(process.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole group
+    _out, err = await asyncio.to_thread(process.communicate, timeout=60)
+    assert process.returncode == 130, err
+    (conversation,) = os.listdir(conversations)
+    ends = [e for e in persisted(remote, conversation) if e["type"] == "turn_end"]
+    assert [e["stop_reason"] for e in ends] == ["cancelled"]
