@@ -162,7 +162,13 @@ class WsConnection:
                 return
             body = bytes(self._out[start : start + length])
             del self._out[: start + length]
-            await self._ws.send(body.decode("utf-8"))
+            from websockets.exceptions import ConnectionClosed
+
+            try:
+                await self._ws.send(body.decode("utf-8"))
+            except ConnectionClosed:
+                # As a socket that broke: the session ends this client quietly.
+                raise anyio.BrokenResourceError from None
 
     def hang_up(self) -> None:
         self._hung_up = True

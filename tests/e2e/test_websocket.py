@@ -180,3 +180,25 @@ async def test_on_loopback_a_token_file_keeps_the_host_check(
     rebound = await upgrade_status(port, auth | {"Host": f"evil.example:{port}"})
     assert rebound.startswith("HTTP/1.1 403")
     assert await daemon.stop() == 0
+
+
+async def test_a_client_vanishing_mid_turn_leaves_the_daemon_and_turn_running(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = socket_env(tmp_path, [{"text": "tick " * 100, "chunk": 5, "delay_ms": 20}])
+    daemon, port = await start_ws(daemons, env)
+    token = Path(env["JP_SOCKET"]).with_suffix(".ws-token").read_text().strip()
+    headers = {"Authorization": f"Bearer {token}"}
+    init = {"protocolVersion": 1, "clientInfo": {"name": "t"}}
+    async with connect(f"ws://127.0.0.1:{port}/", additional_headers=headers) as ws:
+        await rpc(ws, 1, "initialize", init)
+        started = (await rpc(ws, 2, "turn/start", {"message": "hi"}))["result"]
+        await ws.recv()  # streaming: now hang up in the middle
+    async with connect(f"ws://127.0.0.1:{port}/", additional_headers=headers) as ws:
+        await rpc(ws, 1, "initialize", init)
+        waited = await rpc(ws, 2, "turn/wait", {"turnId": started["turnId"]})
+        assert waited["result"]["stopReason"] == "end_turn"
+    assert daemon.process.poll() is None
+    assert await daemon.stop() == 0
+    log = (Path(env["JP_LOG_DIR"]) / "jpd.log").read_text()
+    assert "connection failed" not in log and "Traceback" not in log
