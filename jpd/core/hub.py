@@ -94,11 +94,21 @@ class EventHub:
         return next_seq, replay_from
 
     async def prepare(self, conversation_id: str) -> None:
-        """Read a conversation's seq mark in a worker thread before its first use."""
-        if conversation_id in self._channels or conversation_id in self._idle:
+        """Read a conversation's seq mark in a worker thread before it is used.
+
+        An idle conversation's mark is read again: a private daemon (`jp --stdio`) on the
+        same data dir may have run a turn in it meanwhile, and seqs must still only grow.
+        """
+        if conversation_id in self._channels:
             return
-        state = await anyio.to_thread.run_sync(self._load, conversation_id)
-        if conversation_id not in self._channels and conversation_id not in self._idle:
+        cached = self._idle.get(conversation_id)
+        if cached is None:
+            state = await anyio.to_thread.run_sync(self._load, conversation_id)
+        else:
+            state = await anyio.to_thread.run_sync(self._files.read_mark, conversation_id)
+            if state[0] <= cached[0]:
+                state = cached
+        if conversation_id not in self._channels:
             self._idle[conversation_id] = state
 
     def ephemeral(self, channel_id: str) -> None:

@@ -80,3 +80,19 @@ async def test_deleting_forgets_the_mark_and_tool_calls_leave_none(tmp_path: Pat
     turn(hub, "t-2", "b", cid="call-1234")
     hub.discard("call-1234")
     assert list((tmp_path / "replay").iterdir()) == []
+
+
+async def test_seqs_only_grow_when_two_daemons_share_a_data_dir(tmp_path: Path) -> None:
+    """The shared daemon and a private one (`jp --stdio`) take turns in a conversation."""
+    shared, private = new_run(tmp_path), new_run(tmp_path)
+    turn(shared, "t-1", "a")
+    await shared.settle(CID)  # idle in the shared daemon, which remembers next seq 3
+    await private.prepare(CID)
+    turn(private, "t-2", "b")  # seqs 3, 4 from the private daemon
+    await private.close()
+    await shared.prepare(CID)  # what turn/start does: the mark moved on
+    turn(shared, "t-3", "c")
+    late = FakeLink(1)
+    await shared.attach(CID, late, 0)
+    assert late.seqs() == [1, 2, 3, 4, 5, 6]
+    assert late.texts() == ["a", "turn_completed", "b", "turn_completed", "c", "turn_completed"]
