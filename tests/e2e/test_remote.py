@@ -20,7 +20,7 @@ from acp import spawn_agent_process
 
 from tests.e2e.acp_client import Editor
 from tests.e2e.sockets import ROOT, Daemons, persisted, run_jp, run_jp_async, socket_env, wait_for
-from tests.e2e.tools import add_tool, tool_call
+from tests.e2e.tools import SHIP_IT, add_tool, tool_call
 
 FAKE_SSH = Path(__file__).parent.parent / "fixtures" / "fake_ssh.py"
 SHOW_ENV = """
@@ -252,3 +252,37 @@ async def test_ctrl_c_cancels_the_remote_turn_over_the_same_connection(
     (conversation,) = os.listdir(conversations)
     ends = [e for e in persisted(remote, conversation) if e["type"] == "turn_end"]
     assert [e["stop_reason"] for e in ends] == ["cancelled"]
+
+
+async def test_a_question_waiting_there_is_listed_and_answered_from_here(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """A detached turn on devbox asks a question (deferred: nobody is attached); this
+    machine lists it and answers it over ssh, and the turn goes on there."""
+    local, remote = machines(tmp_path, [tool_call("asker"), {"text": "done"}])
+    add_tool(remote, "asker", SHIP_IT)
+    daemons.watch(remote)
+    env = local | {"JP_REMOTE": "devbox"}
+    started = await run_jp_async(env, "query", "--detach", "go")
+    assert started.returncode == 0, started.stderr
+
+    async def pending() -> str:
+        listed = await run_jp_async(env, "inquiry", "ls")
+        assert listed.returncode == 0, listed.stderr
+        return listed.stdout
+
+    for _ in range(100):
+        if "call_1.q.1" in (listing := await pending()):
+            break
+        await asyncio.sleep(0.1)
+    assert "Ship it?" in listing
+    answered = await run_jp_async(env, "inquiry", "answer", "call_1.q.1", "true")
+    assert answered.returncode == 0, answered.stderr
+    (conversation,) = os.listdir(Path(remote["JP_DATA_DIR"]) / "conversations")
+
+    def finished() -> bool:
+        return any(e["type"] == "turn_end" for e in persisted(remote, conversation))
+
+    await wait_for(finished, "the remote turn to end")
+    (result,) = [e for e in persisted(remote, conversation) if e["type"] == "tool_call_response"]
+    assert result["content"].strip() == "got=true"
