@@ -14,6 +14,8 @@ Usage:
     jp completion bash|zsh|fish
     jp config path | init [--force] | show [-c KEY=VALUE]... [-F text|json]
     jp acp
+    jp proxy
+    jp --remote [USER@]HOST[:/PATH] COMMAND...    (or $JP_REMOTE: any command above)
 
 `jp` talks to the shared daemon on its Unix socket (`$JP_SOCKET`, else
 `<user runtime dir>/jp/jpd.sock`, or `jpd-<hash>.sock` for a `$JP_DATA_DIR` of its own),
@@ -21,6 +23,11 @@ starting `jpd --listen` in the background when no daemon answers. Turns run in t
 daemon: closing `jp` does not stop them. Each turn runs with this shell's working
 directory and environment (`JP_CONFIG`, API keys, the tools' environment), sent with
 the request and used for that turn only.
+
+`jp --remote HOST` (or `$JP_REMOTE`) runs `ssh HOST jp proxy` and uses the daemon of
+HOST instead: that machine's config, keys, data and, with `HOST:/PATH`, workspace. This
+machine's directory and environment are not sent. `jp proxy` bridges its stdio to the
+daemon of its machine (starting it), for `jp --remote` on another one.
 
 `jp query` continues this workspace's conversation (the nearest directory up with
 `.jp`, `.git` or `.hg`, else the current one; `jp conversation use ID` sets it), or
