@@ -121,12 +121,26 @@ def _main(argv: list[str] | None) -> int:
         "instead of one client on stdio",
     )
     parser.add_argument(
+        "--listen-ws",
+        metavar="ws://HOST:PORT",
+        help="with --listen, also serve clients on a WebSocket (a bearer token is always "
+        "required: --ws-token-file, else one generated beside the socket; only loopback "
+        "without a token file)",
+    )
+    parser.add_argument(
+        "--ws-token-file",
+        metavar="FILE",
+        help="the WebSocket clients' token (a file of this user, mode 0600)",
+    )
+    parser.add_argument(
         "--log-level",
         default=None,
         help="log level (default: $JPD_LOG_LEVEL, else daemon.log_level when listening, "
         "else WARNING)",
     )
     args = parser.parse_args(argv)
+    if (args.listen_ws or args.ws_token_file) and args.listen is None:
+        parser.error("--listen-ws and --ws-token-file need --listen")
     restrict_umask()  # before any file is created, the log included
     env = os.environ
     listening = args.listen is not None
@@ -155,7 +169,8 @@ def _main(argv: list[str] | None) -> int:
 
         path = Path(args.listen) if args.listen else None
         try:
-            return anyio.run(server.run_listen, path)
+            token = Path(args.ws_token_file) if args.ws_token_file else None
+            return anyio.run(server.run_listen, path, args.listen_ws, token)
         except ListenError as exc:
             logging.getLogger("jpd").error("%s", exc)
             if not sys.stderr.isatty():  # on a terminal, the log line above says it already

@@ -21,6 +21,7 @@ from jpd.settings import Settings
 
 if TYPE_CHECKING:
     from jpd.rpc.listener import SocketServer
+    from jpd.rpc.websocket import WsListen
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,9 @@ class Server:
             tg.cancel_scope.cancel()
         return code
 
-    async def run_listen(self, path: Path | None = None) -> int:
+    async def run_listen(
+        self, path: Path | None = None, ws_url: str | None = None, ws_token: Path | None = None
+    ) -> int:
         """Serve any number of clients on a Unix socket until stopped; returns 0.
 
         `path` defaults to `$JP_SOCKET` or the platform runtime dir. Stops cleanly on
@@ -78,6 +81,7 @@ class Server:
             await self._private_data_dir()
             claim = await SocketClaim.acquire(socket_path)
             try:
+                ws = _ws_settings(ws_url, ws_token, claim.path)
                 listener = await claim.bind()
                 async with anyio.create_task_group() as tg:
                     daemon = Daemon(self.settings, tg)
@@ -86,6 +90,13 @@ class Server:
                         daemon, claim.path, idle_timeout=idle, limits=self._limits(daemon)
                     )
                     tg.start_soon(_stop_on_signals, server, signals)
+                    if ws is not None:
+                        from jpd.rpc.websocket import serve_ws
+
+                        limits = self._limits(daemon)
+                        tg.start_soon(
+                            serve_ws, ws, server.serve_client, limits.max_frame, server.stop
+                        )
                     log.info("jpd (pid %d) listening on %s", os.getpid(), claim.path)
                     await server.serve(listener)
                     tg.cancel_scope.cancel()
@@ -115,6 +126,19 @@ class Server:
             # A broken config file must not stop the daemon; each turn reports it.
             log.warning("%s; idle timeout %gs", exc.message, DEFAULT_IDLE_TIMEOUT)
             return DEFAULT_IDLE_TIMEOUT
+
+
+def _ws_settings(url: str | None, token: Path | None, socket_path: Path) -> WsListen | None:
+    """`--listen-ws`: checked before anything listens (jpd.rpc.websocket)."""
+    if url is None:
+        return None
+    from jpd.rpc.listener import ListenError
+    from jpd.rpc.websocket import WsConfigError, configure
+
+    try:
+        return configure(url, token, socket_path)
+    except (WsConfigError, OSError) as exc:
+        raise ListenError(f"--listen-ws: {exc}") from None
 
 
 def _reap_orphans(data_dir: Path) -> None:

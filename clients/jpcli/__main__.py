@@ -15,6 +15,8 @@ Usage:
     jp completion bash|zsh|fish
     jp config path | init [--force] | show [-c KEY=VALUE]... [-F text|json]
     jp acp
+    jp proxy
+    jp --remote [USER@]HOST[:/PATH] COMMAND...    (or $JP_REMOTE: any command above)
 
 `jp` talks to the shared daemon on its Unix socket (`$JP_SOCKET`, else
 `<user runtime dir>/jp/jpd.sock`, or `jpd-<hash>.sock` for a `$JP_DATA_DIR` of its own),
@@ -22,6 +24,11 @@ starting `jpd --listen` in the background when no daemon answers. Turns run in t
 daemon: closing `jp` does not stop them. Each turn runs with this shell's working
 directory and environment (`JP_CONFIG`, API keys, the tools' environment), sent with
 the request and used for that turn only.
+
+`jp --remote HOST` (or `$JP_REMOTE`) runs `ssh HOST jp proxy` and uses the daemon of
+HOST instead: that machine's config, keys, data and, with `HOST:/PATH`, workspace. This
+machine's directory and environment are not sent. `jp proxy` bridges its stdio to the
+daemon of its machine (starting it), for `jp --remote` on another one.
 
 `jp query` continues this workspace's conversation (the nearest directory up with
 `.jp`, `.git` or `.hg`, else the current one; `jp conversation use ID` sets it), or
@@ -95,6 +102,9 @@ Environment:
     JP_STDIN_LIMIT  bytes of piped input `jp query` sends at most (default 1 MiB)
     JP_LOG_DIR   where the daemon logs (`jpd.log`); default: the user log dir
                  (~/.local/state/jp/log on Linux)
+    JP_REMOTE    [user@]HOST[:/path]: use the daemon of HOST over ssh, as `--remote`
+    JP_REMOTE_JP the `jp` command on the remote machine (default: jp)
+    JP_SSH       the ssh program (default: ssh)
     JPD_COMMAND  run this command as a private daemon on stdio for this one `jp`
                  command (like `--stdio`), instead of using the shared daemon
     NO_COLOR     plain text output
@@ -139,6 +149,12 @@ def main(argv: list[str] | None = None, early: subprocess.Popen[bytes] | None = 
         if args.command is None or (args.command in needs_action and not args.action):
             parser.print_usage(sys.stderr)
             return EXIT_USAGE
+        if args.command == "proxy":
+            from jpcli.proxy import main as proxy_main
+
+            return proxy_main()
+        if not _use_remote(args, parser):
+            return EXIT_USAGE
         if args.command == "acp":
             from jpcli.acp import main as acp_main
 
@@ -167,6 +183,33 @@ def main(argv: list[str] | None = None, early: subprocess.Popen[bytes] | None = 
     except SystemExit as exc:  # argparse: --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     return _run(args, inputs, early)
+
+
+def _use_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> bool:
+    """`--remote` (else `$JP_REMOTE`): checked here, and put in `$JP_REMOTE` for what
+    reads it later (the request environment, the ACP bridge). False: a usage error.
+
+    The `--stdio` flag beats `$JP_REMOTE` (a flag is the more explicit); `--remote` with
+    `--stdio`, or any remote with `$JPD_COMMAND`, is a contradiction."""
+    spec = args.remote if args.remote is not None else os.environ.get("JP_REMOTE", "")
+    if args.remote is None and args.stdio:
+        spec = ""
+    if not spec.strip():
+        os.environ.pop("JP_REMOTE", None)
+        return True
+    from jpcli.remote import parse_remote
+
+    try:
+        parse_remote(spec)
+    except ValueError as exc:
+        sys.stderr.write(f"jp: --remote: {exc}\n")
+        return False
+    if args.stdio or os.environ.get("JPD_COMMAND", "").strip():
+        parser.print_usage(sys.stderr)
+        sys.stderr.write("jp: --remote excludes --stdio and JPD_COMMAND\n")
+        return False
+    os.environ["JP_REMOTE"] = spec.strip()
+    return True
 
 
 def _asks(args: argparse.Namespace) -> bool:
@@ -207,7 +250,14 @@ def _run(
         capabilities = CAPABILITIES
     on_connect = prompter.install if prompter is not None else None
     daemon: Any
-    if private_daemon(args):
+    remote = os.environ.get("JP_REMOTE")
+    if remote:
+        from jpcli.remote import RemoteDaemon, parse_remote
+
+        daemon = RemoteDaemon(
+            parse_remote(remote), capabilities=capabilities, on_connect=on_connect
+        )
+    elif private_daemon(args):
         from jpcli.stdio_daemon import StdioDaemon
 
         daemon = StdioDaemon(

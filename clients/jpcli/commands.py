@@ -261,6 +261,12 @@ def attach(
             result = connection.request("turn/attach", params)
         except RpcError as exc:
             return not_found(exc, conversation_id, output.err)
+        if replay_gap(from_seq, result):
+            output.err.write(
+                f"jp: not every event after {from_seq} is kept for replay (the daemon "
+                "restarted after a crash, or they are older than its replay buffer); "
+                f"their record: jp conversation show {conversation_id}\n"
+            )
         if prompter is not None:
             prompter.conversation_id = conversation_id
         # The replay is sent before the result, so it is all queued by now. Questions
@@ -291,6 +297,15 @@ def attach(
             watch_questions=prompter is None,
         )
         return _run_follower(_follower(connection, follow, output, interrupts), backlog, prompter)
+
+
+def replay_gap(from_seq: int | None, result: Any) -> bool:
+    """Whether `turn/attach` could not replay every event after `from_seq` (protocol.md
+    7.2: the replay is exact when `oldestSeq <= fromSeq + 1`)."""
+    if from_seq is None or not isinstance(result, dict):
+        return False
+    oldest = result.get("oldestSeq")
+    return isinstance(oldest, int) and oldest > from_seq + 1
 
 
 def resume(

@@ -36,6 +36,11 @@ def client_environment() -> dict[str, Any]:
     """This process's working directory and environment, sent with each `turn/start`
     and `tool/call` so that the shared daemon runs the turn as this shell would
     (protocol.md 5.5): `JP_CONFIG`, provider keys, the tools' environment."""
+    remote = os.environ.get("JP_REMOTE", "").strip()
+    if remote:  # this machine's cwd and variables mean nothing there (jpcli.remote)
+        from jpcli.remote import parse_remote
+
+        return parse_remote(remote).environment()
     environment: dict[str, Any] = {"env": dict(os.environ)}
     with contextlib.suppress(OSError):  # a deleted working directory
         environment["cwd"] = os.getcwd()
@@ -62,8 +67,9 @@ def initialize(
         "protocolVersion": PROTOCOL_VERSION,
         "clientInfo": {"name": "jp", "version": __version__},
         "capabilities": dict(capabilities),
-        "workspaceRoot": workspace_root,
     }
+    if workspace_root:  # empty: none (a remote daemon without a named workspace)
+        params["workspaceRoot"] = workspace_root
     if data_dir is not None:
         params["dataDir"] = data_dir
     result = connection.request("initialize", params)

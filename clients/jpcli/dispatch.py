@@ -44,6 +44,9 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
     from jpcli.current import CurrentConversations
 
     current = CurrentConversations(os.environ)
+    remote = getattr(daemon, "remote", None)
+    if remote is not None:  # remembered per remote machine and workspace, not locally
+        current.data_dir, current.workspace = remote.state_key()
     if command in ("query", "q"):
         from jpcli.daemon import client_environment
 

@@ -78,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="use a private daemon on stdio for this command instead of the shared one",
     )
+    parser.add_argument(
+        "--remote",
+        metavar="[USER@]HOST[:/PATH]",
+        help="use the daemon of HOST over ssh (`ssh HOST jp proxy`), PATH its workspace "
+        "there (default: $JP_REMOTE)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     query = commands.add_parser("query", aliases=["q"], help="ask the assistant (one turn)")
@@ -222,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "acp", help="serve an editor (Zed, JetBrains, Neovim) as an ACP agent on stdio"
     )
+    commands.add_parser(
+        "proxy", help="bridge stdio to this machine's daemon (what `jp --remote` runs via ssh)"
+    )
     config = commands.add_parser("config", help="config files: where they are, a starter")
     config_actions = config.add_subparsers(dest="action", metavar="ACTION")
     config_actions.add_parser("path", help="the user and workspace config files")
@@ -298,6 +307,7 @@ EXAMPLES = {
         "jp completion fish > ~/.config/fish/completions/jp.fish",
     ),
     "jp acp": ("jp acp   # started by the editor, speaking ACP on stdio",),
+    "jp proxy": ("ssh devbox jp proxy   # what `jp --remote devbox ...` runs",),
 }
 
 

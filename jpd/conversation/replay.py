@@ -3,8 +3,14 @@
 While a turn runs or a client follows a conversation, the daemon keeps the events it
 may have to replay (`turn/attach` with `fromSeq`) in memory. When the conversation goes
 idle they move here, one JSON object (the `turn/event` params, as sent) per line in
-`<dir>/<conversationId>.jsonl`, and memory is freed. Seqs are per daemon run, so the
-directory is emptied when the daemon starts (protocol.md section 8.1).
+`<dir>/<conversationId>.jsonl`, and memory is freed.
+
+Seqs go on across daemon runs (protocol.md section 7.2): `<conversationId>.seq` holds a
+mark `{"next": N, "replayFrom": F}`. Before the daemon hands out a seq >= N it writes a
+higher N with `replayFrom: null` (a reservation); once the events are filed it writes the
+exact next seq and where the file starts. A daemon killed mid-turn thus leaves a mark
+above every seq it sent and no claim on the file (whose tail was lost), and the next run
+starts above, with a gap the clients see in `oldestSeq`.
 
 Blocking file I/O: call from a worker thread.
 """
@@ -31,9 +37,42 @@ class ReplayFiles:
         self._dir = directory
 
     def reset(self) -> None:
-        """Forget every file of an earlier run (their seqs mean nothing now)."""
+        """Forget every file of an earlier run (tests start from nothing)."""
         shutil.rmtree(self._dir, ignore_errors=True)
+        self.prepare()
+
+    def prepare(self) -> None:
+        """Create the directory; the files of earlier runs stay (their seqs go on)."""
         self._dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def read_mark(self, conversation_id: str) -> tuple[int, int | None]:
+        """(next seq, oldest seq of a replay file that continues up to it, or None).
+
+        No mark (a new conversation, or one from before marks): (1, None).
+        """
+        try:
+            mark = json.loads(self._mark_path(conversation_id).read_text(encoding="utf-8"))
+            next_seq, replay_from = int(mark["next"]), mark.get("replayFrom")
+        except FileNotFoundError:
+            return 1, None
+        except (ValueError, KeyError, TypeError):
+            # A torn mark cannot say how far seqs went: refuse every old cursor.
+            log.warning("unreadable seq mark of %s: starting above its log", conversation_id)
+            return 1 << 40, None
+        return max(next_seq, 1), int(replay_from) if isinstance(replay_from, int) else None
+
+    def write_mark(self, conversation_id: str, next_seq: int, replay_from: int | None) -> None:
+        """Record that no seq >= `next_seq` was sent yet (written before it is true for a
+        reservation, after filing for an exact mark)."""
+        path = self._mark_path(conversation_id)
+        tmp = path.with_suffix(".seq-tmp")
+        data = json.dumps({"next": next_seq, "replayFrom": replay_from}).encode()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
 
     def write(self, conversation_id: str, events: list[dict[str, Any]], keep_from: int) -> int:
         """Add `events` (in seq order, after what the file holds); drop seqs < `keep_from`.
@@ -74,9 +113,18 @@ class ReplayFiles:
         return events
 
     def forget(self, conversation_id: str) -> None:
-        """Remove the conversation's file, if any."""
+        """Remove the conversation's replay file, if any (its seq mark stays)."""
         with contextlib.suppress(FileNotFoundError):
             self._path(conversation_id).unlink()
+
+    def forget_all(self, conversation_id: str) -> None:
+        """Remove the replay file and the seq mark of a deleted conversation."""
+        self.forget(conversation_id)
+        with contextlib.suppress(FileNotFoundError):
+            self._mark_path(conversation_id).unlink()
+
+    def _mark_path(self, conversation_id: str) -> Path:
+        return self._dir / f"{validate_id(conversation_id)}.seq"
 
     def _path(self, conversation_id: str) -> Path:
         return self._dir / f"{validate_id(conversation_id)}.jsonl"

@@ -56,7 +56,7 @@ class Daemon:
         self.providers = ProviderRegistry(settings.env)
         self.configs = RequestConfigs(settings.env)
         replay_files = ReplayFiles(settings.data_dir / "replay")
-        replay_files.reset()  # seqs restart with each run (protocol.md section 7.2)
+        replay_files.prepare()  # seqs go on from earlier runs (protocol.md section 7.2)
         self.hub = EventHub(replay_files, replay_limit=self._replay_limit)
         self._links: dict[int, ClientLink] = {}
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
@@ -206,6 +206,7 @@ class Daemon:
         """Cancel running turns, wait until each has recorded its end, close resources."""
         self._stopping = True  # a question cut short now is `daemon_stopped` (protocol.md 10.3)
         await self.turns.cancel_all()
+        await self.hub.close()
         await self.tools.close_mcp()
         await self.providers.aclose()
         self.store.close()

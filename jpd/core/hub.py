@@ -7,10 +7,15 @@ Memory is bounded by what is active: when a conversation goes idle (no turn runs
 client follows), `settle` moves its replay buffer to a replay file and keeps only its
 next seq and where its replay starts; `attach` replays from the file, then from memory
 (protocol.md sections 5.8 and 8.1).
+
+Seqs go on across daemon runs: a conversation's first channel of a run starts at its
+seq mark (`ReplayFiles.read_mark`), and seqs are reserved on disk in blocks before they
+are sent, so a daemon killed mid-turn never makes the next run repeat a seq (section 7.2).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +28,11 @@ from jpd.protocol.client_port import ClientLink, Notification
 from jpd.protocol.method_table import TURN_EVENT
 from jpd.protocol.turn_events import TurnEvent, TurnEventParams
 
+log = logging.getLogger(__name__)
+
+# Seqs reserved per mark write: one tiny file write per this many events of a conversation.
+RESERVE_BLOCK = 1024
+
 
 @dataclass
 class _Channel:
@@ -31,6 +41,10 @@ class _Channel:
     """The oldest seq in the conversation's replay file (None: no file)."""
     buffer: deque[TurnEventParams] = field(default_factory=deque)
     subscribers: dict[int, ClientLink] = field(default_factory=dict)
+    reserved: int = 0
+    """Seqs below this are covered by the mark on disk."""
+    durable: bool = True
+    """False for a `tool/call` without conversation: no mark, no file."""
 
     def first_in_memory(self) -> int:
         return self.buffer[0].seq if self.buffer else self.next_seq
@@ -59,13 +73,64 @@ class EventHub:
     def _channel(self, conversation_id: str) -> _Channel:
         channel = self._channels.get(conversation_id)
         if channel is None:
-            next_seq, filed_from = self._idle.pop(conversation_id, (1, None))
+            next_seq, filed_from = self._idle_state(conversation_id)
+            del self._idle[conversation_id]
             channel = self._channels[conversation_id] = _Channel(next_seq, filed_from)
         return channel
+
+    def _idle_state(self, conversation_id: str) -> tuple[int, int | None]:
+        """(next seq, replay file start) of a conversation without a channel, read from
+        its mark the first time in this run (`prepare` does that off the event loop)."""
+        state = self._idle.get(conversation_id)
+        if state is None:
+            state = self._idle[conversation_id] = self._load(conversation_id)
+        return state
+
+    def _load(self, conversation_id: str) -> tuple[int, int | None]:
+        next_seq, replay_from = self._files.read_mark(conversation_id)
+        if replay_from is None:
+            # The file (if any) does not reach the mark: its tail died with a daemon.
+            self._files.forget(conversation_id)
+        return next_seq, replay_from
+
+    async def prepare(self, conversation_id: str) -> None:
+        """Read a conversation's seq mark in a worker thread before it is used.
+
+        An idle conversation's mark is read again: a private daemon (`jp --stdio`) on the
+        same data dir may have run a turn in it meanwhile, and seqs must still only grow.
+        """
+        if conversation_id in self._channels:
+            return
+        cached = self._idle.get(conversation_id)
+        if cached is None:
+            state = await anyio.to_thread.run_sync(self._load, conversation_id)
+        else:
+            state = await anyio.to_thread.run_sync(self._files.read_mark, conversation_id)
+            if state[0] <= cached[0]:
+                state = cached
+        if conversation_id not in self._channels:
+            self._idle[conversation_id] = state
+
+    def ephemeral(self, channel_id: str) -> None:
+        """Open a channel that is never marked nor filed (a `tool/call` without
+        conversation; `discard` ends it)."""
+        self._channels[channel_id] = _Channel(durable=False)
+
+    def _reserve(self, conversation_id: str, channel: _Channel) -> None:
+        # Written before the seq is sent; a tiny write once per block, on the loop so that
+        # no seq can go out ahead of its mark.
+        reserved = channel.next_seq + RESERVE_BLOCK
+        try:
+            self._files.write_mark(conversation_id, reserved, None)
+        except OSError as exc:
+            log.warning("could not write the seq mark of %s: %s", conversation_id, exc)
+        channel.reserved = reserved
 
     def publish(self, conversation_id: str, turn_id: str, event: TurnEvent) -> TurnEventParams:
         """Number `event`, keep it for replay and send it to every subscriber."""
         channel = self._channel(conversation_id)
+        if channel.durable and channel.next_seq >= channel.reserved:
+            self._reserve(conversation_id, channel)
         params = TurnEventParams(
             conversation_id=conversation_id, turn_id=turn_id, seq=channel.next_seq, event=event
         )
@@ -93,6 +158,7 @@ class EventHub:
 
         Returns (last seq assigned so far, oldest seq kept for replay).
         """
+        await self.prepare(conversation_id)
         if from_seq is None:
             return self.subscribe(conversation_id, link), self.oldest_seq(conversation_id)
         async with self._filing:  # the file cannot change under the replay
@@ -124,7 +190,7 @@ class EventHub:
             next_seq, filed_from = channel.next_seq, channel.filed_from
             first = filed_from if filed_from is not None else channel.first_in_memory()
         else:
-            next_seq, filed_from = self._idle.get(conversation_id, (1, None))
+            next_seq, filed_from = self._idle_state(conversation_id)
             first = filed_from if filed_from is not None else next_seq
         return max(first, next_seq - self._replay_limit())
 
@@ -133,7 +199,7 @@ class EventHub:
         free its memory (the caller knows that no turn runs in it)."""
         async with self._filing:
             channel = self._channels.get(conversation_id)
-            if channel is None or channel.subscribers:
+            if channel is None or channel.subscribers or not channel.durable:
                 return
             if channel.buffer:
                 events = [params.to_wire() for params in channel.buffer]
@@ -149,8 +215,25 @@ class EventHub:
                     channel.buffer.popleft()
                 channel.filed_from = oldest if oldest <= last_filed else None
             if not channel.buffer and not channel.subscribers:
+                # The exact mark, in the same step as the channel goes: no publish can
+                # slip between (a tiny write, like a reservation).
+                try:
+                    self._files.write_mark(conversation_id, channel.next_seq, channel.filed_from)
+                except OSError as exc:
+                    log.warning("could not write the seq mark of %s: %s", conversation_id, exc)
+                    return
                 del self._channels[conversation_id]
                 self._idle[conversation_id] = (channel.next_seq, channel.filed_from)
+
+    async def close(self) -> None:
+        """The daemon stops (no turn runs any more): file every conversation's events and
+        mark its exact next seq, so the next run replays them and goes on from there."""
+        for conversation_id, channel in list(self._channels.items()):
+            channel.subscribers.clear()
+            try:
+                await self.settle(conversation_id)
+            except OSError as exc:
+                log.warning("could not file the events of %s: %s", conversation_id, exc)
 
     def unsubscribe(self, conversation_id: str, link: ClientLink) -> bool:
         """Stop sending this conversation's events to `link`."""
@@ -169,10 +252,9 @@ class EventHub:
         """Drop a deleted conversation's events, replay file and subscribers."""
         async with self._filing:
             channel = self._channels.pop(conversation_id, None)
-            idle = self._idle.pop(conversation_id, None)
-            filed = (channel.filed_from if channel else idle[1] if idle else None) is not None
-            if filed:
-                await anyio.to_thread.run_sync(self._files.forget, conversation_id)
+            self._idle.pop(conversation_id, None)
+            if channel is None or channel.durable:
+                await anyio.to_thread.run_sync(self._files.forget_all, conversation_id)
 
     def discard(self, channel_id: str) -> None:
         """Drop a channel that never reaches a file (a `tool/call` without conversation)."""

@@ -65,6 +65,10 @@ class ToolCalls:
         # The log grew outside a turn: its history is reloaded next time.
         parts.conversations.histories.pop(channel, None)
         was_subscribed = any(s.link_id == link.link_id for s in hub.subscribers(channel))
+        if conversation_id is None:
+            hub.ephemeral(channel)
+        else:
+            await hub.prepare(channel)
         hub.subscribe(channel, link)  # so that this client is asked the tool's questions
         try:
             content, is_error = await coordinator.run_one(call)

@@ -223,6 +223,7 @@ class TurnStarter:
         )
         spec.resume = resume
         spec.mode = mode
+        await self._parts.hub.prepare(conversation_id)  # its seqs go on from its mark
         return Turn(spec, self._parts.store, self._parts.hub, datetime.now(UTC))
 
     async def _launch(

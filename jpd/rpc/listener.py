@@ -24,6 +24,7 @@ import time
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 import anyio.abc
@@ -229,6 +230,16 @@ def _lock_pid_file(pid_file: Path, socket_path: Path) -> int:
     raise ListenError(f"cannot lock pid file {pid_file}: it keeps changing")
 
 
+class Client(Protocol):
+    """A connected client as the session sees it: bytes in, bytes out, and a way to end it."""
+
+    async def receive(self) -> bytes: ...
+
+    async def send(self, data: bytes) -> None: ...
+
+    def hang_up(self) -> None: ...
+
+
 class _Connection:
     """One accepted client; `hang_up` makes its input end so the session closes cleanly."""
 
@@ -283,7 +294,7 @@ class SocketServer:
         self._path = path
         self._idle_timeout = idle_timeout
         self._started = time.monotonic()
-        self._connections: set[_Connection] = set()
+        self._connections: set[Client] = set()
         self._none_left = anyio.Event()
         self._stop = anyio.Event()
         self.stop_reason: str | None = None
@@ -362,17 +373,21 @@ class SocketServer:
             done.set()
 
     async def _serve_one(self, stream: anyio.abc.SocketStream) -> None:
-        connection = _Connection(stream)
+        async with stream:
+            await self.serve_client(_Connection(stream))
+
+    async def serve_client(self, connection: Client) -> None:
+        """Serve one client (of this socket, or of another transport: jpd.rpc.websocket)
+        until it leaves or the daemon stops."""
         if not self._connections:
             self._none_left = anyio.Event()
         self._connections.add(connection)
         log.info("client connected (%d open)", len(self._connections))
         try:
-            async with stream:
-                if not self._stop.is_set():
-                    await serve_connection(
-                        self.daemon, connection.receive, connection.send, self, self._limits
-                    )
+            if not self._stop.is_set():
+                await serve_connection(
+                    self.daemon, connection.receive, connection.send, self, self._limits
+                )
         except Exception:  # one broken connection must never take the daemon down
             log.exception("connection failed")
         finally:

@@ -580,3 +580,33 @@ async def test_the_plan_and_the_usage_line_are_shown(nvim: Nvim) -> None:
     at = lines.index("**Plan**")
     assert lines[at + 2 : at + 4] == ["- [x] look", "- [-] fix"]
     assert "*usage: 120 in, 7 out*" in lines
+
+
+async def test_the_remote_option_asks_the_daemon_of_another_machine(
+    nvim: Nvim, daemons: Daemons
+) -> None:
+    """`remote = "devbox:/path"`: `ssh devbox jp proxy` (a stand-in ssh), that machine's
+    daemon, data and workspace; no daemon here."""
+    from tests.e2e.test_remote import FAKE_SSH, machines
+
+    (nvim.home / "net").mkdir()
+    local, remote = machines(nvim.home / "net", [{"text": "answered over ssh"}])
+    daemons.watch(remote)
+    app = nvim.home / "net" / "devbox" / "app"
+    app.mkdir()
+    nvim.configure([{"text": "not this one"}])
+    nvim.env["FAKE_SSH_MACHINES"] = local["FAKE_SSH_MACHINES"]
+    result = await nvim.run(
+        f"""
+        require("jp").setup(T.opts({{ remote = "devbox:{app}", ssh_cmd = {{ "{FAKE_SSH}" }} }}))
+        vim.cmd("Jp hi")
+        T.wait(function() return T.has("answered over ssh") end, "the remote answer")
+        """
+    )
+    name, lines = only_buffer(result)
+    assert lines[-1] == "answered over ssh"
+    conversation = name.removeprefix("jp://")
+    assert persisted(remote, conversation)
+    meta = Path(remote["JP_DATA_DIR"]) / "conversations" / conversation / "metadata.json"
+    assert json.loads(meta.read_text()).get("workspace") == str(app)
+    assert not Path(nvim.env["JP_SOCKET"]).exists()

@@ -55,6 +55,7 @@ from jpcli.acp.live_output import declares_terminal_output
 from jpcli.acp.session import Editor, Session, new_session_id
 from jpcli.acp.updates import history
 from jpcli.daemon import DaemonError
+from jpcli.remote import request_environment
 from jpcli.rpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 
 log = logging.getLogger(__name__)
@@ -389,7 +390,8 @@ class JpAgent:
     def _environment(self, session: Session) -> dict[str, Any]:
         """A request's `environment` (protocol.md 5.5): the session's workspace, its
         additional directories and the environment the editor started the bridge with."""
-        environment: dict[str, Any] = {"cwd": session.cwd, "env": dict(self.environ or os.environ)}
+        # Over `jp --remote`, the remote's own workspace and variables (jpcli.remote).
+        environment = request_environment(session.cwd, self.environ or os.environ)
         if session.extra_roots:
             environment["additionalRoots"] = list(session.extra_roots)
         return environment

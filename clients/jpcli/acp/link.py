@@ -13,11 +13,13 @@ import asyncio
 import contextlib
 import json
 import logging
+import shlex
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from jpcli import __version__, paths
 from jpcli.daemon import PROTOCOL_VERSION, DaemonError, SocketDaemon
+from jpcli.remote import Remote, remote_from_env, ssh_command
 from jpcli.rpc import INTERNAL_ERROR, METHOD_NOT_FOUND, REQUEST_CANCELLED, encode_message
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,8 @@ class DaemonLink:
         """Server-to-client request handlers by method; raise `LinkError` to refuse."""
         self.on_notification: NotificationHandler | None = None
         self.closed = asyncio.Event()
+        self.process: asyncio.subprocess.Process | None = None
+        """The `ssh ... jp proxy` behind a remote link, reaped on `close`."""
         self._reading = asyncio.create_task(self._read_loop())
 
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -92,6 +96,8 @@ class DaemonLink:
         for task in list(self._tasks):
             task.cancel()
         self._finish()
+        if self.process is not None:
+            await _reap(self.process)
 
     # --- internals ---------------------------------------------------------------
 
@@ -205,6 +211,9 @@ async def connect(
     `configure` sets the link's handlers before `initialize`: the daemon may send
     pending questions before it answers. Raises `DaemonError` or `LinkError`.
     """
+    remote = remote_from_env(environ)
+    if remote is not None:
+        return await _connect_remote(remote, workspace_root, capabilities, environ, configure)
     daemon = SocketDaemon(environ=environ)
     for attempt in (1, 2):
         sock = await asyncio.to_thread(daemon.open_socket)
@@ -234,3 +243,60 @@ async def connect(
             await link.close()
             raise
     raise DaemonError("unreachable")
+
+
+async def _connect_remote(
+    remote: Remote,
+    workspace_root: str,
+    capabilities: Mapping[str, Any],
+    environ: Mapping[str, str] | None,
+    configure: Callable[[DaemonLink], None] | None,
+) -> DaemonLink:
+    """`connect` over `ssh HOST jp proxy` (`jp --remote HOST acp`): the workspace is the
+    remote's (`HOST:/path`, else the editor's path taken as one there)."""
+    command = ssh_command(remote, environ)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=2**26,
+        )
+    except OSError as exc:
+        raise DaemonError(f"cannot run {shlex.join(command)}: {exc}") from None
+    assert process.stdout is not None and process.stdin is not None
+    link = DaemonLink(process.stdout, process.stdin)
+    link.process = process
+    if configure is not None:
+        configure(link)
+    try:
+        await link.request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "clientInfo": {"name": "jp-acp", "version": __version__},
+                "capabilities": dict(capabilities),
+                "workspaceRoot": remote.path or workspace_root,
+            },
+        )
+        await link.notify("initialized", {})
+    except LinkClosed:
+        await link.close()
+        raise DaemonError(
+            f"lost the connection to jpd on {remote.host} (ssh exited with code "
+            f"{process.returncode}); try: {shlex.join(command)}"
+        ) from None
+    except LinkError:
+        await link.close()
+        raise
+    return link
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    # Its input is closed: the proxy ends this connection and ssh exits.
+    try:
+        await asyncio.wait_for(process.wait(), 5)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()

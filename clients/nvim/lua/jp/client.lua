@@ -139,7 +139,7 @@ local function initialize(rpc, root)
     protocolVersion = PROTOCOL_VERSION,
     clientInfo = { name = "jp.nvim", version = M.VERSION },
     capabilities = { prompt = { answerTypes = M.ANSWER_TYPES }, permission = true },
-    workspaceRoot = root,
+    workspaceRoot = root ~= "" and root or nil,
   }
   local done, err = false, nil
   rpc.request("initialize", params, function(e)
@@ -160,8 +160,47 @@ end
 --- The open connection, connecting (and starting the daemon) if needed. The workspace
 --- root the daemon uses for config and tools is Neovim's current directory: when it
 --- changed since the last `initialize`, the client initializes again.
+--- The `remote` option split into (host, path or ""); nil when there is none.
+function M.remote()
+  local spec = vim.trim(config.options.remote or "")
+  if spec == "" then
+    return nil
+  end
+  local host, path = spec:match("^([^:]+):?(.*)$")
+  -- ssh would read a leading "-" as an option: refuse it rather than run it.
+  if host == nil or host:sub(1, 1) == "-" or host:find("[%s'\"`$;|&<>\\]") then
+    error("jp: invalid remote " .. vim.inspect(spec) .. " (expected [user@]HOST[:/path])", 0)
+  end
+  if path ~= "" and path:sub(1, 1) ~= "/" then
+    error("jp: the remote workspace must be an absolute path, got " .. path, 0)
+  end
+  return host, path
+end
+
+--- A connection through `ssh HOST jp proxy` (the remote daemon is started there if needed).
+local function connect_remote(host)
+  local cmd = vim.deepcopy(config.options.ssh_cmd)
+  vim.list_extend(cmd, { "-T", "--", host, config.options.remote_jp .. " proxy" })
+  local ok, rpc = pcall(vim.lsp.rpc.start, cmd, dispatchers())
+  if not ok then
+    error("jp: cannot run " .. table.concat(cmd, " ") .. ": " .. tostring(rpc), 0)
+  end
+  return rpc
+end
+
 function M.connect()
-  local root = vim.fn.getcwd()
+  local host, remote_path = M.remote()
+  -- Over ssh the workspace is the remote path (Neovim's directory is this machine's).
+  local root = host ~= nil and remote_path or vim.fn.getcwd()
+  if host ~= nil then
+    if state.rpc ~= nil and not state.rpc.is_closing() then
+      return state.rpc
+    end
+    local rpc = connect_remote(host)
+    state.rpc = rpc
+    initialize(rpc, root)
+    return rpc
+  end
   if state.rpc ~= nil and not state.rpc.is_closing() then
     if state.root ~= root then
       initialize(state.rpc, root)

@@ -21,6 +21,13 @@ M.defaults = {
   mode = nil,
   -- Where the plugin remembers each workspace's conversation; nil: stdpath("data")/jp.
   state_dir = nil,
+  -- "[user@]HOST[:/path]": use the daemon of HOST over ssh (`ssh HOST jp proxy`), with
+  -- /path as the workspace there; nil: the local daemon. The remote machine's config,
+  -- keys and data are used; Neovim's directory is not sent (it is a path of this machine).
+  remote = nil,
+  -- The ssh command for `remote` (a list), and the `jp` command on the remote machine.
+  ssh_cmd = { "ssh" },
+  remote_jp = "jp",
 }
 
 M.options = vim.deepcopy(M.defaults)
