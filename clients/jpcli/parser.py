@@ -223,6 +223,13 @@ def build_parser() -> argparse.ArgumentParser:
         "models", help="providers (usable, or why not), the default model, aliases"
     )
     _format_option(models)
+    trust = commands.add_parser(
+        "trust", help="trust this workspace's .jp/config.toml (ignored until trusted)"
+    )
+    trust.add_argument("path", nargs="?", help="the config file or its workspace (default: .)")
+    trust_mode = trust.add_mutually_exclusive_group()
+    trust_mode.add_argument("--revoke", action="store_true", help="stop trusting it")
+    trust_mode.add_argument("--list", action="store_true", help="list trusted config files")
     _add_examples(parser)
     return parser
 
