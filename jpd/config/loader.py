@@ -90,6 +90,14 @@ def config_paths(workspace: Path | None, env: Mapping[str, str] | None) -> list[
     return paths
 
 
+def used_config_paths(workspace: Path | None, env: Mapping[str, str] | None) -> list[Path]:
+    """`config_paths` without an untrusted workspace file (reads it to hash it)."""
+    paths = config_paths(workspace, env)
+    if workspace is not None and not workspace_config_trusted(paths[-1], env):
+        paths.pop()
+    return paths
+
+
 def workspace_config_trusted(path: Path, env: Mapping[str, str] | None) -> bool:
     """Whether the workspace config `path` is used: missing (nothing to use) or trusted
     as it is now (jpd/config/trust.py). An untrusted one is skipped as if absent."""
@@ -137,11 +145,8 @@ def load_config(
     """
     layers: list[Config] = []
     problems: list[ConfigError] = []
-    for path in config_paths(workspace, env):
+    for path in used_config_paths(workspace, env):
         try:
-            in_workspace = workspace is not None and path == workspace_config_path(workspace)
-            if in_workspace and not workspace_config_trusted(path, env):
-                continue
             layer = read_layer(path)
             if layer is not None:
                 layers.append(layer)
