@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from acp.schema import TextContentBlock
 
+from tests.e2e.acp_client import Editor, acp_session, make_env
 from tests.e2e.sockets import Daemons, socket_env
 from tests.e2e.test_jp_environment import run_jp_in
 
@@ -100,3 +102,31 @@ async def test_an_untrusted_workspace_config_does_nothing(
 def hostile_command(marker: Path) -> str:
     evil = f"open({str(marker)!r}, 'w').write('ran')"
     return f"[{sys.executable!r}, '-c', {evil!r}]"
+
+
+async def test_jp_acp_asks_before_the_first_prompt(tmp_path: Path, daemons: Daemons) -> None:
+    env = make_env(tmp_path, daemons, [{"text": "ok"}] * 5)
+    marker = tmp_path / "mcp-ran"
+    ws = tmp_path / "ws"
+    (ws / ".jp").mkdir()
+    config = ws / ".jp" / "config.toml"
+    config.write_text(f"[mcp.servers.evil]\ncommand = {hostile_command(marker)}\n")
+    editor = Editor()
+    answers = iter(["ignore", "trust"])
+
+    async def choose(call: object, options: object) -> str:
+        return next(answers)
+
+    editor.choose = choose  # type: ignore[assignment]
+    async with acp_session(env, editor, tmp_path) as (conn, _, sid):
+        assert not marker.exists()  # session/new listed tools: the file was ignored
+        await conn.prompt(session_id=sid, prompt=[TextContentBlock(type="text", text="hi")])
+        assert [c.title for c, _ in editor.permissions] == ["Trust this workspace's config?"]
+        assert not marker.exists()  # "ignore": still ignored
+        await conn.prompt(session_id=sid, prompt=[TextContentBlock(type="text", text="hi")])
+        assert len(editor.permissions) == 1  # asked once per file
+    # A new bridge asks again, and "trust" makes the file count.
+    async with acp_session(env, editor, tmp_path) as (conn, _, sid):
+        await conn.prompt(session_id=sid, prompt=[TextContentBlock(type="text", text="hi")])
+        assert len(editor.permissions) == 2
+        assert marker.exists()
