@@ -76,3 +76,44 @@ def test_neovim_asks_and_trusts_as_jp_does(tmp_path: Path) -> None:
     assert run(tmp_path, ws, "Ignore it")[1] == "true true"  # changed: asked again
     cli_trust.trust(str(config), env)
     assert run(tmp_path, ws, "Ignore it") == ["false false"]  # jp's trust: not asked
+
+
+CHECK = """
+vim.opt.rtp:prepend(vim.env.JP_PLUGIN)
+local paths = require("jp.paths")
+io.write(tostring(paths.socket_problem(vim.env.SOCK)) .. "\\n")
+"""
+
+
+@pytest.mark.skipif(NVIM is None, reason="nvim not installed (test extra)")
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to chown to another uid")
+def test_neovim_refuses_a_socket_that_is_not_the_users(tmp_path: Path) -> None:
+    import socket
+
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    path = folder / "jpd.sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        script = tmp_path / "check.lua"
+        script.write_text(CHECK)
+        assert NVIM is not None
+
+        def check() -> str:
+            env = {**os.environ, "SOCK": str(path), "JP_PLUGIN": str(ROOT / "clients" / "nvim")}
+            done = subprocess.run(
+                [NVIM, "--clean", "--headless", "-l", str(script)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            )
+            return done.stdout.strip()
+
+        assert check() == "nil"
+        folder.chmod(0o777)
+        assert "can be written by other users" in check()
+        folder.chmod(0o700)
+        os.chown(path, 65534, 65534)
+        assert "belongs to uid 65534" in check()

@@ -67,6 +67,32 @@ function M.socket()
   return M.runtime_dir() .. "/" .. name
 end
 
+--- Why the socket `path` or its folder is not the user's own, or nil (as `jp` checks,
+--- clients/jpcli/peer.py; the peer's uid is not checked here: libuv does not expose
+--- SO_PEERCRED). `uid` defaults to the user's: tests pass another.
+function M.socket_problem(path, uid)
+  uid = uid or vim.uv.getuid()
+  local st = vim.uv.fs_lstat(path)
+  local folder = vim.fs.dirname(path)
+  local fst = vim.uv.fs_stat(folder)
+  if st == nil or fst == nil then
+    return "cannot check " .. path
+  end
+  if st.type ~= "socket" then
+    return path .. " is not a socket"
+  end
+  if st.uid ~= uid then
+    return ("%s belongs to uid %d, not %d"):format(path, st.uid, uid)
+  end
+  if fst.uid ~= uid then
+    return ("its folder %s belongs to uid %d, not %d"):format(folder, fst.uid, uid)
+  end
+  if bit.band(fst.mode, 18) ~= 0 then -- 0o022
+    return ("its folder %s can be written by other users"):format(folder)
+  end
+  return nil
+end
+
 --- Where the plugin keeps its small state file (workspace -> conversation).
 function M.state_file()
   local dir = config.options.state_dir or (vim.fn.stdpath("data") .. "/jp")
