@@ -266,6 +266,7 @@ EXAMPLES = {
     "jp daemon status": ("jp daemon status", "jp daemon status -F json"),
     "jp daemon stop": ("jp daemon stop",),
     "jp models": ("jp models", "jp models -F json"),
+    "jp trust": ("jp trust", "jp trust ~/src/project", "jp trust --list", "jp trust --revoke"),
     "jp config": ("jp config path", "jp config init"),
     "jp config path": ("jp config path",),
     "jp config show": ("jp config show", "jp config show -c assistant.model.id=openai/gpt-4o"),

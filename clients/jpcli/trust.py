@@ -10,11 +10,9 @@ checks the two agree). Standard library only.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from typing import TextIO
 
@@ -34,6 +32,8 @@ def workspace_config(directory: str) -> str:
 
 
 def _digest(path: str) -> str | None:
+    import hashlib  # only when a workspace has a config: not on every `jp` run
+
     try:
         with open(path, "rb") as handle:
             return hashlib.sha256(handle.read()).hexdigest()
@@ -53,6 +53,8 @@ def read_store(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def _write_store(env: Mapping[str, str], data: dict[str, str]) -> None:
+    import tempfile
+
     path = store_path(env)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".trusted-")
