@@ -175,6 +175,16 @@ def main(argv: list[str] | None = None, early: subprocess.Popen[bytes] | None = 
             return config_files.config_init(
                 os.environ, force=args.force, out=sys.stdout, err=sys.stderr
             )
+        if args.command == "trust":
+            from jpcli import trust
+
+            return trust.run(args.path, revoke_it=args.revoke, list_them=args.list, env=os.environ)
+        if args.command in ("query", "q", "chat") or (
+            args.command == "config" and args.action == "show"
+        ):
+            from jpcli.trust import announce_untrusted
+
+            announce_untrusted(os.environ, os.getcwd())
         if args.command == "completion":
             from jpcli.completion import SHELLS
 

@@ -12,8 +12,6 @@ import os
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from jpcli.current import workspace_of
-
 EXIT_OK = 0
 EXIT_ERROR = 1
 
@@ -60,10 +58,16 @@ def user_config_path(env: Mapping[str, str]) -> str:
 
 
 def config_path(env: Mapping[str, str], cwd: str, *, out: TextIO) -> int:
-    """`jp config path`: the user file and this workspace's file, and whether they exist."""
-    workspace = os.path.join(workspace_of(cwd), ".jp", "config.toml")
+    """`jp config path`: the user file and this workspace's file (the one the daemon
+    reads: `<cwd>/.jp/config.toml`, as `jp` sends its cwd as the workspace), and whether
+    they exist or, for the workspace's, are untrusted."""
+    from jpcli.trust import is_trusted, workspace_config
+
+    workspace = workspace_config(cwd)
     for label, path in (("user", user_config_path(env)), ("workspace", workspace)):
         state = "" if os.path.exists(path) else "  (absent)"
+        if label == "workspace" and not state and not is_trusted(path, env):
+            state = "  (untrusted: run `jp trust`)"
         out.write(f"{label + ':':<11}{path}{state}\n")
     return EXIT_OK
 

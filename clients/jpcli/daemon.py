@@ -209,6 +209,12 @@ class SocketDaemon:
             raise DaemonError(
                 f"cannot connect to jpd on {self.path}: {exc.strerror or exc}"
             ) from None
+        from jpcli import peer
+
+        refused = peer.problem(sock, self.path)
+        if refused is not None:
+            sock.close()
+            raise DaemonError(f"refusing to talk to jpd on {self.path}: {refused}")
         return sock
 
     def _spawn_and_connect(self) -> socket.socket:

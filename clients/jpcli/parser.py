@@ -256,6 +256,13 @@ def build_parser() -> argparse.ArgumentParser:
         "models", help="providers (usable, or why not), the default model, aliases"
     )
     _format_option(models)
+    trust = commands.add_parser(
+        "trust", help="trust this workspace's .jp/config.toml (ignored until trusted)"
+    )
+    trust.add_argument("path", nargs="?", help="the config file or its workspace (default: .)")
+    trust_mode = trust.add_mutually_exclusive_group()
+    trust_mode.add_argument("--revoke", action="store_true", help="stop trusting it")
+    trust_mode.add_argument("--list", action="store_true", help="list trusted config files")
     _add_examples(parser)
     return parser
 
@@ -297,6 +304,7 @@ EXAMPLES = {
     "jp daemon status": ("jp daemon status", "jp daemon status -F json"),
     "jp daemon stop": ("jp daemon stop",),
     "jp models": ("jp models", "jp models -F json"),
+    "jp trust": ("jp trust", "jp trust ~/src/project", "jp trust --list", "jp trust --revoke"),
     "jp config": ("jp config path", "jp config init"),
     "jp config path": ("jp config path",),
     "jp config show": ("jp config show", "jp config show -c assistant.model.id=openai/gpt-4o"),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+from jpcli.callview import call_lines, short_call
 from jpcli.render import format_tool_call, one_line
 
 TEXT_REMEMBER = " !!"
@@ -323,8 +324,18 @@ class Prompts:
         else:
             from jpcli.diffs import edit_preview
 
-            lines = [self._header("Permission"), f"the assistant wants to run {call}"]
-            lines += edit_preview(params["toolName"], params.get("arguments"), color=self.color)
+            # The whole call, nothing cut: the user approves what they read.
+            name, arguments = params["toolName"], params.get("arguments")
+            short = short_call(name, arguments)
+            if short is not None:
+                lines = [self._header("Permission"), f"the assistant wants to run {short}"]
+            else:
+                lines = [
+                    self._header("Permission"),
+                    "the assistant wants to run:",
+                    *call_lines(name, arguments),
+                ]
+            lines += edit_preview(name, arguments, color=self.color)
             question = f"Allow running {params['toolName']}?"
         prompt = "\n".join(lines) + f"\n{question} [y/n/Y/N] "
         while True:

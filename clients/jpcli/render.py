@@ -25,7 +25,7 @@ def one_line(text: str, limit: int | None = None) -> str:
     return flat
 
 
-def format_tool_call(name: str, arguments: Any, limit: int = _MAX_ARGS) -> str:
+def format_tool_call(name: str, arguments: Any, limit: int | None = _MAX_ARGS) -> str:
     """`⚙ name(key=value, …)`: a compact one-line view of a tool call."""
     if isinstance(arguments, dict):
         parts = [

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from jpd.config.config import Config
 from jpd.config.loader import config_paths, file_layer, load_config, read_config_bytes
+from jpd.config.trust import trust_store_path
 
 RECENT_NS = 2_000_000_000
 """Files changed this recently are not trusted by their times alone: 2 s is above every
@@ -85,6 +86,13 @@ def digest(raw: bytes) -> bytes:
     return hashlib.blake2b(raw, digest_size=16).digest()
 
 
+def _trust_stamp(workspace: Path | None, env: Mapping[str, str] | None) -> Stamp | None:
+    """The trust store's stamp when a workspace config may be read, else `ABSENT`."""
+    if workspace is None:
+        return ABSENT
+    return stamp(trust_store_path(os.environ if env is None else env))
+
+
 class ConfigCache:
     """`load_config` through the parsed layers of unchanged files (thread-safe)."""
 
@@ -104,7 +112,7 @@ class ConfigCache:
             entry = self._merged.get(paths)
         if entry is None:
             return None
-        stamps = tuple(stamp(path) for path in paths)
+        stamps = (*(stamp(path) for path in paths), _trust_stamp(workspace, env))
         if stamps != entry[0]:
             return None
         with self._lock:
@@ -125,6 +133,11 @@ class ConfigCache:
             hit = self.cached(workspace, env)
             if hit is not None:
                 return hit
+        # Trusting or revoking changes the store, not the workspace file: its stamp is
+        # part of the key, taken before loading so a change meanwhile is not missed.
+        trust = _trust_stamp(workspace, env)
+        paths = tuple(config_paths(workspace, env))
+        before = {path: stamp(path) for path in paths}  # for a file skipped as untrusted
         used: list[tuple[Path, Stamp | None]] = []
 
         def read_layer(path: Path) -> Config | None:
@@ -135,9 +148,11 @@ class ConfigCache:
         config = load_config(
             workspace=workspace, env=env, overrides=overrides, read_layer=read_layer
         )
-        if not overrides and all(current is not None for _, current in used):
-            key = tuple(path for path, _ in used)
-            stamps = tuple(current for _, current in used if current is not None)
+        read = dict(used)
+        current_stamps = tuple(read[path] if path in read else before[path] for path in paths)
+        if not overrides and trust is not None and None not in current_stamps:
+            stamps = (*(s for s in current_stamps if s is not None), trust)
+            key = paths
             self._remember(self._merged, key, (stamps, config))
         return config
 

@@ -1,7 +1,8 @@
 """Loading the layered configuration and parsing `-c key=value` assignments.
 
 Layers, lowest first: built-in defaults, the user file (`$JP_CONFIG` or
-`<user_config_dir>/config.toml`), the workspace file (`<workspace>/.jp/config.toml`),
+`<user_config_dir>/config.toml`), the workspace file (`<workspace>/.jp/config.toml`,
+only once the user trusts it: jpd/config/trust.py),
 then overrides (`turn/start` config, `-c`). Each layer is validated on its own, so
 an error names the layer it came from, then the layers are merged and the result
 validated as a whole.
@@ -89,6 +90,23 @@ def config_paths(workspace: Path | None, env: Mapping[str, str] | None) -> list[
     return paths
 
 
+def used_config_paths(workspace: Path | None, env: Mapping[str, str] | None) -> list[Path]:
+    """`config_paths` without an untrusted workspace file (reads it to hash it)."""
+    paths = config_paths(workspace, env)
+    if workspace is not None and not workspace_config_trusted(paths[-1], env):
+        paths.pop()
+    return paths
+
+
+def workspace_config_trusted(path: Path, env: Mapping[str, str] | None) -> bool:
+    """Whether the workspace config `path` is used: missing (nothing to use) or trusted
+    as it is now (jpd/config/trust.py). An untrusted one is skipped as if absent."""
+    from jpd.config.trust import is_trusted
+
+    raw = read_config_bytes(path)
+    return raw is None or is_trusted(path, raw, os.environ if env is None else env)
+
+
 def read_file_layer(path: Path) -> Config | None:
     """One config file, parsed and validated on its own; None when it does not exist.
 
@@ -127,7 +145,7 @@ def load_config(
     """
     layers: list[Config] = []
     problems: list[ConfigError] = []
-    for path in config_paths(workspace, env):
+    for path in used_config_paths(workspace, env):
         try:
             layer = read_layer(path)
             if layer is not None:

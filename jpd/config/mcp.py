@@ -23,7 +23,8 @@ class McpServerConfig(ConfigModel):
     command: Annotated[list[str], Field(min_length=1)] | None = None
     """Program and arguments, run in the workspace root (stdio transport)."""
     env: dict[str, str] = {}
-    """Added to the small safe environment the server inherits."""
+    """Added to the small safe environment the server inherits (the MCP SDK's own
+    allow-list, HOME, LOGNAME, PATH, SHELL, TERM, USER: a subset of the tools')."""
     url: str | None = None
     """A streamable HTTP endpoint (`http://127.0.0.1:8765/mcp`)."""
     headers: dict[str, str] = {}

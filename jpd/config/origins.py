@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jpd.config.loader import config_paths, load_config, read_file_layer, validate_layer
+from jpd.config.loader import load_config, read_file_layer, used_config_paths, validate_layer
 
 DEFAULT_ORIGIN = "default"
 REDACTED = "<redacted>"
@@ -55,7 +55,7 @@ def config_origins(
     """
     effective = load_config(workspace=workspace, env=env, overrides=overrides)
     layers: list[tuple[str, dict[str, Any]]] = []
-    for path in config_paths(workspace, env):
+    for path in used_config_paths(workspace, env):
         file_layer = read_file_layer(path)
         if file_layer is not None:
             layers.append((str(path), file_layer.model_dump(mode="json", exclude_unset=True)))

@@ -1,23 +1,50 @@
-"""The environment a local tool runs with: secrets stay out unless configured in.
+"""The environment a local tool runs with: an allow-list, not a denylist.
 
-A tool gets the environment of the turn (the daemon's, or the one its client sent)
-minus the provider API key variables and every variable whose name contains `KEY`,
-`SECRET`, `TOKEN` or `PASSWORD` (in any case). `conversation.tools.<name>.env` puts
-variables back: `NAME = true` passes `NAME` through from the turn's environment,
-`NAME = "value"` sets it, `NAME = false` removes it (protocol.md section 9.4).
+A tool gets only the variables a program needs to run at all, taken from the
+environment of the turn (the daemon's, or the one its client sent): `ALLOWED` and the
+locale's `LC_*`. Nothing else passes by default, whatever its name: a denylist of
+names with KEY/SECRET/TOKEN would let `DATABASE_URL`, `SSH_AUTH_SOCK` or
+`AWS_PROFILE` through. `conversation.tools.<name>.env` adds to it: `NAME = true`
+passes `NAME` through from the turn's environment, `NAME = "value"` sets it,
+`NAME = false` removes it (protocol.md section 9.4). The provider API key variables
+never pass through by `true` (a tool has no business with them), though a value may
+be set. Local tools and the workspace tools start from `base_environment`; an MCP
+server's is the MCP SDK's `get_default_environment()`, an allow-list too (a subset of
+this one) plus its config's `env`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping
 
-SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD", re.IGNORECASE)
+ALLOWED = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "COLORTERM",
+        "NO_COLOR",
+        "TMPDIR",
+        "TZ",
+        "PWD",
+    }
+)
+"""Variables every tool gets (when the turn's environment has them)."""
 
 
-def is_secret_name(name: str) -> bool:
-    """Whether a variable named `name` is withheld from tools by default."""
-    return SECRET_NAME.search(name) is not None
+def is_allowed(name: str) -> bool:
+    """Whether the variable `name` reaches a tool without being configured in."""
+    return name in ALLOWED or name.startswith("LC_")
+
+
+def base_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """The allowed part of `base`."""
+    return {name: value for name, value in base.items() if is_allowed(name)}
 
 
 def tool_environment(
@@ -25,15 +52,11 @@ def tool_environment(
     configured: Mapping[str, str | bool],
     provider_keys: Collection[str] = (),
 ) -> dict[str, str]:
-    """`base` without secrets, then `configured` applied (see the module docstring)."""
-    env = {
-        name: value
-        for name, value in base.items()
-        if name not in provider_keys and not is_secret_name(name)
-    }
+    """`base_environment(base)`, then `configured` applied (see the module docstring)."""
+    env = base_environment(base)
     for name, setting in configured.items():
         if setting is True:
-            if name in base:
+            if name in base and name not in provider_keys:
                 env[name] = base[name]
         elif setting is False:
             env.pop(name, None)

@@ -58,6 +58,25 @@ async def test_workspace_file_overrides_the_user_file(tmp_path: Path, daemons: D
     run = functools.partial(
         subprocess.run, command, cwd=workspace, env=env, capture_output=True, text=True
     )
+    untrusted = await anyio.to_thread.run_sync(run)
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert "from the workspace" not in untrusted.stdout
+    assert f"untrusted workspace config {ws_config}" in untrusted.stderr
+    assert "jp trust" in untrusted.stderr
+
+    trust = [sys.executable, "-m", "jpcli", "trust"]
+    trusted = await anyio.to_thread.run_sync(
+        functools.partial(
+            subprocess.run, trust, cwd=workspace, env=env, capture_output=True, text=True
+        )
+    )
+    assert trusted.returncode == 0, trusted.stderr
     shown = await anyio.to_thread.run_sync(run)
     assert shown.returncode == 0, shown.stderr
     assert f'assistant.system_prompt = "from the workspace"  # {ws_config}' in shown.stdout
+    assert "untrusted" not in shown.stderr
+
+    # A changed file (a `git pull`) needs trust again.
+    ws_config.write_text('[assistant]\nsystem_prompt = "changed"\n')
+    changed = await anyio.to_thread.run_sync(run)
+    assert "changed" not in changed.stdout and "untrusted" in changed.stderr

@@ -66,7 +66,9 @@ async def test_tools_get_the_clients_environment_and_cwd(tmp_path: Path, daemons
         tmp_path,
         "envtool",
         'print(json.dumps({"type": "success", "content": '
-        'os.environ.get("JP17_VAR", "unset") + " " + os.getcwd()}))\n',
+        'os.environ.get("JP17_VAR", "unset") + " " + os.getcwd() + " "'
+        ' + os.environ.get("DATABASE_URL", "no-db") + " "'
+        ' + os.environ.get("SSH_AUTH_SOCK", "no-ssh")}))\n',
     )
     script = write_script(
         tmp_path / "tools-script.json",
@@ -75,16 +77,23 @@ async def test_tools_get_the_clients_environment_and_cwd(tmp_path: Path, daemons
     config = tmp_path / "tools.toml"
     config.write_text(
         f'[assistant.model]\nid = "test/scripted"\n[providers.test]\nscript = "{script}"\n'
-        + tool_toml("envtool", tool, run='"unattended"')
+        # The allow-list: only what the tool's `env` names beyond PATH, HOME and the like.
+        + tool_toml("envtool", tool, run='"unattended"', env="{ JP17_VAR = true }")
     )
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    client = {**env, "JP_CONFIG": str(config), "JP17_VAR": SECRET}
+    client = {
+        **env,
+        "JP_CONFIG": str(config),
+        "JP17_VAR": SECRET,
+        "DATABASE_URL": "postgres://u:pw@db/x",  # no KEY/TOKEN in the name: still withheld
+        "SSH_AUTH_SOCK": "/tmp/agent.sock",
+    }
     result = run_jp_in(client, workspace, "query", "--new", "-F", "json", "go")
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     results = [e["event"] for e in events if e["event"]["kind"] == "tool_result"]
-    assert [r["content"] for r in results] == [f"{SECRET} {workspace}"]
+    assert [r["content"] for r in results] == [f"{SECRET} {workspace} no-db no-ssh"]
 
     # Used for the turn only: the variable is nowhere on disk but in the tool's output
     # that the conversation records, and never in the daemon's log.

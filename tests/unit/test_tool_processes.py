@@ -19,7 +19,7 @@ from jpd.tools.environment import tool_environment
 # --- environment -----------------------------------------------------------------
 
 
-def test_secrets_and_provider_keys_are_withheld() -> None:
+def test_only_allowed_variables_reach_a_tool() -> None:
     base = {
         "PATH": "/bin",
         "HOME": "/home/u",
@@ -29,9 +29,22 @@ def test_secrets_and_provider_keys_are_withheld() -> None:
         "aws_secret_access_key": "x",
         "MY_LLM_CREDENTIAL": "c",
         "LANG": "C",
+        "LC_ALL": "C.UTF-8",
+        # Secrets whose names a denylist would let through.
+        "DATABASE_URL": "postgres://u:pw@db/x",
+        "SSH_AUTH_SOCK": "/tmp/agent.sock",
+        "AWS_PROFILE": "prod",
+        "LD_PRELOAD": "/tmp/evil.so",
     }
     env = tool_environment(base, {}, provider_keys={"MY_LLM_CREDENTIAL"})
-    assert env == {"PATH": "/bin", "HOME": "/home/u", "LANG": "C"}
+    assert env == {"PATH": "/bin", "HOME": "/home/u", "LANG": "C", "LC_ALL": "C.UTF-8"}
+
+
+def test_a_provider_key_is_never_passed_through_by_true() -> None:
+    base = {"PATH": "/bin", "ANTHROPIC_API_KEY": "sk-a"}
+    configured: dict[str, str | bool] = {"ANTHROPIC_API_KEY": True}
+    env = tool_environment(base, configured, provider_keys={"ANTHROPIC_API_KEY"})
+    assert env == {"PATH": "/bin"}
 
 
 def test_configured_variables_pass_through_are_set_or_removed() -> None:

@@ -53,6 +53,7 @@ from jpcli.acp.lines import DELETE_ROUTE
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
 from jpcli.acp.live_output import declares_terminal_output
 from jpcli.acp.session import Editor, Session, new_session_id
+from jpcli.acp.trusting import offer_trust
 from jpcli.acp.updates import history
 from jpcli.daemon import DaemonError
 from jpcli.remote import request_environment
@@ -96,6 +97,7 @@ class JpAgent:
         self.sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._control: DaemonLink | None = None
+        self._trust_asked: set[str] = set()
 
     def on_connect(self, conn: Any) -> None:
         """Keep the connection to the editor (the SDK calls this once)."""
@@ -285,6 +287,10 @@ class JpAgent:
         if session.prompt is not None:
             raise RequestError(BUSY, f"session {session_id} already has a prompt running")
         message = prompt_text(prompt)
+        if self.editor is not None:
+            await offer_trust(
+                self.editor, session_id, session.cwd, self.environ or os.environ, self._trust_asked
+            )
         if session.daemon.closed.is_set():
             await self._reconnect(session)
         command = commands.parse(message)

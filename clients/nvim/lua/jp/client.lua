@@ -211,6 +211,10 @@ function M.connect()
   if not accepts(path) then
     start_daemon(path)
   end
+  local refused = paths.socket_problem(path)
+  if refused ~= nil then
+    error("jp: refusing to talk to jpd on " .. path .. ": " .. refused, 0)
+  end
   local rpc = vim.lsp.rpc.connect(path)(dispatchers())
   state.rpc = rpc
   initialize(rpc, root)

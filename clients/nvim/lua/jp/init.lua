@@ -192,6 +192,13 @@ function M.ask(message, opts)
   if opts.line1 ~= nil then
     message = message .. range_context(opts.line1, opts.line2)
   end
+  -- An untrusted workspace config is ignored by the daemon: offer to trust it first.
+  require("jp.trust").offer(function()
+    M.ask_trusted(message, opts)
+  end)
+end
+
+function M.ask_trusted(message, opts)
   with_connection(function()
     local conversation_id = nil
     if not opts.new then

@@ -1,0 +1,67 @@
+"""`jp acp` asks the editor whether to trust a workspace's config (protocol.md
+"Workspace config trust"): once per file and bridge, before the first prompt of a
+session in that workspace, as a `session/request_permission` titled "Trust this
+workspace's config?". Until then the daemon ignores the file; an editor that cannot ask
+or is dismissed leaves it ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping
+
+from acp import RequestError
+from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+
+from jpcli import trust
+from jpcli.acp.session import Editor
+
+log = logging.getLogger(__name__)
+
+TITLE = "Trust this workspace's config?"
+TRUST_OPTIONS = [
+    PermissionOption(option_id="trust", name="Trust it", kind="allow_always"),
+    PermissionOption(option_id="ignore", name="Ignore it", kind="reject_once"),
+]
+
+
+async def offer_trust(
+    editor: Editor, session_id: str, cwd: str, env: Mapping[str, str], asked: set[str]
+) -> bool:
+    """Ask about `cwd`'s untrusted workspace config, if any and not asked yet; trust it
+    when the editor says so. Returns whether it was trusted now."""
+    path = trust.workspace_config(cwd)
+    real = await asyncio.to_thread(_to_ask, path, env, asked)  # file reads: off the loop
+    if real is None:
+        return False
+    asked.add(real)
+    call = ToolCallUpdate(
+        tool_call_id=f"trust-{session_id}",
+        title=TITLE,
+        status="pending",
+        raw_input={"path": path},
+    )
+    try:
+        response = await editor.request_permission(session_id, call, TRUST_OPTIONS)
+    except RequestError as exc:
+        log.info("the editor could not ask about %s: %s", path, exc)
+        return False
+    outcome = response.outcome
+    if not isinstance(outcome, AllowedOutcome) or outcome.option_id != "trust":
+        return False
+    try:
+        await asyncio.to_thread(trust.trust, path, env)
+    except OSError as exc:
+        log.warning("cannot trust %s: %s", path, exc)
+        return False
+    return True
+
+
+def _to_ask(path: str, env: Mapping[str, str], asked: set[str]) -> str | None:
+    """The real path of `path` when it is an untrusted config not asked about yet."""
+    real = os.path.realpath(path)
+    if real in asked or not os.path.isfile(path) or trust.is_trusted(path, env):
+        return None
+    return real

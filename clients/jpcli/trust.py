@@ -1,0 +1,125 @@
+"""`jp trust`: the user's trust in workspace config files.
+
+A workspace's `.jp/config.toml` is ignored by the daemon until trusted (protocol.md,
+"Workspace config trust"). The store is `$JP_STATE_DIR/trusted.json` (default
+`<XDG_STATE_HOME or ~/.local/state>/jp/trusted.json`): real path -> sha256 of the
+content, the format jpd/config/trust.py reads (jpcli imports nothing of jpd; a test
+checks the two agree). Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from typing import TextIO
+
+from jpcli.current import state_dir
+
+TRUST_FILE = "trusted.json"
+
+
+def store_path(env: Mapping[str, str]) -> str:
+    return os.path.join(state_dir(env), TRUST_FILE)
+
+
+def workspace_config(directory: str) -> str:
+    """The workspace config the daemon reads for a client in `directory` (jp sends its
+    cwd as the workspace root)."""
+    return os.path.join(os.path.abspath(directory), ".jp", "config.toml")
+
+
+def _digest(path: str) -> str | None:
+    import hashlib  # only when a workspace has a config: not on every `jp` run
+
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def read_store(env: Mapping[str, str]) -> dict[str, str]:
+    try:
+        with open(store_path(env), encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _write_store(env: Mapping[str, str], data: dict[str, str]) -> None:
+    import tempfile
+
+    path = store_path(env)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".trusted-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+        os.replace(temp, path)  # atomic: the daemon never reads half a store
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def is_trusted(path: str, env: Mapping[str, str]) -> bool:
+    digest = _digest(path)
+    return digest is not None and read_store(env).get(os.path.realpath(path)) == digest
+
+
+def trust(path: str, env: Mapping[str, str]) -> str:
+    """Trust `path` as it is now; returns its real path. Raises OSError if unreadable."""
+    real = os.path.realpath(path)
+    digest = _digest(real)
+    if digest is None:
+        raise FileNotFoundError(f"no config file at {path}")
+    data = read_store(env)
+    data[real] = digest
+    _write_store(env, data)
+    return real
+
+
+def revoke(path: str, env: Mapping[str, str]) -> bool:
+    data = read_store(env)
+    removed = data.pop(os.path.realpath(path), None) is not None
+    if removed:
+        _write_store(env, data)
+    return removed
+
+
+def announce_untrusted(env: Mapping[str, str], cwd: str, out: TextIO = sys.stderr) -> None:
+    """The one line `jp` prints when this workspace has a config the daemon ignores."""
+    path = workspace_config(cwd)
+    if os.path.isfile(path) and not is_trusted(path, env):
+        out.write(f"jp: ignoring untrusted workspace config {path} (run `jp trust` to use it)\n")
+
+
+def run(argv_path: str | None, *, revoke_it: bool, list_them: bool, env: Mapping[str, str]) -> int:
+    """`jp trust [PATH] [--revoke | --list]`."""
+    if list_them:
+        for real, digest in sorted(read_store(env).items()):
+            state = "trusted" if _digest(real) == digest else "changed since trusted"
+            sys.stdout.write(f"{real}\t{state}\n")
+        return 0
+    path = argv_path or workspace_config(os.getcwd())
+    if os.path.isdir(path):
+        path = workspace_config(path)
+    if revoke_it:
+        if revoke(path, env):
+            sys.stdout.write(f"revoked trust in {os.path.realpath(path)}\n")
+            return 0
+        sys.stderr.write(f"jp trust: {path} was not trusted\n")
+        return 1
+    try:
+        real = trust(path, env)
+    except OSError as exc:
+        sys.stderr.write(f"jp trust: {exc}\n")
+        return 1
+    sys.stdout.write(f"trusted {real}\n")
+    return 0
