@@ -314,7 +314,13 @@ async def test_bash_completion_knows_commands_and_conversation_ids(
     conversation_id, _ = started_ids(jp_in(env, tmp_path, "query", "--detach", "hi"))
     script = run_jp(env, "completion", "bash").stdout
     assert complete_bash(env, script, "jp", "conv") == ["conversation"]
-    assert complete_bash(env, script, "jp", "turn", "") == ["ls", "list", "cancel", "resume"]
+    assert complete_bash(env, script, "jp", "turn", "") == [
+        "ls",
+        "list",
+        "cancel",
+        "resume",
+        "undo",
+    ]
     assert complete_bash(env, script, "jp", "attach", "c-") == [conversation_id]
     assert complete_bash(env, script, "jp", "conversation", "use", "") == [conversation_id]
     assert complete_bash(env, script, "jp", "query", "--conversation", "") == [conversation_id]

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,17 +120,25 @@ def test_jp_refuses_a_peer_process_of_another_user() -> None:
     folder = Path(tempfile.mkdtemp(prefix="jp-peer-"))
     folder.chmod(0o777)
     path = folder / "jpd.sock"
-    code = (
-        "import socket,sys,time\n"
-        "s=socket.socket(socket.AF_UNIX);s.bind(sys.argv[1]);s.listen()\n"
-        "print('ready',flush=True)\n"
-        "c,_=s.accept();time.sleep(5)\n"
-    )
-    server = subprocess.Popen(
-        [sys.executable, "-c", code, str(path)], user=OTHER, stdout=subprocess.PIPE, text=True
-    )
+    # A forked child, not a new interpreter: the other user may not reach this venv's
+    # Python (root's home is 0700 on many machines).
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.setgid(OTHER)
+            os.setuid(OTHER)
+            server = socket.socket(socket.AF_UNIX)
+            server.bind(str(path))
+            server.listen()
+            os.write(ready_w, b"r")
+            server.accept()
+            time.sleep(5)
+        finally:
+            os._exit(0)
+    os.close(ready_w)
     try:
-        assert server.stdout is not None and server.stdout.readline() == "ready\n"
+        assert os.read(ready_r, 1) == b"r"
         os.chown(path, 0, 0)
         folder.chmod(0o700)
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
@@ -139,6 +147,7 @@ def test_jp_refuses_a_peer_process_of_another_user() -> None:
             found = peer.problem(sock, str(path))
         assert found is not None and "runs as uid 65534" in found
     finally:
-        server.kill()
-        server.wait()
+        os.close(ready_r)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
         shutil.rmtree(folder, ignore_errors=True)

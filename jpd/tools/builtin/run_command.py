@@ -14,7 +14,6 @@ from anyio.abc import ByteReceiveStream
 from jpd.config.tools import ParameterConfig, ToolConfig
 from jpd.conversation import events as ev
 from jpd.tools.builtin import BuiltinContext
-from jpd.tools.local_runner import _terminate_group
 from jpd.tools.outcome import Failure, Success, ToolOutcome
 from jpd.tools.sandbox import REFUSED, PolicyError, SandboxPolicy
 
@@ -147,6 +146,10 @@ class RunCommand:
         finally:
             # Kills what is left of the group (all of it on timeout or cancellation).
             with anyio.CancelScope(shield=True):
+                # Here, not at the top: the registry (loaded by every turn) imports this
+                # module, and a turn answered in text loads no tool-running machinery.
+                from jpd.tools.local_runner import _terminate_group
+
                 await _terminate_group(process.pid)
                 await process.aclose()
                 if ctx.processes is not None:
