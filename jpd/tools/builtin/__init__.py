@@ -35,11 +35,11 @@ class BuiltinContext:
     root: Path = field(default_factory=Path.cwd)
     """The workspace: where the turn's client runs (protocol.md 9.4)."""
     extra_roots: tuple[Path, ...] = ()
+    """More directories the workspace tools may use besides `root` (the client's
+    `environment.additionalRoots`, protocol.md 5.5)."""
     mode: PermissionMode = "ask"
     """The turn's permission mode (protocol.md 5.5.1): in `auto` nobody is asked, so a
     command runner keeps its commands inside its sandbox."""
-    """More directories the workspace tools may use besides `root` (the client's
-    `environment.additionalRoots`, protocol.md 5.5)."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """`conversation.tools.<name>.options` of this tool."""
     env: Mapping[str, str] = field(default_factory=dict, repr=False)

@@ -39,8 +39,9 @@ def tool_config(
 
 
 def workspace(ctx: BuiltinContext) -> Workspace:
-    """The folders this call may use: the turn's workspace plus `options.roots`."""
-    return Workspace.of(ctx.root, ctx.options)
+    """The folders this call may use: the turn's workspace, `options.roots` and the
+    client's additional directories."""
+    return Workspace.of(ctx.root, ctx.options, ctx.extra_roots)
 
 
 def decode_text(data: bytes) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
@@ -95,6 +96,9 @@ class RunCommand:
             policy = SandboxPolicy.from_options(ctx.options)
         except PolicyError as error:
             return Failure(message=f"run_command: {error}")
+        if ctx.mode == "auto" and policy.mode == "off":
+            # Nobody approves commands in `auto`: they stay inside the sandbox.
+            policy = dataclasses.replace(policy, mode="workspace-write")
         workdir = await anyio.Path(ctx.root).absolute()
         root = Path(workdir)
         if not await workdir.is_dir():
