@@ -59,7 +59,12 @@ FIX_SCRIPT = [
     tool_call("fs_grep_files", "c2", pattern=r"a - b"),
     tool_call("fs_read_file", "c3", path="calc.py", start_line=1),
     tool_call("fs_modify_file", "c4", path="calc.py", old_text="a - b", new_text="a + b"),
-    tool_call("run_tests", "c5"),
+    # The fixture's test, run by the model in the sandbox (writes only in the workspace).
+    tool_call(
+        "run_command",
+        "c5",
+        command=f"{sys.executable} -c 'from calc import add; assert add(2, 3) == 5' && echo ok",
+    ),
     {"text": "Fixed: add now adds."},
 ]
 
@@ -96,10 +101,10 @@ async def test_find_read_fix_and_undo(jpd_factory: StartJpd, repo: Path, home: P
     assert results["c2"]["content"] == "calc.py:2:     return a - b"
     assert results["c3"]["content"] == "     1\tdef add(a, b):\n     2\t    return a - b"
     assert "-    return a - b\n+    return a + b" in results["c4"]["content"]
-    assert results["c5"]["content"].strip() == "tests passed"
+    assert results["c5"]["content"].startswith("exit code: 0") and "ok" in results["c5"]["content"]
     assert (repo / "calc.py").read_text() == FIXED and test_passes(repo)
-    # Only the write asked for permission; the readers run unattended.
-    assert [p["toolName"] for p in daemon.permissions] == ["fs_modify_file"]
+    # Only the write and the command asked for permission; the readers run unattended.
+    assert [p["toolName"] for p in daemon.permissions] == ["fs_modify_file", "run_command"]
 
     calls = {c["id"]: c for c in of_kind(daemon, turn, "tool_call")}
     calc = str((repo / "calc.py").resolve())
@@ -215,3 +220,31 @@ async def test_refusals_are_tool_errors_and_change_nothing(
     assert "chose not to overwrite" in results["c5"]["content"]
     assert [a["question"]["id"] for a in asked] == ["overwrite"]
     assert (repo / "calc.py").read_text() == BUGGY
+
+
+@pytest.mark.parametrize(
+    ("mode", "asked", "edited", "ran"),
+    [
+        ("read-only", [], False, False),
+        ("accept-edits", ["run_command"], True, True),
+        ("auto", [], True, True),
+    ],
+)
+async def test_permission_modes_decide_for_the_workspace_tools(
+    jpd_factory: StartJpd, repo: Path, mode: str, asked: list[str], edited: bool, ran: bool
+) -> None:
+    """`read-only` refuses the edit and the command whatever the config says;
+    `accept-edits` edits without asking and still asks for the command; `auto` asks
+    nothing (the command still runs in the sandbox)."""
+    daemon = await jpd_factory(responses=[*FIX_SCRIPT[3:5], {"text": "done"}])
+    await daemon.initialize(workspaceRoot=str(repo), capabilities={"permission": True})
+    daemon.on_permission = allow
+    started, events = await daemon.run_turn("fix it", mode=mode)
+    assert events[-1]["event"]["stopReason"] == "end_turn"
+    results = {r["id"]: r for r in of_kind(daemon, started["turnId"], "tool_result")}
+    assert [p["toolName"] for p in daemon.permissions] == asked
+    assert ((repo / "calc.py").read_text() == FIXED) is edited
+    assert results["c4"]["isError"] is not edited
+    assert results["c5"]["isError"] is not ran
+    if not ran:
+        assert "read-only" in results["c5"]["content"]
