@@ -40,11 +40,19 @@ async def _listen(env: dict[str, str], path: Path) -> subprocess.Popen[bytes]:
         env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     deadline = time.monotonic() + 30
-    while not path.exists():  # noqa: ASYNC240
-        if time.monotonic() > deadline:
-            raise RuntimeError("jpd --listen did not create its socket")
-        await asyncio.sleep(0.02)
-    return process
+    # Until it answers, not only until the file exists: a socket is bound before it
+    # listens, and a connect in between is refused.
+    while True:
+        try:
+            _reader, writer = await asyncio.open_unix_connection(str(path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            if time.monotonic() > deadline:
+                raise RuntimeError("jpd --listen did not open its socket") from None
+            await asyncio.sleep(0.02)
+        else:
+            writer.close()
+            await writer.wait_closed()
+            return process
 
 
 async def _followed_turn(starter: Client, followers: list[Client], cid: str, pid: int) -> float:
