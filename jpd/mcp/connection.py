@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import tempfile
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -30,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from jpd import __version__
+from jpd.allowed_env import base_environment
 from jpd.config.mcp import McpServerConfig
 from jpd.mcp import elicit
 from jpd.mcp.content import render_result
@@ -157,9 +159,10 @@ class ServerConnection:
         program, *args = self.config.command
         # Closed by `serve` when the connection ends.
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        params = StdioServerParameters(
-            command=program, args=args, env=dict(self.config.env), cwd=self.root
-        )
+        # The same allow-list as every tool (jpd.allowed_env), not the daemon's whole
+        # environment; the SDK adds its own smaller allow-list under it.
+        env = {**base_environment(os.environ), **self.config.env}
+        params = StdioServerParameters(command=program, args=args, env=env, cwd=self.root)
         return stdio_client(params, errlog=self._stderr)
 
     async def responsive(self) -> bool:

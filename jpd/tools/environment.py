@@ -8,43 +8,16 @@ names with KEY/SECRET/TOKEN would let `DATABASE_URL`, `SSH_AUTH_SOCK` or
 passes `NAME` through from the turn's environment, `NAME = "value"` sets it,
 `NAME = false` removes it (protocol.md section 9.4). The provider API key variables
 never pass through by `true` (a tool has no business with them), though a value may
-be set. Local tools and the workspace tools start from `base_environment`; an MCP
-server's is the MCP SDK's `get_default_environment()`, an allow-list too (a subset of
-this one) plus its config's `env`.
+be set. Local tools, the workspace tools and MCP servers all start from
+`jpd.allowed_env.base_environment` (one allow-list; an MCP server adds its config's
+`env`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-ALLOWED = frozenset(
-    {
-        "PATH",
-        "HOME",
-        "USER",
-        "LOGNAME",
-        "SHELL",
-        "LANG",
-        "LANGUAGE",
-        "TERM",
-        "COLORTERM",
-        "NO_COLOR",
-        "TMPDIR",
-        "TZ",
-        "PWD",
-    }
-)
-"""Variables every tool gets (when the turn's environment has them)."""
-
-
-def is_allowed(name: str) -> bool:
-    """Whether the variable `name` reaches a tool without being configured in."""
-    return name in ALLOWED or name.startswith("LC_")
-
-
-def base_environment(base: Mapping[str, str]) -> dict[str, str]:
-    """The allowed part of `base`."""
-    return {name: value for name, value in base.items() if is_allowed(name)}
+from jpd.allowed_env import base_environment
 
 
 def tool_environment(

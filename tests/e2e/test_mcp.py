@@ -109,6 +109,28 @@ async def test_stdio_tool_call_through_a_turn(jpd_factory: StartJpd, home: Path)
     assert direct == {"content": "echo:x:from-config", "isError": False}
 
 
+async def test_a_stdio_server_gets_the_tool_allow_list_and_its_env(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    """An MCP server's environment is the tools' allow-list plus its config's `env`:
+    a secret-looking or any other variable of the daemon's does not reach it."""
+    names = ["LANG", "DATABASE_URL", "AWS_PROFILE", "SSH_AUTH_SOCK", "NOTE"]
+    daemon = await jpd_factory(
+        responses=[*(call("getenv", variable=n) for n in names), {"text": "done"}],
+        config=stdio_toml(env={"NOTE": "from-config"}) + unattended("getenv"),
+        env={
+            "LANG": "C.UTF-8",
+            "DATABASE_URL": "postgres://u:pw@db/x",
+            "AWS_PROFILE": "prod",
+            "SSH_AUTH_SOCK": "/tmp/agent.sock",
+        },
+    )
+    await daemon.initialize(workspaceRoot=str(home))
+    started, _ = await daemon.run_turn("env please")
+    seen = [r["content"] for r in results(daemon, started["turnId"])]
+    assert seen == ["C.UTF-8", "<unset>", "<unset>", "<unset>", "from-config"]
+
+
 async def test_http_tool_call_and_tool_list(
     jpd_factory: StartJpd, home: Path, http_server: str
 ) -> None:
