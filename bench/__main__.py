@@ -80,7 +80,7 @@ def main() -> None:
         if "local" in parts:
             sub = home / "local"
             sub.mkdir()
-            rows += fig_local.embedded(sub, base, 2 if quick else 7, 32 if quick else 128)
+            rows += fig_local.embedded(sub, base, quick)
     print_table(rows)
 
 

@@ -25,7 +25,9 @@ PROMPT = "Write a long story about the sea, number {}."
 
 
 def _config(home: Path, base: dict[str, str], max_tokens: int) -> dict[str, str]:
-    config = home / "config.toml"
+    """A daemon's environment: answers of up to `max_tokens`, set in its config file
+    (as a user would; a per-turn override would build the turn's tools anew)."""
+    config = home / f"config-{max_tokens}.toml"
     config.write_text(
         '[assistant]\nsystem_prompt = "' + SYSTEM + '"\ntool_choice = "none"\n'
         '[assistant.model]\nid = "local/smollm2"\n'
@@ -40,7 +42,7 @@ def _config(home: Path, base: dict[str, str], max_tokens: int) -> dict[str, str]
 class _Direct:
     """llama_cpp in this process, decoding as the worker does."""
 
-    def __init__(self, max_tokens: int) -> None:
+    def __init__(self) -> None:
         import llama_cpp
 
         from jpd.llm.base import ModelRequest, UserMessage
@@ -59,13 +61,13 @@ class _Direct:
 
         self.prompt = prompt
         self._penalty = _REPEAT_PENALTY
-        self._max_tokens = max_tokens
 
-    def run(self, number: int) -> tuple[float, float, int]:
-        """(seconds to the first token, seconds to the last, tokens) for question `number`."""
+    def run(self, number: int, max_tokens: int) -> tuple[float, float, int]:
+        """(seconds to the first token, seconds to the last, tokens) for question `number`,
+        from the chat messages on (a chat goes through its template, here as in jpd)."""
         llama = self._model.llama
-        prompt = self.prompt(number)
         start = time.perf_counter()
+        prompt = self.prompt(number)
         first = last = 0.0
         count = 0
         tokens = llama.generate(prompt, temp=0.0, repeat_penalty=self._penalty)
@@ -76,7 +78,7 @@ class _Direct:
             last = time.perf_counter()
             first = first or last
             count += 1
-            if count >= self._max_tokens:
+            if count >= max_tokens:
                 break
         tokens.close()  # as the worker does
         return first - start, last - start, count
@@ -109,27 +111,39 @@ async def _jpd_turn(client: Client, number: int) -> tuple[float, float, int]:
     return first - start, last - start, tokens
 
 
-async def _measure(env: dict[str, str], rounds: int, max_tokens: int) -> list[Row]:
-    direct = _Direct(max_tokens)
+async def _rounds(
+    env: dict[str, str], direct: _Direct, numbers: range, max_tokens: int
+) -> tuple[list[tuple[float, float, int]], list[tuple[float, float, int]]]:
+    """Interleaved rounds, jpd's and direct's, of questions `numbers`, after a warm-up
+    (the worker started, the model loaded, the system prompt evaluated)."""
+    ours: list[tuple[float, float, int]] = []
+    theirs: list[tuple[float, float, int]] = []
     client, process = await Client.spawn(env)
     try:
         await client.initialize()
-        await _jpd_turn(client, 0)  # starts the worker, loads the model
-        direct.run(0)
-        ours: list[tuple[float, float, int]] = []
-        theirs: list[tuple[float, float, int]] = []
-        for number in range(1, rounds + 1):
+        await _jpd_turn(client, 0)
+        direct.run(0, max_tokens)
+        for number in numbers:
             await asyncio.sleep(0.3)  # native threads of the previous run go idle
-            theirs.append(direct.run(number))
+            theirs.append(direct.run(number, max_tokens))
             await asyncio.sleep(0.3)
             ours.append(await _jpd_turn(client, number))
     finally:
         await client.close()
         process.terminate()
         await process.wait()
-    first = med([r[0] for r in ours]), med([r[0] for r in theirs])
-    total = med([r[1] for r in ours]), med([r[1] for r in theirs])
-    tokens = ours[-1][2], theirs[-1][2]
+    return ours, theirs
+
+
+async def _measure(home: Path, base: dict[str, str], quick: bool) -> list[Row]:
+    direct = _Direct()
+    # The first token is short work on a noisy clock: many short rounds. Decode speed
+    # needs long answers: a few long rounds.
+    short = await _rounds(_config(home, base, 4), direct, range(1, 5 if quick else 26), 4)
+    long = await _rounds(_config(home, base, 128), direct, range(1, 3 if quick else 8), 128)
+    first = med([r[0] for r in short[0]]), med([r[0] for r in short[1]])
+    total = med([r[1] for r in long[0]]), med([r[1] for r in long[1]])
+    tokens = long[0][-1][2], long[1][-1][2]
     rate = tokens[0] / total[0], tokens[1] / total[1]
     return [
         Row("embedded model through jpd, first token", ms(first[0]),
@@ -141,10 +155,10 @@ async def _measure(env: dict[str, str], rounds: int, max_tokens: int) -> list[Ro
     ]  # fmt: skip
 
 
-def embedded(home: Path, base: dict[str, str], rounds: int, max_tokens: int) -> list[Row]:
-    """First token and decode time per token of SmolLM2, through jpd against direct."""
+def embedded(home: Path, base: dict[str, str], quick: bool) -> list[Row]:
+    """First token and decode speed of SmolLM2, through jpd against direct."""
     try:
         import llama_cpp  # noqa: F401
     except ImportError:
         return [Row("embedded model through jpd", "-", "llama-cpp-python not installed", None, "-")]
-    return asyncio.run(_measure(_config(home, base, max_tokens), rounds, max_tokens))
+    return asyncio.run(_measure(home, base, quick))

@@ -28,7 +28,7 @@ def raw_estimate(messages: Sequence[llm.Message]) -> int:
             chars += len(message.reasoning or "")
             for call in message.tool_calls:
                 chars += len(call.name) + len(json.dumps(call.arguments))
-        elif isinstance(message, llm.ToolResultMessage):
+        else:
             chars += IMAGE_TOKENS * 4 * len(message.images)
     return int(chars / CHARS_PER_TOKEN) + 1
 
@@ -65,11 +65,17 @@ class TokenCount:
         raw = raw_estimate(request.messages) + _fixed_estimate(request)
         return int(raw * ratio * SAFETY)
 
-    async def count(self, request: llm.ModelRequest) -> int:
+    async def count(self, request: llm.ModelRequest, below: int | None = None) -> int:
         """The request's prompt tokens: exact, or the last reported size plus the
         estimate of the messages added since (when the request extends the last one;
-        after a compaction it does not, so no stale count survives one)."""
+        after a compaction it does not, so no stale count survives one).
+
+        With `below`, a request whose cheap upper bound is under it is not counted
+        exactly: the bound is returned, sparing the tokenizer a trip before the first
+        token (the embedded model's is in its worker process)."""
         if self._counter is not None:
+            if below is not None and (bound := self._counter.token_bound(request)) <= below:
+                return bound
             return await self._counter.count_tokens(request)
         if self._last is not None:
             last, size = self._last

@@ -90,8 +90,8 @@ class ContextKeeper:
         s = self.settings
         if not s.enabled or s.threshold is None:
             return request  # nothing to decide: no counting (long logs stay cheap)
-        used = self.last_used = await self.count.count(request)
         stub_at = s.threshold // 2 if s.small else s.threshold  # small windows stub early
+        used = self.last_used = await self.count.count(request, below=stub_at)
         if used <= stub_at:
             return request
         return await self._compact(request, used, "auto", None, summary=used > s.threshold)

@@ -93,6 +93,12 @@ class EventHub:
             self._files.forget(conversation_id)
         return next_seq, replay_from
 
+    def prepare_new(self, conversation_id: str) -> None:
+        """`prepare` a conversation this daemon has just named: it has no mark to read
+        (its seqs start at 1), and no file is touched before its first turn starts."""
+        if conversation_id not in self._channels:
+            self._idle[conversation_id] = (1, None)
+
     async def prepare(self, conversation_id: str) -> None:
         """Read a conversation's seq mark in a worker thread before it is used.
 

@@ -78,6 +78,7 @@ class TurnStarter:
             history.remember_image(picture.ref.file, picture.image)
         turn = await self._assemble(
             conversation_id=conversation_id or new_conversation_id(),
+            named_now=conversation_id is None,
             message=message,
             cfg=cfg,
             renv=renv,
@@ -181,9 +182,11 @@ class TurnStarter:
         detached: Any,
         resume: ResumePlan | None = None,
         mode: PermissionMode = "ask",
+        named_now: bool = False,
     ) -> Turn:
         """The turn with its tools and inquiry backend; nothing reaches the disk yet.
-        With `resume`, it continues that interrupted turn under its id."""
+        With `resume`, it continues that interrupted turn under its id; `named_now`:
+        the conversation is new and its id was made here (no seq mark to read)."""
         from jpd.core.transcript import Transcript
         from jpd.core.turn import Turn
         from jpd.core.turn_setup import turn_spec
@@ -223,7 +226,10 @@ class TurnStarter:
         )
         spec.resume = resume
         spec.mode = mode
-        await self._parts.hub.prepare(conversation_id)  # its seqs go on from its mark
+        if named_now:
+            self._parts.hub.prepare_new(conversation_id)
+        else:
+            await self._parts.hub.prepare(conversation_id)  # its seqs go on from its mark
         return Turn(spec, self._parts.store, self._parts.hub, datetime.now(UTC))
 
     async def _launch(

@@ -203,3 +203,8 @@ class TokenCounter(Protocol):
     async def count_tokens(self, request: ModelRequest) -> int:
         """The prompt size of `request` as the model would see it."""
         ...
+
+    def token_bound(self, request: ModelRequest) -> int:
+        """At least `count_tokens(request)`, computed without the tokenizer: while it
+        stays under a limit, no exact count is needed."""
+        ...

@@ -4,14 +4,15 @@ The daemon never loads it: it runs in the worker process (`jpd.llm.local_worker_
 and the daemon's `local` provider is `jpd.llm.local_worker.LocalWorkerProvider`.
 
 Threading: llama.cpp calls block and a model context is not thread-safe, so every
-call on the model runs in an anyio worker thread, one short step at a time (loading,
-prompt setup, prompt chunks of 128 tokens, then one step per piece of text), and one
-semaphore serializes whole requests. Between steps the event loop is free, and
-cancelling the consuming task takes effect at the next step boundary, after the current
-token or prompt chunk. The token generator is then closed and the semaphore released,
-so the next turn finds the model idle. A semaphore rather than a lock: when a consumer
-drops the stream without closing it, asyncio closes the generator from another task,
-and an owner-checking lock could not be released there.
+call on the model runs on the one model thread (`jpd.llm.model_thread` says why one).
+`generate` computes a reply there one short step at a time (loading with prompt setup,
+prompt chunks of 128 tokens, then one step per piece of text): the worker runs it as a
+whole, stopping between steps when told to; `stream` awaits one step at a time, so the
+event loop is free between steps and cancelling the consumer takes effect at the next
+step boundary. The token generator is then closed and the semaphore that serializes
+whole requests released, so the next turn finds the model idle. A semaphore rather
+than a lock: when a consumer drops the stream without closing it, asyncio closes the
+generator from another task, and an owner-checking lock could not be released there.
 
 Tools: only a forced `tool_choice` (a named tool, or `any`) produces a tool call; the
 output is then constrained by a grammar built from the arguments' JSON schema. With
@@ -28,7 +29,7 @@ import importlib
 import io
 import json
 import logging
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Generator, Iterator
 from contextlib import aclosing
 from pathlib import Path
 from types import ModuleType
@@ -46,8 +47,9 @@ from jpd.llm.base import (
     UsageEvent,
 )
 from jpd.llm.errors import ContextOverflow, ProviderError, ProviderUnavailable
-from jpd.llm.local_format import ChatMessage, ToolPlan, chat_messages, tool_plan
+from jpd.llm.local_format import ChatMessage, ToolPlan, chat_messages, token_bound, tool_plan
 from jpd.llm.model_files import DEFAULT_MODEL_NAME, INSTALL_HINT, resolve_model_path
+from jpd.llm.model_thread import run_on_model_thread
 from jpd.protocol.usage import TokenUsage
 
 DEFAULT_MAX_TOKENS = 512
@@ -100,6 +102,8 @@ class _LoadedModel:
 
     def __init__(self, llama_cpp: ModuleType, path: Path, llama: Any) -> None:
         self.path = path
+        self.names: set[str] = set()
+        """The model names it was resolved from (`smollm2`, a path)."""
         self.llama = llama
         self._llama_cpp = llama_cpp
         template = llama.metadata.get("tokenizer.chat_template") or _CHATML
@@ -188,20 +192,22 @@ class _Generation:
             cached += 1
         return list(range(cached + _PREFILL_CHUNK, len(self.prompt_tokens) - 1, _PREFILL_CHUNK))
 
-    def prefill(self) -> bool:
-        """Evaluate the next chunk of an uncached prompt; False when none is left.
+    @property
+    def prefilling(self) -> bool:
+        """Whether chunks of the prompt are left for `prefill`."""
+        return bool(self._prefill_ends)
+
+    def prefill(self) -> None:
+        """Evaluate the next chunk of an uncached prompt.
 
         A long prompt takes seconds to evaluate in one call, which cancellation would
         have to wait for; chunks keep each step short. `generate` reuses every evaluated
         chunk as a cached prefix (the token it samples is discarded).
         """
-        if not self._prefill_ends:
-            return False
         end = self._prefill_ends.pop(0)
         chunk = self._model.llama.generate(self.prompt_tokens[:end], temp=0.0)
         next(chunk, None)
         chunk.close()
-        return bool(self._prefill_ends)
 
     def next_text(self) -> str | None:
         """Generate until the next non-empty piece of text; None once finished."""
@@ -225,6 +231,13 @@ class _Generation:
         close = getattr(self._tokens, "close", None)
         if close is not None:
             close()
+
+
+def _next_step(steps: Iterator[StreamEvent | None]) -> tuple[bool, StreamEvent | None]:
+    """(False, None) once `steps` is over, else (True, its next step)."""
+    for step in steps:
+        return True, step
+    return False, None
 
 
 class LocalProvider:
@@ -256,29 +269,44 @@ class LocalProvider:
     async def load(self, model: str = DEFAULT_MODEL_NAME) -> None:
         """Load `model` now instead of on the first request (raises like `stream`)."""
         async with self._serial:
-            await anyio.to_thread.run_sync(self._load_sync, model)
+            await run_on_model_thread(self._load_sync, model)
 
     def stream(self, request: ModelRequest) -> EventStream:
         """Generate a reply: text deltas (or one forced tool call), usage, then finish."""
         return aclosing(self._events(request))
 
     async def _events(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        plan = tool_plan(request)
         async with self._serial:
-            model = await anyio.to_thread.run_sync(self._load_sync, request.model)
-            run = await anyio.to_thread.run_sync(_Generation, model, request, plan, self._seed)
-            arguments: list[str] = []  # a forced tool call's JSON, not shown as text
+            steps = self.generate(request)
             try:
-                while await anyio.to_thread.run_sync(run.prefill):
-                    pass
-                while (text := await anyio.to_thread.run_sync(run.next_text)) is not None:
-                    if plan is None:
-                        yield TextDelta(text=text)
-                    else:
-                        arguments.append(text)
+                while True:
+                    more, step = await run_on_model_thread(_next_step, steps)
+                    if not more:
+                        break
+                    if step is not None:
+                        yield step
             finally:
-                run.close()
-        # The model is free again: the closing events need no lock.
+                steps.close()  # never running here: each step was awaited to its end
+
+    def generate(self, request: ModelRequest) -> Generator[StreamEvent | None, None, None]:
+        """`stream`'s events, computed on the calling thread (the model thread), one step
+        per item; None ends a step that has nothing to show (a prompt chunk, a token of
+        a tool call's arguments): a place to stop at, by closing the iterator."""
+        plan = tool_plan(request)
+        run = self._start(request, plan)
+        arguments: list[str] = []  # a forced tool call's JSON, not shown as text
+        try:
+            while run.prefilling:
+                run.prefill()
+                yield None
+            while (text := run.next_text()) is not None:
+                if plan is None:
+                    yield TextDelta(text=text)
+                else:
+                    arguments.append(text)
+                    yield None
+        finally:
+            run.close()
         yield UsageEvent(
             usage=TokenUsage(input_tokens=len(run.prompt_tokens), output_tokens=run.output_tokens)
         )
@@ -298,33 +326,44 @@ class LocalProvider:
         """The context size it loads models with (`providers.local.n_ctx`)."""
         return self._n_ctx
 
+    def token_bound(self, request: ModelRequest) -> int:
+        """An upper bound of `count_tokens(request)` from the text alone (no worker trip)."""
+        return token_bound(request)
+
     async def count_tokens(self, request: ModelRequest) -> int:
         """The exact size of `request`'s prompt in the model's tokens (chat template
         applied), without generating (`jpd.context` counts with it)."""
-        plan = tool_plan(request)
         async with self._serial:
-            model = await anyio.to_thread.run_sync(self._load_sync, request.model)
-            tokens = await anyio.to_thread.run_sync(
-                model.tokenize_chat, chat_messages(request, plan)
-            )
-        return len(tokens)
+            return await run_on_model_thread(self.count, request)
+
+    def count(self, request: ModelRequest) -> int:
+        """`count_tokens`, on the calling thread (the model thread)."""
+        model = self._load_sync(request.model)
+        return len(model.tokenize_chat(chat_messages(request, tool_plan(request))))
 
     async def aclose(self) -> None:
         """Free the loaded model (waits for a running request to finish)."""
         async with self._serial:
             model, self._model = self._model, None
             if model is not None:
-                await anyio.to_thread.run_sync(model.llama.close)
+                await run_on_model_thread(model.llama.close)
+
+    def _start(self, request: ModelRequest, plan: ToolPlan | None) -> _Generation:
+        return _Generation(self._load_sync(request.model), request, plan, self._seed)
 
     def _load_sync(self, name: str) -> _LoadedModel:
+        if self._model is not None and name in self._model.names:
+            return self._model  # no file lookups before every request's first token
         path = resolve_model_path(name, self._model_path)
         if self._model is not None and self._model.path == path:
+            self._model.names.add(name)
             return self._model
         llama_cpp = _import_llama()
         if self._model is not None:
             self._model.llama.close()
             self._model = None
         self._model = _LoadedModel(llama_cpp, path, self._new_llama(llama_cpp, path))
+        self._model.names.add(name)
         return self._model
 
     def _new_llama(self, llama_cpp: ModuleType, path: Path) -> Any:

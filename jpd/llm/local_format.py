@@ -96,6 +96,21 @@ def chat_messages(request: ModelRequest, plan: ToolPlan | None = None) -> list[C
     return out
 
 
+TEMPLATE_TOKENS = 16
+"""Tokens a chat template adds per message at most (role markers, separators)."""
+TEMPLATE_EXTRA = 64
+"""Tokens a template may add once (a BOS, a default system prompt)."""
+
+
+def token_bound(request: ModelRequest) -> int:
+    """More tokens than the model's prompt for `request` can have, without tokenizing:
+    a byte-level tokenizer (BPE, or SentencePiece with byte fallback) makes no token of
+    the text shorter than a byte."""
+    messages = chat_messages(request, tool_plan(request))
+    size = sum(TEMPLATE_TOKENS + len(m["content"].encode()) for m in messages)
+    return size + TEMPLATE_EXTRA
+
+
 def tool_plan(request: ModelRequest) -> ToolPlan | None:
     """The forced tool call for this request, or None to answer in text.
 

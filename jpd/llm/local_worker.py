@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from jpd.llm import local_frames as frames
 from jpd.llm.base import EventStream, ModelRequest, StreamEvent
 from jpd.llm.errors import ContextOverflow, ProviderError, ProviderUnavailable
+from jpd.llm.local_format import token_bound, tool_plan
 
 PORTABLE_CMAKE_ARGS = (
     "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
@@ -220,6 +221,8 @@ class LocalWorkerProvider:
         return aclosing(self._events(request))
 
     async def _events(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+        if tool_plan(request) is None:  # the model reads no tools then: not worth the pipe
+            request = request.model_copy(update={"tools": ()})
         async with self._serial:
             worker, id_ = await self._send(lambda id_: frames.Generate(id=id_, request=request))
             finished = False
@@ -238,6 +241,10 @@ class LocalWorkerProvider:
             finally:
                 if not finished:
                     await self._cancel(worker, id_)
+
+    def token_bound(self, request: ModelRequest) -> int:
+        """An upper bound of `count_tokens(request)` from the text alone (no worker trip)."""
+        return token_bound(request)
 
     async def count_tokens(self, request: ModelRequest) -> int:
         """The exact number of prompt tokens `request` makes for this model (loads it)."""

@@ -17,24 +17,25 @@ daemon's (its log when `jp` started it).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import faulthandler
 import logging
-import math
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
-from typing import BinaryIO
 
 import anyio
+from anyio.abc import ByteReceiveStream
 from anyio.streams.buffered import BufferedByteReceiveStream
-from anyio.streams.file import FileReadStream
 from pydantic import BaseModel
 
 from jpd.llm import local_frames as frames
 from jpd.llm.errors import ContextOverflow, ProviderError, ProviderUnavailable
 from jpd.llm.local import LocalProvider
+from jpd.llm.model_thread import run_on_model_thread
 
 _PR_SET_PDEATHSIG = 1
 LOG_FORMAT = "%(asctime)s jpd-worker[%(process)d] %(levelname)s %(name)s: %(message)s"
@@ -51,19 +52,45 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+class _PipeReader(ByteReceiveStream):
+    """A pipe read when the event loop sees data: no thread between a command and
+    its handling (a thread's wake-up is on the way to the first token)."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            try:
+                data = os.read(self._fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)
+                continue
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def aclose(self) -> None:
+        os.close(self._fd)
+
+
 class _Server:
-    def __init__(self, provider: LocalProvider, out: BinaryIO, idle_timeout: float) -> None:
+    """Runs each command on the model thread, which also writes its replies: a token
+    goes from llama.cpp to the pipe with no hop through the event loop, whose only
+    work is to read commands (and to stop a generation on `Cancel`)."""
+
+    def __init__(self, provider: LocalProvider, out: int, idle_timeout: float) -> None:
         self._provider = provider
         self._out = out
         self._idle_timeout = idle_timeout
-        self._running: dict[int, anyio.CancelScope] = {}
+        self._running: dict[int, threading.Event] = {}
+        """Commands not yet answered, with the flag that stops each."""
         self._idle_since = 0.0  # set when serving starts
-        self._outbox_in, self._outbox = anyio.create_memory_object_stream[BaseModel](math.inf)
 
     async def serve(self, commands: BufferedByteReceiveStream) -> None:
         self._idle_since = anyio.current_time()
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(self._write_replies)
             tasks.start_soon(self._exit_when_idle)
             while True:
                 try:
@@ -74,11 +101,11 @@ class _Server:
                 self._idle_since = anyio.current_time()
                 command = frames.COMMAND.validate_json(body)
                 if isinstance(command, frames.Cancel):
-                    scope = self._running.get(command.id)
-                    if scope is not None:
-                        scope.cancel()
+                    stop = self._running.get(command.id)
+                    if stop is not None:
+                        stop.set()
                 else:
-                    self._running[command.id] = anyio.CancelScope()
+                    self._running[command.id] = threading.Event()
                     tasks.start_soon(self._run, command)
 
     async def _exit_when_idle(self) -> None:
@@ -91,65 +118,44 @@ class _Server:
             os._exit(0)
 
     async def _run(self, command: frames.Generate | frames.CountTokens) -> None:
-        reply: BaseModel = frames.Done(id=command.id)  # also what a cancelled one gets
-        with self._running[command.id]:
-            try:
-                if isinstance(command, frames.CountTokens):
-                    tokens = await self._provider.count_tokens(command.request)
-                    reply = frames.Count(id=command.id, tokens=tokens)
-                else:
-                    async with self._provider.stream(command.request) as events:
-                        async for event in events:
-                            await self._outbox_in.send(frames.Events(id=command.id, events=[event]))
-                    reply = frames.Done(id=command.id)
-            except ProviderError as exc:
-                unavailable = isinstance(exc, ProviderUnavailable)
-                reply = frames.Failed(
-                    id=command.id,
-                    message=exc.message,
-                    unavailable=unavailable,
-                    overflow=isinstance(exc, ContextOverflow),
-                )
-            except Exception as exc:  # reported to the turn; the worker goes on
-                log.exception("local model request failed")
-                reply = frames.Failed(id=command.id, message=f"local model failed: {exc}")
-        del self._running[command.id]
-        self._idle_since = anyio.current_time()
-        await self._outbox_in.send(reply)
-
-    async def _write_replies(self) -> None:
-        async for first in self._outbox:
-            batch = [first]
-            while True:  # what arrived together goes in one write
-                try:
-                    batch.append(self._outbox.receive_nowait())
-                except anyio.WouldBlock:
-                    break
-            data = b"".join(frames.encode(frame) for frame in _merge(batch))
-            await anyio.to_thread.run_sync(self._write, data)
-
-    def _write(self, data: bytes) -> None:
         try:
-            self._out.write(data)
-            self._out.flush()
+            await run_on_model_thread(self._answer, command, self._running[command.id])
+        finally:
+            del self._running[command.id]
+            self._idle_since = anyio.current_time()
+
+    def _answer(self, command: frames.Generate | frames.CountTokens, stop: threading.Event) -> None:
+        """On the model thread: run `command`, writing its replies as they come."""
+        reply: BaseModel = frames.Done(id=command.id)  # also what a stopped one gets
+        try:
+            if isinstance(command, frames.CountTokens):
+                reply = frames.Count(id=command.id, tokens=self._provider.count(command.request))
+            elif not stop.is_set():  # cancelled while it waited for the model thread
+                with contextlib.closing(self._provider.generate(command.request)) as steps:
+                    for step in steps:
+                        if stop.is_set():
+                            break
+                        if step is not None:
+                            self._write(frames.Events(id=command.id, events=[step]))
+        except ProviderError as exc:
+            reply = frames.Failed(
+                id=command.id,
+                message=exc.message,
+                unavailable=isinstance(exc, ProviderUnavailable),
+                overflow=isinstance(exc, ContextOverflow),
+            )
+        except Exception as exc:  # reported to the turn; the worker goes on
+            log.exception("local model request failed")
+            reply = frames.Failed(id=command.id, message=f"local model failed: {exc}")
+        self._write(reply)
+
+    def _write(self, frame: BaseModel) -> None:
+        view = memoryview(frames.encode(frame))
+        try:
+            while view:
+                view = view[os.write(self._out, view) :]
         except OSError:  # the daemon is gone
             os._exit(0)
-
-
-def _merge(batch: list[BaseModel]) -> list[BaseModel]:
-    """Consecutive `Events` of one generation as one frame."""
-    merged: list[BaseModel] = []
-    for frame in batch:
-        last = merged[-1] if merged else None
-        if (
-            isinstance(frame, frames.Events)
-            and isinstance(last, frames.Events)
-            and last.id == frame.id
-        ):
-            merged[-1] = frames.Events(id=frame.id, events=[*last.events, *frame.events])
-        else:
-            merged.append(frame)
-    return merged
 
 
 def main(argv: list[str]) -> None:
@@ -159,12 +165,15 @@ def main(argv: list[str]) -> None:
     # Terminal signals are the daemon's to handle; the daemon ends the worker itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     faulthandler.enable(sys.stderr)
+    # libgomp's threads spin for a while after each parallel step (the prompt's): on a
+    # machine of few cores that spinning held up the daemon and the first token by ms.
+    os.environ.setdefault("GOMP_SPINCOUNT", "10000")
     logging.basicConfig(level=settings.log_level, format=LOG_FORMAT, stream=sys.stderr)
     # The frames get a private copy of stdout; fd 1 becomes stderr, so that anything
     # native code prints cannot corrupt them.
-    out = os.fdopen(os.dup(1), "wb")
+    out = os.dup(1)
     os.dup2(2, 1)
-    commands = BufferedByteReceiveStream(FileReadStream(open(0, "rb", buffering=0)))  # noqa: SIM115
+    commands = BufferedByteReceiveStream(_PipeReader(0))
     provider = LocalProvider(
         model_path=None if settings.model_path is None else Path(settings.model_path),
         n_ctx=settings.n_ctx,

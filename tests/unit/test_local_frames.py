@@ -21,7 +21,6 @@ from jpd.llm.base import ModelRequest, TextDelta, UserMessage
 from jpd.llm.errors import ProviderError
 from jpd.llm.local_frames import WorkerSettings
 from jpd.llm.local_worker import PORTABLE_CMAKE_ARGS, LocalWorkerProvider, death_message
-from jpd.llm.local_worker_main import _merge
 
 ROOT = Path(__file__).parents[2]
 REQUEST = ModelRequest(model="smollm2", messages=(UserMessage(content="hi"),))
@@ -166,19 +165,12 @@ def test_install_commands_use_the_portable_build() -> None:
     assert PORTABLE_CMAKE_ARGS in (ROOT / "scripts" / "test.sh").read_text()
 
 
-def test_frames_round_trip_and_batch() -> None:
-
-    batch = [
-        frames.Events(id=1, events=[TextDelta(text="a")]),
-        frames.Events(id=1, events=[TextDelta(text="b")]),
+def test_frames_round_trip() -> None:
+    replies = [
+        frames.Events(id=1, events=[TextDelta(text="a"), TextDelta(text="b")]),
         frames.Done(id=1),
     ]
-    merged = _merge(list(batch))
-    assert merged == [
-        frames.Events(id=1, events=[TextDelta(text="a"), TextDelta(text="b")]),
-        batch[2],
-    ]
-    for frame in merged:
+    for frame in replies:
         encoded = frames.encode(frame)
         assert int.from_bytes(encoded[:4], "big") == len(encoded) - 4
         assert frames.REPLY.validate_json(encoded[4:]) == frame

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import random
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import pytest_asyncio
 
 from jpd.llm.base import (
+    AssistantMessage,
     Finish,
     ModelRequest,
     StreamEvent,
@@ -227,3 +229,46 @@ async def test_concurrent_requests_are_serialized(provider: LocalProvider) -> No
             tg.start_soon(run, i)
     assert all(isinstance(events[-1], Finish) for events in results.values())
     assert len(results) == 3
+
+
+# --- the token bound ----------------------------------------------------------------
+
+
+def _tricky_texts() -> list[str]:
+    """Text a tokenizer may split finely: scripts, emoji, code, markup, special-token
+    names, long runs of one character, and random mixes of them."""
+    fixed = [
+        "",
+        " ",
+        "\n\n\n",
+        "日本語のテキストとかな漢字",
+        "🙂🙃🤖👩‍👩‍👧‍👦" * 5,
+        "def f(x):\n\treturn {'a': [1, 2, 3]}\n" * 3,
+        "<|im_start|>user\nhi<|im_end|>",
+        "a" * 500,
+        "\u200b\u202e\ufeff" * 20,
+        "Ωμέγα ЖЖЖ ḁ̷̧ z̸͈̐a̵̛͚l̶̺̅g̸̡̋o̵̬̊",
+    ]
+    rng = random.Random(7)
+    alphabet = "".join(fixed) + "abc XYZ 012 .,;!? \t\n"
+    mixes = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 300))) for _ in range(40)]
+    return fixed + mixes
+
+
+async def test_the_token_bound_is_never_below_the_count(provider: LocalProvider) -> None:
+    """`token_bound` lets compaction skip the exact count: it must never undercount."""
+    texts = _tricky_texts()
+    for text, other in zip(texts, reversed(texts), strict=True):
+        for request in (
+            ModelRequest(
+                model="smollm2",
+                system=other,
+                messages=(
+                    UserMessage(content=text),
+                    AssistantMessage(content=other),
+                    UserMessage(content=text),
+                ),
+            ),
+            _ask(text, tools=(WEATHER, TIME), tool_choice=ToolChoiceAny()),
+        ):
+            assert provider.token_bound(request) >= await provider.count_tokens(request), text
