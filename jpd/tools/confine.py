@@ -14,8 +14,10 @@ symlink rather than following it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,32 @@ def _inside(path: str, root: str) -> bool:
 def _fd_path(fd: int) -> str:
     """The real path of an open file (Linux: `/proc/self/fd`)."""
     return os.readlink(f"/proc/self/fd/{fd}")
+
+
+_SPECIAL = {
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+    stat.S_IFLNK: "a symlink",
+}
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of `mode` is when it is not a regular file (None: it is one)."""
+    if stat.S_ISREG(mode):
+        return None
+    return _SPECIAL.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def _refuse_special(mode: int, shown: str) -> None:
+    kind = special_kind(mode)
+    if kind is not None:
+        raise PathRefused(
+            f"{shown!r} is {kind}, not a regular file; the workspace tools only read and "
+            "write regular files"
+        )
 
 
 @dataclass(frozen=True)
@@ -115,30 +143,81 @@ class Workspace:
             raise PathRefused(f"{shown!r} changed to lead outside the workspace; refused")
 
     def open_read(self, real: Path) -> int:
-        """A read-only descriptor of the file at `real`, checked to be inside."""
+        """A read-only descriptor of the regular file at `real`, checked to be inside.
+
+        `O_NONBLOCK` so that a FIFO swapped in after the check cannot block the open,
+        and the opened file is checked again: only regular files are read (a FIFO or a
+        device would block a worker thread forever, or read without end)."""
+        shown = self.show(real)
         try:
-            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            _refuse_special(os.lstat(real).st_mode, shown)
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:
-            raise PathRefused(f"cannot open {self.show(real)!r}: {exc.strerror}") from None
-        self.check_open(fd, self.show(real))
+            raise PathRefused(f"cannot open {shown!r}: {exc.strerror}") from None
+        try:
+            _refuse_special(os.fstat(fd).st_mode, shown)
+        except PathRefused:
+            os.close(fd)
+            raise
+        self.check_open(fd, shown)
         return fd
 
-    def read_bytes(self, real: Path) -> bytes:
-        """The content of the file at `real` (checked as `open_read` does)."""
+    def read_bytes(self, real: Path, limit: int | None = None) -> bytes:
+        """The content of the regular file at `real` (checked as `open_read` does);
+        with `limit`, a file larger than that is refused."""
         fd = self.open_read(real)
         with os.fdopen(fd, "rb") as handle:
+            if limit is not None:
+                size = os.fstat(handle.fileno()).st_size
+                if size > limit:
+                    raise PathRefused(
+                        f"{self.show(real)!r} is {size} bytes, too large (limit {limit})"
+                    )
+                return handle.read(limit + 1)[:limit]
             return handle.read()
 
+    def _root_for(self, real: Path) -> str:
+        text = str(real)
+        inside = [root for root in self.roots if _inside(text, root)]
+        if not inside:
+            raise PathRefused(f"{self.show(real)!r} is outside the workspace")
+        return max(inside, key=len)
+
     def _open_dir(self, real: Path, *, create: bool) -> int:
-        if create:
-            try:
-                real.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise PathRefused(f"cannot create folder {self.show(real)!r}: {exc}") from None
+        """A descriptor of the folder `real`, opened one level at a time from its root
+        with `O_NOFOLLOW` (and made with `mkdir` relative to its parent's descriptor
+        when `create`): a symlink swapped in at any level is refused, never followed,
+        so no folder is made or written outside the workspace."""
+        root = self._root_for(real)
+        parts = [p for p in os.path.relpath(real, root).split(os.sep) if p not in ("", ".")]
+        if ".." in parts:
+            raise PathRefused(f"{self.show(real)!r} leads out of the workspace")
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
-            raise PathRefused(f"cannot open folder {self.show(real)!r}: {exc.strerror}") from None
+            raise PathRefused(f"cannot open folder {root!r}: {exc.strerror}") from None
+        done = root
+        try:
+            for part in parts:
+                done = os.path.join(done, part)
+                try:
+                    child = os.open(part, flags, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    with contextlib.suppress(FileExistsError):  # made meanwhile: opened next
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    child = os.open(part, flags, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                why = "is not a folder (or was replaced by a symlink)"
+                raise PathRefused(f"{self.show(done)!r} {why}; refused") from None
+            what = "create" if create else "open"
+            raise PathRefused(f"cannot {what} folder {self.show(done)!r}: {exc.strerror}") from None
         self.check_open(fd, self.show(real))
         return fd
 

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import shutil
-import subprocess
 import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import anyio
 
 from jpd.config.tools import ToolConfig
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.confine import Workspace
+from jpd.tools.inert_git import run_git
+
+T = TypeVar("T")
 
 WRITE_LOCK = threading.Lock()
 """Held across read-modify-write of a file, so parallel calls of one batch that edit
@@ -21,6 +25,24 @@ the same file apply one after the other instead of losing an edit."""
 
 MAX_FILE_BYTES = 10_000_000
 """Files larger than this are not read as text by any workspace tool."""
+
+WORKER_THREADS = 8
+"""Threads the workspace tools' blocking work may hold at once: their own pool, so that
+calls stuck on a slow file system cannot starve the daemon's other worker threads."""
+
+_limiter: anyio.CapacityLimiter | None = None
+
+
+async def run_blocking(func: Callable[..., T], *args: Any, abandon: bool = True) -> T:
+    """Run the blocking `func(*args)` in a workspace-tool worker thread.
+
+    With `abandon` (readers), a cancelled call returns at once and the thread is left to
+    finish on its own: `turn/cancel` always ends the turn. Writers keep `abandon=False`
+    so that a change is either recorded or not made (their work is bounded)."""
+    global _limiter
+    if _limiter is None:
+        _limiter = anyio.CapacityLimiter(WORKER_THREADS)
+    return await anyio.to_thread.run_sync(func, *args, abandon_on_cancel=abandon, limiter=_limiter)
 
 
 def tool_config(
@@ -62,24 +84,17 @@ def string_arg(arguments: dict[str, Any], name: str) -> str | None:
 # --- listing -------------------------------------------------------------------------
 
 
-def _git_files(folder: Path) -> list[str] | None:
+def _git_files(folder: Path, root: Path, env: Mapping[str, str]) -> list[str] | None:
     """Files under `folder` (relative to it) as git sees them: tracked and untracked,
-    ignored ones left out; None when `folder` is not in a git work tree."""
-    git = shutil.which("git")
-    if git is None:
-        return None
-    try:
-        done = subprocess.run(
-            [git, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
-            cwd=folder,
-            capture_output=True,
-            timeout=60,
-            check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
+    ignored ones left out; None when `root` is not the top of a git work tree. git runs
+    inert (jpd/tools/inert_git.py): nothing of the repository's config executes."""
+    done = run_git(
+        ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+        workspace=root,
+        cwd=folder,
+        env=env,
+    )
+    if done is None or done.returncode != 0:
         return None
     names = {n for n in done.stdout.decode("utf-8", "surrogateescape").split("\0") if n}
     # --cached also lists files deleted from the work tree.
@@ -143,14 +158,22 @@ def _walk_files(folder: Path) -> list[str]:
     return sorted(found)
 
 
-def list_files(folder: Path, pattern: str | None = None) -> list[str]:
+def list_files(
+    folder: Path,
+    pattern: str | None = None,
+    *,
+    root: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[str]:
     """Files under `folder`, relative to it, `.gitignore`d ones left out; with
-    `pattern`, those whose path or name matches that glob. Blocking."""
+    `pattern`, those whose path or name matches that glob. git's rules apply when
+    `root` (the workspace root holding `folder`) is the top of a repository; `env` is
+    the tool environment git sees (allow-listed again). Blocking."""
     names: list[str] | None
     if folder.is_file():
         names = [folder.name]
     else:
-        names = _git_files(folder)
+        names = _git_files(folder, root, env or {}) if root is not None else None
         if names is None:
             names = _walk_files(folder)
     if pattern:
@@ -160,6 +183,15 @@ def list_files(folder: Path, pattern: str | None = None) -> list[str]:
             if fnmatch.fnmatchcase(n, pattern) or fnmatch.fnmatchcase(n.rsplit("/", 1)[-1], pattern)
         ]
     return names
+
+
+def root_of(ws: Workspace, real: Path) -> Path:
+    """The allowed root `real` lies in (the workspace when in several)."""
+    text = str(real)
+    for root in ws.roots:
+        if text == root or text.startswith(root.rstrip(os.sep) + os.sep):
+            return Path(root)
+    return ws.root
 
 
 def capped(lines: list[str], limit: int, what: str) -> str:

@@ -6,9 +6,8 @@ answers); "no" leaves the file as it was. The change is recorded for `turn/undo`
 
 from __future__ import annotations
 
+import os
 from typing import Any
-
-import anyio
 
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
@@ -18,13 +17,14 @@ from jpd.tools.builtin.fs_common import (
     MAX_FILE_BYTES,
     WRITE_LOCK,
     decode_text,
+    run_blocking,
     string_arg,
     tool_config,
     unified_diff,
     workspace,
 )
 from jpd.tools.changes import ChangeRecorder, write_change
-from jpd.tools.confine import PathRefused, Workspace
+from jpd.tools.confine import PathRefused, Workspace, special_kind
 from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
 
 NAME = "fs_create_file"
@@ -35,9 +35,13 @@ OVERWRITE = "overwrite"
 def _exists(ws: Workspace, path_arg: str) -> tuple[bool, str]:
     real = ws.resolve(path_arg)
     shown = ws.show(real)
-    if real.is_dir():
-        raise PathRefused(f"{shown!r} is a folder")
-    return real.exists(), shown
+    try:
+        kind = special_kind(os.lstat(real).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False, shown
+    if kind is not None:
+        raise PathRefused(f"{shown!r} is {kind}; only a regular file can be overwritten")
+    return True, shown
 
 
 def create(
@@ -48,12 +52,10 @@ def create(
     shown = ws.show(real)
     with WRITE_LOCK:
         before: bytes | None = None
-        if real.exists():
+        if os.path.lexists(real):
             if not overwrite:
                 raise PathRefused(f"{shown!r} appeared meanwhile; call again to overwrite it")
-            if real.is_dir() or real.stat().st_size > MAX_FILE_BYTES:
-                raise PathRefused(f"{shown!r} cannot be overwritten (a folder or too large)")
-            before = ws.read_bytes(real)
+            before = ws.read_bytes(real, MAX_FILE_BYTES)  # only a regular file is replaced
         write_change(recorder, ws, real, before, content.encode("utf-8"))
     lines = len(content.splitlines())
     if before is None:
@@ -97,7 +99,7 @@ class CreateFile:
             return Failure(message="`path` and `content` are required strings")
         ws = workspace(ctx)
         try:
-            exists, shown = await anyio.to_thread.run_sync(_exists, ws, path)
+            exists, shown = await run_blocking(_exists, ws, path)
             if exists and OVERWRITE not in answers:
                 return NeedsInput(
                     question=Question(
@@ -110,7 +112,9 @@ class CreateFile:
                 )
             if exists and answers.get(OVERWRITE) is not True:
                 return Failure(message=f"{shown} exists and the user chose not to overwrite it")
-            result = await anyio.to_thread.run_sync(create, ws, ctx.changes, path, content, exists)
+            result = await run_blocking(
+                create, ws, ctx.changes, path, content, exists, abandon=False
+            )
         except PathRefused as exc:
             return Failure(message=str(exc))
         return Success(content=result)

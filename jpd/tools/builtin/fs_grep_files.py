@@ -6,14 +6,15 @@ files itself); otherwise the files `fs_list_files` would list are searched in Py
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import anyio
-
+from jpd.allowed_env import base_environment
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
 from jpd.tools.builtin import BuiltinContext
@@ -22,11 +23,13 @@ from jpd.tools.builtin.fs_common import (
     capped,
     decode_text,
     list_files,
+    root_of,
+    run_blocking,
     string_arg,
     tool_config,
     workspace,
 )
-from jpd.tools.confine import PathRefused, Workspace
+from jpd.tools.confine import PathRefused, Workspace, special_kind
 from jpd.tools.outcome import Failure, Success, ToolOutcome
 
 NAME = "fs_grep_files"
@@ -44,17 +47,21 @@ def _line(shown: str, number: int, text: str) -> str:
 
 
 def _python_grep(
-    ws: Workspace, target: Path, regex: re.Pattern[str], glob: str | None
+    ws: Workspace,
+    target: Path,
+    regex: re.Pattern[str],
+    glob: str | None,
+    env: Mapping[str, str],
 ) -> list[str]:
     base = target.parent if target.is_file() else target
     found: list[str] = []
-    for name in list_files(target, glob):
+    for name in list_files(target, glob, root=root_of(ws, target), env=env):
         path = base / name
         try:
             real = ws.resolve(str(path))  # a symlink out is skipped, never read
-            if not real.is_file() or real.stat().st_size > MAX_FILE_BYTES:
+            if not real.is_file():  # FIFOs, devices, sockets are skipped
                 continue
-            text = decode_text(ws.read_bytes(real))
+            text = decode_text(ws.read_bytes(real, MAX_FILE_BYTES))
         except (PathRefused, OSError):
             continue
         if text is None:
@@ -68,16 +75,29 @@ def _python_grep(
     return found
 
 
-def _ripgrep(rg: str, ws: Workspace, target: Path, pattern: str, glob: str | None) -> list[str]:
+def _ripgrep(
+    rg: str, ws: Workspace, target: Path, pattern: str, glob: str | None, env: Mapping[str, str]
+) -> list[str]:
     # --no-require-git: `.gitignore` counts outside a repository too, as in the Python
-    # search; --sort: the same order every time.
-    command = [rg, "--line-number", "--no-heading", "--with-filename", "--color=never"]
+    # search; --sort: the same order every time. --no-config and the allow-listed
+    # environment: no RIPGREP_CONFIG_PATH can add a `--pre` command. ripgrep itself
+    # skips FIFOs, devices and sockets it meets while walking folders.
+    command = [rg, "--no-config", "--line-number", "--no-heading", "--with-filename"]
+    command += ["--color=never"]
     command += ["--no-require-git", "--sort=path", "--no-messages", "--null"]
     command += ["--max-columns", str(MAX_LINE), "--max-count", str(LIMIT)]
     if glob:
         command += ["--glob", glob]
     command += ["--regexp", pattern, "--", ws.show(target)]
-    done = subprocess.run(command, cwd=ws.root, capture_output=True, timeout=120, check=False)
+    done = subprocess.run(
+        command,
+        cwd=ws.root,
+        env=base_environment(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     if done.returncode == 2:
         raise PathRefused(f"ripgrep failed: {done.stderr.decode('utf-8', 'replace').strip()}")
     found = []
@@ -93,19 +113,29 @@ def ripgrep() -> str | None:
     return shutil.which("rg")
 
 
-def grep(ws: Workspace, path_arg: str | None, pattern: str, glob: str | None) -> list[str]:
+def grep(
+    ws: Workspace,
+    path_arg: str | None,
+    pattern: str,
+    glob: str | None,
+    env: Mapping[str, str] | None = None,
+) -> list[str]:
     """Matching lines as `path:line: text`. Blocking."""
     target = ws.resolve(path_arg)
-    if not target.exists():
-        raise PathRefused(f"{ws.show(target)!r} does not exist")
+    try:
+        kind = special_kind(os.stat(target).st_mode)
+    except OSError:
+        raise PathRefused(f"{ws.show(target)!r} does not exist") from None
+    if kind not in (None, "a folder"):
+        raise PathRefused(f"{ws.show(target)!r} is {kind}; only files and folders are searched")
     try:
         regex = re.compile(pattern)
     except re.error as exc:
         raise PathRefused(f"invalid regular expression {pattern!r}: {exc}") from None
     rg = ripgrep()
     if rg is not None:
-        return _ripgrep(rg, ws, target, pattern, glob)
-    return _python_grep(ws, target, regex, glob)
+        return _ripgrep(rg, ws, target, pattern, glob, env or {})
+    return _python_grep(ws, target, regex, glob, env or {})
 
 
 class GrepFiles:
@@ -146,7 +176,7 @@ class GrepFiles:
             return Failure(message="`pattern` is required")
         path, glob = string_arg(arguments, "path"), string_arg(arguments, "glob")
         try:
-            found = await anyio.to_thread.run_sync(grep, workspace(ctx), path, pattern, glob)
+            found = await run_blocking(grep, workspace(ctx), path, pattern, glob, ctx.env)
         except PathRefused as exc:
             return Failure(message=str(exc))
         except subprocess.TimeoutExpired:

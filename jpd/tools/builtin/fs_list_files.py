@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
-
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
 from jpd.tools.builtin import BuiltinContext
-from jpd.tools.builtin.fs_common import capped, list_files, string_arg, tool_config, workspace
+from jpd.tools.builtin.fs_common import (
+    capped,
+    list_files,
+    root_of,
+    run_blocking,
+    string_arg,
+    tool_config,
+    workspace,
+)
 from jpd.tools.confine import PathRefused
 from jpd.tools.outcome import Failure, Success, ToolOutcome
 
@@ -54,7 +60,9 @@ class ListFiles:
         if not folder.exists():
             return Failure(message=f"{ws.show(folder)!r} does not exist")
         pattern = string_arg(arguments, "pattern")
-        names = await anyio.to_thread.run_sync(list_files, folder, pattern)
+        names = await run_blocking(
+            lambda: list_files(folder, pattern, root=root_of(ws, folder), env=ctx.env)
+        )
         base = folder.parent if folder.is_file() else folder
         shown = [ws.show(base / n) for n in names]
         if not shown:

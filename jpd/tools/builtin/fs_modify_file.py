@@ -7,9 +7,8 @@ the error says whether it was absent or how often it occurs. The change is recor
 
 from __future__ import annotations
 
+import os
 from typing import Any
-
-import anyio
 
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
@@ -18,6 +17,7 @@ from jpd.tools.builtin.fs_common import (
     MAX_FILE_BYTES,
     WRITE_LOCK,
     decode_text,
+    run_blocking,
     string_arg,
     tool_config,
     unified_diff,
@@ -41,16 +41,10 @@ def modify(
     """Apply the replacement; returns the result text. Blocking."""
     real = ws.resolve(path_arg)
     shown = ws.show(real)
-    if not real.is_file():
-        raise PathRefused(
-            f"{shown!r} is not a file"
-            if real.exists()
-            else f"{shown!r} does not exist; create it with fs_create_file"
-        )
+    if not os.path.lexists(real):
+        raise PathRefused(f"{shown!r} does not exist; create it with fs_create_file")
     with WRITE_LOCK:
-        if real.stat().st_size > MAX_FILE_BYTES:
-            raise PathRefused(f"{shown!r} is too large to edit")
-        data = ws.read_bytes(real)
+        data = ws.read_bytes(real, MAX_FILE_BYTES)  # only a regular file is edited
         text = decode_text(data)
         if text is None:
             raise PathRefused(f"{shown!r} is a binary file; it cannot be edited as text")
@@ -116,8 +110,8 @@ class ModifyFile:
             return Failure(message="old_text and new_text are the same; nothing to change")
         replace_all = arguments.get("replace_all") is True
         try:
-            result = await anyio.to_thread.run_sync(
-                modify, workspace(ctx), ctx.changes, path, old, new, replace_all
+            result = await run_blocking(
+                modify, workspace(ctx), ctx.changes, path, old, new, replace_all, abandon=False
             )
         except PathRefused as exc:
             return Failure(message=str(exc))

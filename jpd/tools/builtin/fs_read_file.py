@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
-
-import anyio
 
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
@@ -12,6 +11,7 @@ from jpd.tools.builtin import BuiltinContext
 from jpd.tools.builtin.fs_common import (
     MAX_FILE_BYTES,
     decode_text,
+    run_blocking,
     string_arg,
     tool_config,
     workspace,
@@ -68,14 +68,14 @@ def _read(ws: Workspace, path_arg: str, start: int, end: int | None) -> str:
     shown = ws.show(real)
     if real.is_dir():
         raise PathRefused(f"{shown!r} is a folder; list it with fs_list_files")
-    if not real.exists():
+    if not os.path.lexists(real):
         raise PathRefused(f"{shown!r} does not exist")
-    size = real.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise PathRefused(f"{shown!r} is {size} bytes, too large to read (limit {MAX_FILE_BYTES})")
-    text = decode_text(ws.read_bytes(real))
+    data = ws.read_bytes(real, MAX_FILE_BYTES)  # a FIFO, device or socket is refused
+    text = decode_text(data)
     if text is None:
-        raise PathRefused(f"{shown!r} is a binary file ({size} bytes); it is not shown as text")
+        raise PathRefused(
+            f"{shown!r} is a binary file ({len(data)} bytes); it is not shown as text"
+        )
     return render(text, shown, start, end)
 
 
@@ -116,7 +116,7 @@ class ReadFile:
         if start < 1 or (end is not None and end < start):
             return Failure(message="need 1 <= start_line <= end_line")
         try:
-            text = await anyio.to_thread.run_sync(_read, workspace(ctx), path, start, end)
+            text = await run_blocking(_read, workspace(ctx), path, start, end)
         except PathRefused as exc:
             return Failure(message=str(exc))
         return Success(content=text)

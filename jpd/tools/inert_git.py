@@ -1,0 +1,140 @@
+"""Running git on a workspace without letting the workspace run anything (issue 35, 2).
+
+A repository's own config can name programs git runs (`core.fsmonitor`, hooks, pagers,
+external diffs, transports), and git finds repositories by walking up from its working
+folder: an embedded bare repository (`docs/evil/{HEAD,config,objects,refs}`) or an
+archive unpacked with a bare layout becomes "the repository" with a config of the
+attacker's choosing. So every git the daemon runs goes through `run_git`, which:
+
+- runs git only for a workspace whose `.git` is a real folder (or a `gitdir:` file, as
+  worktrees have) and pins `GIT_DIR`/`GIT_WORK_TREE` to it: no discovery at all;
+- overrides on the command line (which beats every config file) each setting that
+  executes a program, turns off fsmonitor, hooks, the untracked cache, lazy fetches
+  and every transport;
+- reads no system or global config, and sees only the allow-listed environment
+  (`jpd.allowed_env`), never the daemon's own (API keys, `GIT_*` variables).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from jpd.allowed_env import base_environment
+
+OVERRIDES: tuple[str, ...] = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.untrackedCache=false",
+    "core.pager=cat",
+    "core.editor=false",
+    "core.askPass=",
+    "core.sshCommand=false",
+    "core.gitProxy=",
+    "core.alternateRefsCommand=",
+    "core.attributesFile=/dev/null",
+    "core.excludesFile=/dev/null",
+    "credential.helper=",
+    "diff.external=",
+    "gpg.program=false",
+    "sequence.editor=false",
+    "safe.bareRepository=explicit",
+    "protocol.allow=never",
+    "uploadpack.packObjectsHook=",
+    "fetch.recurseSubmodules=false",
+    "submodule.recurse=false",
+)
+"""`-c` settings given to every git: command-line config beats the repository's."""
+
+TIMEOUT = 60.0
+"""Seconds a git run may take before it is killed (it then counts as failed)."""
+
+
+def git_dir_of(workspace: Path) -> Path | None:
+    """The git folder of `workspace` when it is the top of a normal repository (`.git`
+    a folder, or a `gitdir:` file naming one); None otherwise (no git is run)."""
+    dot_git = workspace / ".git"
+    try:
+        st = os.lstat(dot_git)
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        found = dot_git
+    elif stat.S_ISREG(st.st_mode) and st.st_size < 4096:
+        try:
+            first = dot_git.read_text(encoding="utf-8").splitlines()[0]
+        except (OSError, UnicodeDecodeError, IndexError):
+            return None
+        if not first.startswith("gitdir: "):
+            return None
+        found = Path(os.path.join(workspace, first.removeprefix("gitdir: ").strip()))
+    else:
+        return None  # a symlink, FIFO, ...: not a repository we run git on
+    return found if (found / "HEAD").is_file() else None
+
+
+def git_environment(base: Mapping[str, str], workspace: Path, git_dir: Path) -> dict[str, str]:
+    """The whole environment of a git run: allow-listed variables of `base` plus
+    settings that pin the repository and switch off config from outside it."""
+    env = base_environment(base)
+    env.update(
+        {
+            "GIT_DIR": str(git_dir),
+            "GIT_WORK_TREE": str(workspace),
+            "GIT_CEILING_DIRECTORIES": str(workspace.parent),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_NO_LAZY_FETCH": "1",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_PAGER": "cat",
+            "GIT_PROTOCOL_FROM_USER": "0",
+        }
+    )
+    return env
+
+
+def git_command(args: Sequence[str], git: str = "git") -> list[str]:
+    """`git <overrides> --no-pager <args>`."""
+    command = [git, "--no-pager"]
+    for setting in OVERRIDES:
+        command += ["-c", setting]
+    return [*command, *args]
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    workspace: Path,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = TIMEOUT,
+) -> subprocess.CompletedProcess[bytes] | None:
+    """Run `git args` on the repository at the top of `workspace`, inert (see the
+    module doc). None when git is missing, `workspace` is not such a repository, or git
+    could not run; otherwise the finished process (any exit code). Blocking."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    workspace = Path(os.path.realpath(workspace))
+    git_dir = git_dir_of(workspace)
+    if git_dir is None:
+        return None
+    try:
+        return subprocess.run(
+            git_command(args, git),
+            cwd=cwd or workspace,
+            env=git_environment(env if env is not None else {}, workspace, git_dir),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
