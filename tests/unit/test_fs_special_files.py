@@ -7,6 +7,7 @@ import contextlib
 import os
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,12 +126,13 @@ def test_racing_symlink_swaps_make_nothing_outside(tmp_path: Path) -> None:
         # `d` flips between the real folder and a symlink to `outside`.
         d, away = root / "d", root / "d.away"
         while not stop.is_set():
-            for step in (
+            steps: tuple[Callable[[], object], ...] = (
                 lambda: os.rename(d, away),
                 lambda: os.symlink(outside, d),
                 lambda: os.unlink(d),
                 lambda: os.rename(away, d),
-            ):
+            )
+            for step in steps:
                 with contextlib.suppress(OSError):
                     step()
 
