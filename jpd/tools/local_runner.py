@@ -3,8 +3,9 @@
 The tool runs in the workspace root, in a session (and process group) of its own, so
 that on timeout, on cancellation and when it exits, nothing it started outlives the
 call: the whole group is sent SIGTERM, then SIGKILL after a short grace. Output is
-bounded: stdout to `max_output` bytes (the rest is read and dropped, so the tool never
-blocks on a full pipe), stderr to `STDERR_LIMIT` bytes, logged at DEBUG only because
+bounded: stdout to `max_output` bytes, its first and last halves with the middle counted
+(`jpd.tools.output_cap`; the rest is read and dropped, so the tool never blocks on a full
+pipe), stderr to `STDERR_LIMIT` bytes, logged at DEBUG only because
 it may contain secrets.
 """
 
@@ -31,6 +32,7 @@ from jpd.config.tools import CommandConfig
 from jpd.process_groups import ToolProcesses
 from jpd.tools.launcher import EXEC_FAILED
 from jpd.tools.outcome import Failure, ToolOutcome, parse_outcome, plain_outcome
+from jpd.tools.output_cap import HeadTail
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +64,32 @@ class _Capture:
 
     def text(self) -> str:
         return self.data.decode("utf-8", errors="replace")
+
+
+@dataclass
+class _HeadTailCapture:
+    """A tool's stdout: its first and last `limit / 2` bytes, the middle counted."""
+
+    limit: int
+    out: HeadTail = field(init=False)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+    def __post_init__(self) -> None:
+        self.out = HeadTail(max(self.limit // 2, 1))
+
+    def add(self, chunk: bytes) -> None:
+        self.out.add(chunk)
+
+    @property
+    def data(self) -> bytes:
+        return bytes(self.out.head + self.out.tail)
+
+    @property
+    def omitted(self) -> int:
+        return self.out.left_out
+
+    def text(self) -> str:
+        return self.out.text()
 
 
 def _argv(command: str | CommandConfig) -> tuple[list[str], str]:
@@ -179,7 +207,7 @@ async def _feed(stream: anyio.abc.ByteSendStream, payload: bytes) -> None:
                 await stream.aclose()
 
 
-async def _drain(stream: anyio.abc.ByteReceiveStream, capture: _Capture) -> None:
+async def _drain(stream: anyio.abc.ByteReceiveStream, capture: _Capture | _HeadTailCapture) -> None:
     try:
         async for chunk in stream:
             capture.add(chunk)
@@ -192,7 +220,7 @@ async def _drain(stream: anyio.abc.ByteReceiveStream, capture: _Capture) -> None
 async def _communicate(
     process: anyio.abc.Process,
     payload: bytes,
-    stdout: _Capture,
+    stdout: _Capture | _HeadTailCapture,
     stderr: _Capture,
     seconds: float | None,
 ) -> int | None:
@@ -280,7 +308,7 @@ async def run_local_tool(
     except OSError as error:
         return Failure(message=f"tool {name!r}: cannot run {program}: {error.strerror or error}")
 
-    stdout = _Capture(limit=max_output)
+    stdout = _HeadTailCapture(limit=max_output)
     stderr = _Capture(limit=STDERR_LIMIT)
     if processes is not None:
         processes.started(process.pid)
@@ -307,8 +335,7 @@ async def run_local_tool(
         return Failure(message=f"tool {name!r}: {problem}: {program}")
     if stdout.omitted:
         # Cut output is no longer one JSON object; judge it by the exit status alone.
-        notice = f"[output truncated: {stdout.omitted} bytes omitted]"
-        return plain_outcome(f"{stdout.text()}\n{notice}", status, name=name)
+        return plain_outcome(stdout.text(), status, name=name)
     return parse_outcome(stdout.text(), status, name=name)
 
 

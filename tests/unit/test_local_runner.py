@@ -266,7 +266,9 @@ async def test_huge_output_is_truncated_with_notice(tmp_path: Path) -> None:
 
     assert isinstance(outcome, Success), outcome
     omitted = 128 * 65536 + 3 - 1000
-    assert outcome.content == "x" * 1000 + f"\n[output truncated: {omitted} bytes omitted]"
+    assert (
+        outcome.content == "x" * 500 + f"\n[... {omitted} bytes left out ...]\n" + "x" * 497 + "END"
+    )
 
 
 async def test_truncated_output_of_failing_tool(tmp_path: Path) -> None:
@@ -276,7 +278,7 @@ async def test_truncated_output_of_failing_tool(tmp_path: Path) -> None:
 
     assert isinstance(outcome, Failure)
     assert "exited with code 2" in outcome.message
-    assert "[output truncated: 4901 bytes omitted]" in outcome.message
+    assert "[... 4901 bytes left out ...]" in outcome.message
 
 
 @pytest.mark.parametrize(

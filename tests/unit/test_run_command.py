@@ -20,8 +20,9 @@ import pytest
 from jpd.protocol.modes import PermissionMode
 from jpd.tools import sandbox
 from jpd.tools.builtin import BuiltinContext, default_registry
-from jpd.tools.builtin.run_command import KEEP, RunCommand
+from jpd.tools.builtin.run_command import RunCommand
 from jpd.tools.outcome import Failure, Success, ToolOutcome
+from jpd.tools.output_cap import OUTPUT_KEEP as KEEP
 
 
 def run(

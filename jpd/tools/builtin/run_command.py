@@ -16,38 +16,20 @@ from jpd.config.tools import ParameterConfig, ToolConfig
 from jpd.conversation import events as ev
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.outcome import Failure, Success, ToolOutcome
+from jpd.tools.output_cap import (
+    KEEP_OPTION,
+    LIVE_OPTION,
+    LIVE_OUTPUT,
+    OUTPUT_KEEP,
+    CapError,
+    HeadTail,
+    LiveBudget,
+    int_option,
+)
 from jpd.tools.sandbox import REFUSED, PolicyError, SandboxPolicy
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0
-KEEP = 10_000
-"""Bytes kept of each end (head and tail) of each stream."""
-
-
-class _Output:
-    """The head and tail of a stream, however long it gets."""
-
-    def __init__(self) -> None:
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def add(self, data: bytes) -> None:
-        self.total += len(data)
-        room = KEEP - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        self.tail += data
-        del self.tail[:-KEEP]
-
-    def text(self) -> str:
-        head = self.head.decode(errors="replace")
-        if self.total <= len(self.head) + len(self.tail):
-            return head + self.tail.decode(errors="replace")
-        left_out = self.total - len(self.head) - len(self.tail)
-        tail = self.tail.decode(errors="replace")
-        return f"{head}\n[... {left_out} bytes left out ...]\n{tail}"
 
 
 class RunCommand:
@@ -94,7 +76,9 @@ class RunCommand:
         timeout = min(float(timeout), MAX_TIMEOUT)
         try:
             policy = SandboxPolicy.from_options(ctx.options)
-        except PolicyError as error:
+            keep = int_option(ctx.options, KEEP_OPTION, OUTPUT_KEEP, 0)
+            live = LiveBudget(int_option(ctx.options, LIVE_OPTION, LIVE_OUTPUT, 0))
+        except (PolicyError, CapError) as error:
             return Failure(message=f"run_command: {error}")
         if ctx.mode == "auto" and policy.mode == "off":
             # Nobody approves commands in `auto`: they stay inside the sandbox.
@@ -105,7 +89,7 @@ class RunCommand:
             return Failure(message=f"run_command: workspace does not exist: {root}")
         tmpdir = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix="jpd-run-")))
         try:
-            return await self._run(command, timeout, policy, root, tmpdir, ctx)
+            return await self._run(command, timeout, policy, root, tmpdir, ctx, keep, live)
         finally:
             with anyio.CancelScope(shield=True):  # a cancelled call leaves no temp dir
                 await anyio.to_thread.run_sync(lambda: shutil.rmtree(tmpdir, ignore_errors=True))
@@ -118,6 +102,8 @@ class RunCommand:
         root: Path,
         tmpdir: Path,
         ctx: BuiltinContext,
+        keep: int,
+        live: LiveBudget,
     ) -> ToolOutcome:
         argv = policy.wrap(["/bin/sh", "-c", command], root, tmpdir)
         launch, pass_fds = ctx.processes.command(argv) if ctx.processes else (argv, ())
@@ -137,14 +123,14 @@ class RunCommand:
             return Failure(message=f"run_command: cannot start: {error.strerror or error}")
         if ctx.processes is not None:
             ctx.processes.started(process.pid)
-        stdout, stderr = _Output(), _Output()
+        stdout, stderr = HeadTail(keep), HeadTail(keep)
         timed_out = False
         try:
             with anyio.move_on_after(timeout) as scope:
                 async with anyio.create_task_group() as tasks:
                     assert process.stdout is not None and process.stderr is not None
-                    tasks.start_soon(self._pump, process.stdout, stdout, ctx)
-                    tasks.start_soon(self._pump, process.stderr, stderr, ctx)
+                    tasks.start_soon(self._pump, process.stdout, stdout, live, ctx)
+                    tasks.start_soon(self._pump, process.stderr, stderr, live, ctx)
                 await process.wait()
             timed_out = scope.cancelled_caught
         finally:
@@ -171,11 +157,14 @@ class RunCommand:
         return Success(content=f"{header}\nstdout:\n{stdout.text()}\nstderr:\n{errors}")
 
     @staticmethod
-    async def _pump(stream: ByteReceiveStream, into: _Output, ctx: BuiltinContext) -> None:
+    async def _pump(
+        stream: ByteReceiveStream, into: HeadTail, live: LiveBudget, ctx: BuiltinContext
+    ) -> None:
         async for chunk in stream:
             into.add(chunk)
-            # Live output: attached clients see it under the running call.
+            # Live output: attached clients see it under the running call, up to the
+            # call's budget (each event is kept for replay), then only the byte count.
             if ctx.on_progress is not None and ctx.tool_call_id is not None:
-                ctx.on_progress(
-                    ctx.tool_call_id, float(into.total), None, chunk.decode(errors="replace")
-                )
+                publish, message = live.take(chunk)
+                if publish:
+                    ctx.on_progress(ctx.tool_call_id, float(into.total), None, message)
