@@ -187,6 +187,8 @@ class DaemonConfig(ConfigModel):
     log_level: Annotated[str, AfterValidator(_check_log_level)] = "WARNING"
     replay_buffer: Annotated[int, Field(ge=0)] = 10000
     """Events kept in memory per conversation for `turn/attach` replay."""
+    replay_buffer_bytes: Annotated[int, Field(ge=0)] = 16 * 1024 * 1024
+    """Bytes of those events kept at most (in memory, and on disk once idle)."""
     max_frame_bytes: Annotated[int, Field(ge=1024)] = 64 * 1024 * 1024
     """Largest incoming message body; a larger frame is refused and skipped unread."""
     send_queue_bytes: Annotated[int, Field(ge=4096)] = 8 * 1024 * 1024

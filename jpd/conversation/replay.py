@@ -74,10 +74,18 @@ class ReplayFiles:
             os.close(fd)
         os.replace(tmp, path)
 
-    def write(self, conversation_id: str, events: list[dict[str, Any]], keep_from: int) -> int:
-        """Add `events` (in seq order, after what the file holds); drop seqs < `keep_from`.
+    def write(
+        self,
+        conversation_id: str,
+        events: list[dict[str, Any]],
+        keep_from: int,
+        max_bytes: int | None = None,
+    ) -> int:
+        """Add `events` (in seq order, after what the file holds); drop seqs < `keep_from`,
+        and the oldest while the file would exceed `max_bytes`.
 
-        Returns the oldest seq the file holds afterwards (`keep_from` when it is empty).
+        Returns the oldest seq the file holds afterwards (`keep_from` when it is empty
+        by the count; past the newest event when the bytes bound emptied it).
         """
         path = self._path(conversation_id)
         kept = [e for e in self.read(conversation_id, keep_from - 1) if e["seq"] < _first(events)]
@@ -85,15 +93,24 @@ class ReplayFiles:
         if not kept and not new:
             self.forget(conversation_id)
             return keep_from
-        lines = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in kept + new)
+        lines = [json.dumps(e, separators=(",", ":")) + "\n" for e in kept + new]
+        first = 0
+        if max_bytes is not None:
+            total = sum(len(line) for line in lines)
+            while first < len(lines) and total > max_bytes:
+                total -= len(lines[first])
+                first += 1
+            if first == len(lines):
+                self.forget(conversation_id)
+                return int((kept + new)[-1]["seq"]) + 1
         tmp = path.with_suffix(".tmp")
         # Appending would be cheaper, but one rewrite per idle transition keeps the file
-        # bounded by the replay limit without a second pass.
+        # bounded by the replay limits without a second pass.
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(lines)
+            f.write("".join(lines[first:]))
         os.replace(tmp, path)
-        return int((kept + new)[0]["seq"])
+        return int((kept + new)[first]["seq"])
 
     def read(self, conversation_id: str, after: int) -> list[dict[str, Any]]:
         """The events with `seq > after`, oldest first ([] when there is no file)."""

@@ -19,7 +19,7 @@ from jpd.conversation.replay import ReplayFiles
 from jpd.conversation.store import ConversationStore
 from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
-from jpd.core.hub import EventHub
+from jpd.core.hub import REPLAY_BYTES, EventHub
 from jpd.core.parts import DaemonParts
 from jpd.core.request_env import RequestEnv, request_env
 from jpd.core.running_turns import RunningTurns
@@ -57,7 +57,9 @@ class Daemon:
         self.configs = RequestConfigs(settings.env)
         replay_files = ReplayFiles(settings.data_dir / "replay")
         replay_files.prepare()  # seqs go on from earlier runs (protocol.md section 7.2)
-        self.hub = EventHub(replay_files, replay_limit=self._replay_limit)
+        self.hub = EventHub(
+            replay_files, replay_limit=self._replay_limit, replay_bytes=self._replay_bytes
+        )
         self._links: dict[int, ClientLink] = {}
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
         self._stopping = False
@@ -92,6 +94,12 @@ class Daemon:
     def request_env(self, link: ClientLink, environment: ClientEnvironment | None) -> RequestEnv:
         """What a request runs with: the client's environment when sent (protocol.md 5.5)."""
         return request_env(environment, link.workspace_root, self.settings.env)
+
+    def _replay_bytes(self) -> int:
+        try:
+            return self.configs.load(None).daemon.replay_buffer_bytes
+        except ConfigInvalid:
+            return REPLAY_BYTES  # reported as for `_replay_limit`
 
     def _replay_limit(self) -> int:
         try:

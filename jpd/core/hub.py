@@ -33,6 +33,14 @@ log = logging.getLogger(__name__)
 # Seqs reserved per mark write: one tiny file write per this many events of a conversation.
 RESERVE_BLOCK = 1024
 
+REPLAY_BYTES = 16 * 1024 * 1024
+"""Default bound on a conversation's replay (in memory, and in its file) in bytes."""
+
+
+def event_size(params: TurnEventParams) -> int:
+    """About the bytes an event takes on the wire (what the byte bound counts)."""
+    return len(params.event.__pydantic_serializer__.to_json(params.event)) + 100
+
 
 @dataclass
 class _Channel:
@@ -40,6 +48,13 @@ class _Channel:
     filed_from: int | None = None
     """The oldest seq in the conversation's replay file (None: no file)."""
     buffer: deque[TurnEventParams] = field(default_factory=deque)
+    sizes: deque[int] = field(default_factory=deque)
+    """`event_size` of each event of `buffer`, in the same order."""
+    size: int = 0
+    """Their sum."""
+    dropped_through: int = 0
+    """The newest seq dropped from memory to keep within the bounds: older events (in
+    the file too) are no longer replayed, so that the replay has no gap."""
     subscribers: dict[int, ClientLink] = field(default_factory=dict)
     reserved: int = 0
     """Seqs below this are covered by the mark on disk."""
@@ -49,15 +64,26 @@ class _Channel:
     def first_in_memory(self) -> int:
         return self.buffer[0].seq if self.buffer else self.next_seq
 
+    def pop_oldest(self) -> TurnEventParams:
+        self.size -= self.sizes.popleft()
+        return self.buffer.popleft()
+
 
 class EventHub:
     """Assigns `seq` to turn events and delivers them to subscribed clients."""
 
-    def __init__(self, files: ReplayFiles, replay_limit: int | Callable[[], int] = 10_000) -> None:
+    def __init__(
+        self,
+        files: ReplayFiles,
+        replay_limit: int | Callable[[], int] = 10_000,
+        replay_bytes: int | Callable[[], int] = REPLAY_BYTES,
+    ) -> None:
         self._files = files
         # A callable is read on first use, so the config loads with the first turn.
         self._limit_source = replay_limit
         self._limit: int | None = replay_limit if isinstance(replay_limit, int) else None
+        self._bytes_source = replay_bytes
+        self._bytes: int | None = replay_bytes if isinstance(replay_bytes, int) else None
         self._channels: dict[str, _Channel] = {}
         # Idle conversations: (next seq, oldest seq in the replay file or None).
         self._idle: dict[str, tuple[int, int | None]] = {}
@@ -69,6 +95,16 @@ class EventHub:
             source = self._limit_source
             self._limit = source if isinstance(source, int) else source()
         return self._limit
+
+    def _replay_bytes(self) -> int:
+        if self._bytes is None:
+            source = self._bytes_source
+            self._bytes = source if isinstance(source, int) else source()
+        return self._bytes
+
+    def _keep_from(self, channel: _Channel) -> int:
+        """The oldest seq still replayed by the bounds (count and dropped bytes)."""
+        return max(channel.next_seq - self._replay_limit(), channel.dropped_through + 1)
 
     def _channel(self, conversation_id: str) -> _Channel:
         channel = self._channels.get(conversation_id)
@@ -142,8 +178,12 @@ class EventHub:
         )
         channel.next_seq += 1
         channel.buffer.append(params)
-        while len(channel.buffer) > self._replay_limit():
-            channel.buffer.popleft()
+        size = event_size(params)
+        channel.sizes.append(size)
+        channel.size += size
+        limit, max_bytes = self._replay_limit(), self._replay_bytes()
+        while channel.buffer and (len(channel.buffer) > limit or channel.size > max_bytes):
+            channel.dropped_through = channel.pop_oldest().seq
         if channel.subscribers:
             # Encoded once, on the first send, for every subscriber.
             note = Notification(TURN_EVENT, params)
@@ -193,11 +233,11 @@ class EventHub:
         """
         channel = self._channels.get(conversation_id)
         if channel is not None:
-            next_seq, filed_from = channel.next_seq, channel.filed_from
+            filed_from = channel.filed_from
             first = filed_from if filed_from is not None else channel.first_in_memory()
-        else:
-            next_seq, filed_from = self._idle_state(conversation_id)
-            first = filed_from if filed_from is not None else next_seq
+            return max(first, self._keep_from(channel))
+        next_seq, filed_from = self._idle_state(conversation_id)
+        first = filed_from if filed_from is not None else next_seq
         return max(first, next_seq - self._replay_limit())
 
     async def settle(self, conversation_id: str) -> None:
@@ -209,16 +249,16 @@ class EventHub:
                 return
             if channel.buffer:
                 events = [params.to_wire() for params in channel.buffer]
-                keep_from = channel.next_seq - self._replay_limit()
+                keep_from = self._keep_from(channel)
                 oldest = await anyio.to_thread.run_sync(
-                    self._files.write, conversation_id, events, keep_from
+                    self._files.write, conversation_id, events, keep_from, self._replay_bytes()
                 )
                 if self._channels.get(conversation_id) is not channel:
                     return  # forgotten meanwhile
                 # A new turn may have added events meanwhile: drop only what was filed.
                 last_filed = events[-1]["seq"]
                 while channel.buffer and channel.buffer[0].seq <= last_filed:
-                    channel.buffer.popleft()
+                    channel.pop_oldest()
                 channel.filed_from = oldest if oldest <= last_filed else None
             if not channel.buffer and not channel.subscribers:
                 # The exact mark, in the same step as the channel goes: no publish can
