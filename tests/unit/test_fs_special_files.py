@@ -14,7 +14,13 @@ from typing import Any
 import anyio
 import pytest
 
-from jpd.tools.builtin import BuiltinContext, default_registry, fs_create_file, fs_grep_files
+from jpd.tools.builtin import (
+    BuiltinContext,
+    default_registry,
+    fs_create_file,
+    fs_grep_files,
+    fs_read_file,
+)
 from jpd.tools.confine import PathRefused, Workspace
 from jpd.tools.outcome import Failure, Success, ToolOutcome
 
@@ -151,3 +157,39 @@ def test_racing_symlink_swaps_make_nothing_outside(tmp_path: Path) -> None:
         thread.join()
     assert list(outside.iterdir()) == []
     assert made + refused == 400
+
+
+def test_a_cancelled_read_returns_while_its_thread_is_stuck(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read stuck in the kernel (a hung file system) cannot hold the turn: the
+    cancelled call returns and its thread is left to finish on its own."""
+    gate = threading.Event()
+    entered = threading.Event()
+
+    def stuck(*args: Any) -> str:
+        entered.set()
+        gate.wait()
+        return "late"
+
+    monkeypatch.setattr(fs_read_file, "_read", stuck)
+    tool = default_registry().get("fs_read_file")
+    assert tool is not None
+    ctx = BuiltinContext(conversation_id="c", tool_docs={}, root=ws)
+
+    async def main() -> bool:
+        with anyio.fail_after(GUARD):
+            async with anyio.create_task_group() as tasks:
+
+                async def read() -> None:
+                    await tool.run({"path": "a.txt"}, {}, ctx)
+
+                tasks.start_soon(read)
+                await anyio.to_thread.run_sync(entered.wait)
+                tasks.cancel_scope.cancel()  # as `turn/cancel` does
+            return True
+
+    try:
+        assert anyio.run(main)
+    finally:
+        gate.set()
