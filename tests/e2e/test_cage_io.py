@@ -4,6 +4,7 @@ turn stuck in a tool, and 200 MB of command output leaves the daemon and its dat
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from tests.e2e.conftest import StartJpd
@@ -17,6 +18,57 @@ def rss_kib(pid: int, field: str) -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1])
     raise AssertionError(f"no {field} for {pid}")
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
+
+
+async def test_listing_a_hostile_repository_in_read_only_runs_nothing(
+    jpd_factory: StartJpd, tmp_path: Path
+) -> None:
+    """An embedded bare repository and a `.git/config` a command wrote both name a
+    payload as `core.fsmonitor`: listing and searching, in `read-only`, runs neither."""
+    marker = tmp_path / "RAN"
+    payload = tmp_path / "payload.sh"
+    payload.write_text(f"#!/bin/sh\nenv > '{marker}'\n")
+    payload.chmod(0o755)
+    workspace = tmp_path / "ws"
+    evil = workspace / "docs" / "evil"
+    (evil / "objects").mkdir(parents=True)
+    (evil / "refs").mkdir()
+    (evil / "HEAD").write_text("ref: refs/heads/main\n")
+    (evil / "config").write_text(
+        f"[core]\n\tbare = false\n\tworktree = .\n\tfsmonitor = {payload}\n"
+    )
+    (workspace / "main.py").write_text("needle = 1\n")
+    git("init", "-q", ".", cwd=workspace)
+    git("add", "-A", cwd=workspace)
+    git("commit", "-qm", "hostile", cwd=workspace)
+    with (workspace / ".git" / "config").open("a") as config:
+        config.write(f"[core]\n\tfsmonitor = {payload}\n")
+    daemon = await jpd_factory(
+        responses=[
+            call("fs_list_files"),
+            call("fs_list_files", path="docs/evil"),
+            call("fs_grep_files", pattern="needle"),
+            {"text": "done"},
+        ]
+    )
+    await daemon.initialize(workspaceRoot=str(workspace))
+    _, events = await daemon.run_turn("look", mode="read-only")
+    assert events[-1]["event"]["stopReason"] == "end_turn"
+    results = [e["event"] for e in events if e["event"]["kind"] == "tool_result"]
+    assert [r["isError"] for r in results] == [False, False, False]
+    assert "main.py" in results[0]["content"].splitlines()
+    assert "docs/evil/config" in results[1]["content"].splitlines()
+    assert results[2]["content"] == "main.py:1: needle = 1"
+    assert not marker.exists()
 
 
 def tree_size(root: Path) -> int:
