@@ -113,7 +113,10 @@ class Workspace:
             raise PathRefused(f"`{name}` contains a NUL character")
         expanded = os.path.expanduser(argument) if argument.startswith("~") else argument
         joined = os.path.join(self.roots[0], expanded)  # an absolute `expanded` wins
-        real = os.path.realpath(joined)
+        try:
+            real = os.path.realpath(joined)
+        except OSError as exc:  # e.g. a link replaced by a folder while it is read
+            raise PathRefused(f"cannot resolve {name} {argument!r}: {exc.strerror}") from None
         if not self.contains(real):
             if os.path.isabs(expanded):
                 why = "is an absolute path outside the workspace"

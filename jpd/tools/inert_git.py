@@ -47,11 +47,19 @@ OVERRIDES: tuple[str, ...] = (
     "uploadpack.packObjectsHook=",
     "fetch.recurseSubmodules=false",
     "submodule.recurse=false",
+    "core.virtualFilesystem=",
+    "gc.auto=0",
+    "maintenance.auto=false",
 )
 """`-c` settings given to every git: command-line config beats the repository's."""
 
 TIMEOUT = 60.0
-"""Seconds a git run may take before it is killed (it then counts as failed)."""
+"""Seconds a git run may take before it is killed (it then counts as failed). git opens
+`.gitignore` files blocking: a FIFO planted as one stalls it until then."""
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def git_dir_of(workspace: Path) -> Path | None:
@@ -81,6 +89,13 @@ def git_environment(base: Mapping[str, str], workspace: Path, git_dir: Path) -> 
     """The whole environment of a git run: allow-listed variables of `base` plus
     settings that pin the repository and switch off config from outside it."""
     env = base_environment(base)
+    # Only absolute folders outside the workspace: no program git might look up on
+    # PATH can be one the workspace planted ("." or a relative entry).
+    env["PATH"] = os.pathsep.join(
+        entry
+        for entry in env.get("PATH", os.defpath).split(os.pathsep)
+        if os.path.isabs(entry) and not _inside(os.path.realpath(entry), str(workspace))
+    )
     env.update(
         {
             "GIT_DIR": str(git_dir),

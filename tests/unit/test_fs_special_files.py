@@ -193,3 +193,18 @@ def test_a_cancelled_read_returns_while_its_thread_is_stuck(
         assert anyio.run(main)
     finally:
         gate.set()
+
+
+def test_a_fifo_gitignore_does_not_block_the_listing(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws / "sub").mkdir()
+    (ws / "sub" / "b.txt").write_text("needle\n")
+    os.mkfifo(ws / "sub" / ".gitignore")
+    outcome = call(ws, "fs_list_files")
+    assert isinstance(outcome, Success)
+    assert {"a.txt", "sub/b.txt"} <= set(outcome.content.splitlines())
+    monkeypatch.setattr(fs_grep_files, "ripgrep", lambda: None)
+    found = call(ws, "fs_grep_files", pattern="needle")
+    assert isinstance(found, Success)
+    assert found.content.splitlines() == ["a.txt:1: needle", "sub/b.txt:1: needle"]

@@ -179,3 +179,10 @@ def test_no_git_without_a_repository_folder(tmp_path: Path) -> None:
     assert run_git(["status"], workspace=ws) is None
     (ws / ".git").symlink_to(tmp_path)  # a symlinked .git is not followed
     assert run_git(["status"], workspace=ws) is None
+
+
+def test_git_looks_up_nothing_on_a_path_into_the_workspace(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "bin").mkdir(parents=True)
+    env = git_environment({"PATH": f".:bin:{ws / 'bin'}:/usr/bin:"}, ws, ws / ".git")
+    assert env["PATH"] == "/usr/bin"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -101,6 +102,15 @@ def _git_files(folder: Path, root: Path, env: Mapping[str, str]) -> list[str] | 
     return sorted(n for n in names if os.path.lexists(folder / n))
 
 
+def _read_small(path: str, limit: int = 1_000_000) -> str:
+    """A small regular file's text; a FIFO or device (which could block) is an OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return handle.read(limit).decode("utf-8")
+
+
 class _Ignores:
     """A simple reading of `.gitignore` files (no negation) for folders outside git."""
 
@@ -109,8 +119,7 @@ class _Ignores:
 
     def load(self, folder: str, base: str) -> None:
         try:
-            with open(os.path.join(folder, ".gitignore"), encoding="utf-8") as handle:
-                lines = handle.read().splitlines()
+            lines = _read_small(os.path.join(folder, ".gitignore")).splitlines()
         except (OSError, UnicodeDecodeError):
             return
         for line in lines:
