@@ -208,3 +208,23 @@ def test_a_fifo_gitignore_does_not_block_the_listing(
     found = call(ws, "fs_grep_files", pattern="needle")
     assert isinstance(found, Success)
     assert found.content.splitlines() == ["a.txt:1: needle", "sub/b.txt:1: needle"]
+
+
+@pytest.mark.parametrize("search", ["python", "ripgrep"])
+def test_a_huge_number_of_matches_stops_the_search_early(
+    tmp_path: Path, search: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if search == "python":
+        monkeypatch.setattr(fs_grep_files, "ripgrep", lambda: None)
+    elif fs_grep_files.ripgrep() is None:
+        pytest.skip("rg is not on PATH: install '.[test]'")
+    root = tmp_path / "ws"
+    root.mkdir()
+    for n in range(50):
+        (root / f"f{n:02}.txt").write_text("needle\n" * 300)
+    found = call(root, "fs_grep_files", pattern="needle")
+    assert isinstance(found, Success)
+    lines = found.content.splitlines()
+    assert len(lines) == fs_grep_files.LIMIT + 1
+    assert lines[0] == "f00.txt:1: needle"
+    assert lines[-1].startswith("... and more than ")

@@ -9,10 +9,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+from subprocess import DEVNULL, PIPE
 from typing import Any
+
+import anyio
+from anyio.abc import ByteReceiveStream
 
 from jpd.allowed_env import base_environment
 from jpd.config.tools import ToolConfig
@@ -37,6 +40,10 @@ LIMIT = 200
 """Matching lines reported at most; the rest are counted."""
 MAX_LINE = 300
 """Characters of a matching line shown."""
+MAX_LINES = LIMIT * 5
+"""Matching lines collected at most (the count of those not shown is then a floor)."""
+TIMEOUT = 120.0
+"""Seconds a search may take."""
 
 
 def _line(shown: str, number: int, text: str) -> str:
@@ -70,14 +77,17 @@ def _python_grep(
         for number, line in enumerate(text.splitlines(), 1):
             if regex.search(line):
                 found.append(_line(shown, number, line))
-                if len(found) > LIMIT * 5:
+                if len(found) > MAX_LINES:
                     return found
     return found
 
 
-def _ripgrep(
+async def _ripgrep(
     rg: str, ws: Workspace, target: Path, pattern: str, glob: str | None, env: Mapping[str, str]
 ) -> list[str]:
+    """ripgrep's matches, read as they come: it is stopped once there are more than can
+    be shown (its output stays small however large the tree), and killed when the call
+    is cancelled or times out."""
     # --no-require-git: `.gitignore` counts outside a repository too, as in the Python
     # search; --sort: the same order every time. --no-config and the allow-listed
     # environment: no RIPGREP_CONFIG_PATH can add a `--pre` command. ripgrep itself
@@ -89,19 +99,34 @@ def _ripgrep(
     if glob:
         command += ["--glob", glob]
     command += ["--regexp", pattern, "--", ws.show(target)]
-    done = subprocess.run(
-        command,
-        cwd=ws.root,
-        env=base_environment(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=120,
-        check=False,
+    process = await anyio.open_process(
+        command, stdin=DEVNULL, stdout=PIPE, stderr=PIPE, cwd=ws.root, env=base_environment(env)
     )
-    if done.returncode == 2:
-        raise PathRefused(f"ripgrep failed: {done.stderr.decode('utf-8', 'replace').strip()}")
+    out, errors = bytearray(), bytearray()
+    try:
+        assert process.stdout is not None and process.stderr is not None
+
+        async def read_errors(stream: ByteReceiveStream) -> None:
+            async for chunk in stream:
+                errors.extend(chunk[: max(0, 4096 - len(errors))])
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read_errors, process.stderr)
+            async for chunk in process.stdout:
+                out += chunk
+                if out.count(b"\n") > MAX_LINES:
+                    process.kill()  # enough to show: the rest is only counted as "more"
+                    break
+        status = await process.wait()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.kill()
+            await process.aclose()
+    if status == 2 and len(out) == 0:
+        raise PathRefused(f"ripgrep failed: {errors.decode('utf-8', 'replace').strip()}")
     found = []
-    for raw in done.stdout.decode("utf-8", "replace").splitlines():
+    for raw in out.decode("utf-8", "replace").splitlines()[: MAX_LINES + 1]:
         path, _, rest = raw.partition("\0")  # --null: a NUL ends the path
         number, _, text = rest.partition(":")
         found.append(_line(path.removeprefix("./"), int(number or 0), text))
@@ -113,14 +138,8 @@ def ripgrep() -> str | None:
     return shutil.which("rg")
 
 
-def grep(
-    ws: Workspace,
-    path_arg: str | None,
-    pattern: str,
-    glob: str | None,
-    env: Mapping[str, str] | None = None,
-) -> list[str]:
-    """Matching lines as `path:line: text`. Blocking."""
+def prepare(ws: Workspace, path_arg: str | None, pattern: str) -> tuple[Path, re.Pattern[str]]:
+    """The folder or file to search and the compiled expression. Blocking."""
     target = ws.resolve(path_arg)
     try:
         kind = special_kind(os.stat(target).st_mode)
@@ -132,10 +151,18 @@ def grep(
         regex = re.compile(pattern)
     except re.error as exc:
         raise PathRefused(f"invalid regular expression {pattern!r}: {exc}") from None
+    return target, regex
+
+
+async def grep(
+    ws: Workspace, path_arg: str | None, pattern: str, glob: str | None, env: Mapping[str, str]
+) -> list[str]:
+    """Matching lines as `path:line: text` (more than `LIMIT` when there are more)."""
+    target, regex = await run_blocking(prepare, ws, path_arg, pattern)
     rg = ripgrep()
     if rg is not None:
-        return _ripgrep(rg, ws, target, pattern, glob, env or {})
-    return _python_grep(ws, target, regex, glob, env or {})
+        return await _ripgrep(rg, ws, target, pattern, glob, env)
+    return await run_blocking(_python_grep, ws, target, regex, glob, env)
 
 
 class GrepFiles:
@@ -175,12 +202,19 @@ class GrepFiles:
         if not pattern:
             return Failure(message="`pattern` is required")
         path, glob = string_arg(arguments, "path"), string_arg(arguments, "glob")
+        found: list[str] = []
         try:
-            found = await run_blocking(grep, workspace(ctx), path, pattern, glob, ctx.env)
+            with anyio.move_on_after(TIMEOUT) as scope:
+                found = await grep(workspace(ctx), path, pattern, glob, ctx.env)
         except PathRefused as exc:
             return Failure(message=str(exc))
-        except subprocess.TimeoutExpired:
+        if scope.cancelled_caught:
             return Failure(message="the search took too long; narrow it with `path` or `glob`")
         if not found:
             return Success(content=f"No matches for {pattern!r}.")
+        if len(found) > MAX_LINES:  # the search stopped early: only a floor is known
+            more = (
+                f"... and more than {MAX_LINES - LIMIT} more matches (narrow with `path` or `glob`)"
+            )
+            return Success(content="\n".join([*found[:LIMIT], more]))
         return Success(content=capped(found, LIMIT, "matches"))
