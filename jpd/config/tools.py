@@ -193,6 +193,8 @@ class ToolConfig(ConfigModel):
     result: ResultMode = "unattended"
     timeout: Annotated[float, Field(gt=0)] | None = None
     """Seconds a local tool may run; None = no limit."""
+    max_output: Annotated[int, Field(ge=1024)] = 1_000_000
+    """Bytes of a local tool's stdout kept: beyond it, its first and last halves."""
     options: dict[str, Any] = {}
     style: StyleConfig = StyleConfig()
     questions: dict[str, QuestionConfig] = {}

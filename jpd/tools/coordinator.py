@@ -250,6 +250,7 @@ class Coordinator:
             root=self._scope.root,
             conversation_id=self._scope.conversation_id,
             timeout=tool.config.timeout,
+            max_output=tool.config.max_output,
             env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
             processes=self._scope.processes,
         )

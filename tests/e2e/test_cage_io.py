@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from tests.e2e.conftest import StartJpd
+from tests.e2e.tools import make_tool, tool_toml
 from tests.e2e.tools import tool_call as call
 
 CONFIG = '[conversation.tools.run_command]\nrun = "unattended"\n'
@@ -138,3 +139,20 @@ async def test_200_mb_of_output_keeps_the_daemon_and_its_data_small(
     await daemon.stop()  # the replay goes to its file
     assert tree_size(home / "data") < 5 * 1024 * 1024
     assert "bytes left out" in (home / "requests.jsonl").read_text()
+
+
+async def test_a_local_tools_long_output_keeps_its_head_and_tail(
+    jpd_factory: StartJpd, tmp_path: Path
+) -> None:
+    body = 'print("HEAD-" + "x" * 50_000 + "-TAIL")'
+    command = make_tool(tmp_path, "loud", body)
+    daemon = await jpd_factory(
+        responses=[call("loud"), {"text": "done"}],
+        config=tool_toml("loud", command, run='"unattended"', max_output="2048"),
+    )
+    await daemon.initialize(workspaceRoot=str(tmp_path))
+    _, events = await daemon.run_turn("shout")
+    [result] = [e["event"] for e in events if e["event"]["kind"] == "tool_result"]
+    content = result["content"]
+    assert content.startswith("HEAD-") and content.rstrip().endswith("-TAIL")
+    assert "bytes left out" in content and len(content) < 3000
