@@ -6,8 +6,10 @@ folder: an embedded bare repository (`docs/evil/{HEAD,config,objects,refs}`) or 
 archive unpacked with a bare layout becomes "the repository" with a config of the
 attacker's choosing. So every git the daemon runs goes through `run_git`, which:
 
-- runs git only for a workspace whose `.git` is a real folder (or a `gitdir:` file, as
-  worktrees have) and pins `GIT_DIR`/`GIT_WORK_TREE` to it: no discovery at all;
+- runs git only for a workspace in a repository with a `.git` folder (or a `gitdir:`
+  file, as worktrees have): the workspace's own or its nearest parent's, and pins
+  `GIT_DIR`/`GIT_WORK_TREE` to it: git itself discovers nothing, so no bare layout is
+  ever taken for a repository;
 - overrides on the command line (which beats every config file) each setting that
   executes a program, turns off fsmonitor, hooks, the untracked cache, lazy fetches
   and every transport;
@@ -62,32 +64,50 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def git_dir_of(workspace: Path) -> Path | None:
-    """The git folder of `workspace` when it is the top of a normal repository (`.git`
-    a folder, or a `gitdir:` file naming one); None otherwise (no git is run)."""
-    dot_git = workspace / ".git"
-    try:
-        st = os.lstat(dot_git)
-    except OSError:
-        return None
-    if stat.S_ISDIR(st.st_mode):
+def _git_dir(top: Path, dot_git: Path, mode: int) -> Path | None:
+    """The git folder `top/.git` stands for: itself when a folder, the folder a
+    `gitdir:` file names; None for anything else (a symlink, a FIFO, ...)."""
+    if stat.S_ISDIR(mode):
         found = dot_git
-    elif stat.S_ISREG(st.st_mode) and st.st_size < 4096:
+    elif stat.S_ISREG(mode):
         try:
-            first = dot_git.read_text(encoding="utf-8").splitlines()[0]
+            fd = os.open(dot_git, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return None
+                first = handle.read(4096).decode("utf-8").splitlines()[0]
         except (OSError, UnicodeDecodeError, IndexError):
             return None
         if not first.startswith("gitdir: "):
             return None
-        found = Path(os.path.join(workspace, first.removeprefix("gitdir: ").strip()))
+        found = Path(os.path.join(top, first.removeprefix("gitdir: ").strip()))
     else:
-        return None  # a symlink, FIFO, ...: not a repository we run git on
+        return None
     return found if (found / "HEAD").is_file() else None
 
 
+def find_repository(workspace: Path) -> tuple[Path, Path] | None:
+    """(top of the work tree, git folder) of the repository `workspace` is in: the
+    nearest of it and its parents with a `.git` folder (or `gitdir:` file) of its own.
+    Only `.git` entries are looked at, so no bare layout (an embedded `HEAD`, `config`,
+    `objects`, `refs`) is ever taken for a repository. None: not in one."""
+    for top in (workspace, *workspace.parents):
+        dot_git = top / ".git"
+        try:
+            mode = os.lstat(dot_git).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        git_dir = _git_dir(top, dot_git, mode)
+        return (top, git_dir) if git_dir is not None else None
+    return None
+
+
 def git_environment(base: Mapping[str, str], workspace: Path, git_dir: Path) -> dict[str, str]:
-    """The whole environment of a git run: allow-listed variables of `base` plus
-    settings that pin the repository and switch off config from outside it."""
+    """The whole environment of a git run on the work tree at `workspace`: allow-listed
+    variables of `base` plus settings that pin the repository and switch off config
+    from outside it."""
     env = base_environment(base)
     # Only absolute folders outside the workspace: no program git might look up on
     # PATH can be one the workspace planted ("." or a relative entry).
@@ -131,21 +151,23 @@ def run_git(
     env: Mapping[str, str] | None = None,
     timeout: float = TIMEOUT,
 ) -> subprocess.CompletedProcess[bytes] | None:
-    """Run `git args` on the repository at the top of `workspace`, inert (see the
-    module doc). None when git is missing, `workspace` is not such a repository, or git
-    could not run; otherwise the finished process (any exit code). Blocking."""
+    """Run `git args` on the repository `workspace` is in (`find_repository`), inert
+    (see the module doc), in `cwd` (default: `workspace`). None when git is missing,
+    `workspace` is in no repository, or git could not run; otherwise the finished
+    process (any exit code). Blocking."""
     git = shutil.which("git")
     if git is None:
         return None
     workspace = Path(os.path.realpath(workspace))
-    git_dir = git_dir_of(workspace)
-    if git_dir is None:
+    found = find_repository(workspace)
+    if found is None:
         return None
+    top, git_dir = found
     try:
         return subprocess.run(
             git_command(args, git),
             cwd=cwd or workspace,
-            env=git_environment(env if env is not None else {}, workspace, git_dir),
+            env=git_environment(env if env is not None else {}, top, git_dir),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout,

@@ -186,3 +186,28 @@ def test_git_looks_up_nothing_on_a_path_into_the_workspace(tmp_path: Path) -> No
     (ws / "bin").mkdir(parents=True)
     env = git_environment({"PATH": f".:bin:{ws / 'bin'}:/usr/bin:"}, ws, ws / ".git")
     assert env["PATH"] == "/usr/bin"
+
+
+def test_a_workspace_inside_a_repository_keeps_its_rules_and_runs_nothing(
+    tmp_path: Path, hook: tuple[Path, Path], search: str
+) -> None:
+    """`jp` started in a subfolder of a repository: the repository's `.gitignore` rules
+    still apply (git runs, pinned to that `.git`), and a bare layout inside runs nothing."""
+    payload, marker = hook
+    repo = tmp_path / "repo"
+    ws = repo / "sub"
+    embedded_bare(ws / "evil", payload)
+    (repo / ".gitignore").write_text("*.log\n!keep.log\n")
+    (ws / "keep.log").write_text("needle\n")
+    (ws / "drop.log").write_text("needle\n")
+    (ws / "a.py").write_text("needle\n")
+    git("init", "-q", ".", cwd=repo)
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(f"[core]\n\tfsmonitor = {payload}\n")
+
+    listed = set(call(ws, "fs_list_files").splitlines())
+    assert {"a.py", "keep.log", "evil/HEAD", "evil/config"} <= listed
+    assert "drop.log" not in listed
+    found = call(ws, "fs_grep_files", pattern="needle").splitlines()
+    assert {line.split(":")[0] for line in found} == {"a.py", "keep.log"}
+    assert not marker.exists()
