@@ -17,6 +17,7 @@ import pytest
 from jpd.tools.builtin import (
     BuiltinContext,
     default_registry,
+    fs_common,
     fs_create_file,
     fs_grep_files,
     fs_read_file,
@@ -228,3 +229,36 @@ def test_a_huge_number_of_matches_stops_the_search_early(
     assert len(lines) == fs_grep_files.LIMIT + 1
     assert lines[0] == "f00.txt:1: needle"
     assert lines[-1].startswith("... and more than ")
+
+
+def test_stuck_reads_hold_their_own_pool_only(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """45 reads stuck in the kernel hold at most the workspace tools' threads: the
+    daemon's other blocking work still runs, and cancelling ends them all."""
+    gate = threading.Event()
+    inside = threading.Semaphore(0)
+
+    def stuck(*args: Any) -> str:
+        inside.release()
+        gate.wait()
+        return "late"
+
+    monkeypatch.setattr(fs_read_file, "_read", stuck)
+    tool = default_registry().get("fs_read_file")
+    assert tool is not None
+    ctx = BuiltinContext(conversation_id="c", tool_docs={}, root=ws)
+
+    async def main() -> str:
+        with anyio.fail_after(GUARD):
+            async with anyio.create_task_group() as tasks:
+                for _ in range(45):
+                    tasks.start_soon(tool.run, {"path": "a.txt"}, {}, ctx)
+                for _ in range(fs_common.WORKER_THREADS):
+                    await anyio.to_thread.run_sync(inside.acquire)
+                other = await anyio.to_thread.run_sync(lambda: "other work ran")
+                tasks.cancel_scope.cancel()
+            return other
+
+    try:
+        assert anyio.run(main) == "other work ran"
+    finally:
+        gate.set()

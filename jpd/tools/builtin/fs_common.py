@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+from anyio.lowlevel import RunVar
 
 from jpd.config.tools import ToolConfig
 from jpd.tools.builtin import BuiltinContext
@@ -31,7 +32,8 @@ WORKER_THREADS = 8
 """Threads the workspace tools' blocking work may hold at once: their own pool, so that
 calls stuck on a slow file system cannot starve the daemon's other worker threads."""
 
-_limiter: anyio.CapacityLimiter | None = None
+_LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("jpd_fs_limiter")
+"""One pool per event loop (a limiter belongs to the loop it was made in)."""
 
 
 async def run_blocking(func: Callable[..., T], *args: Any, abandon: bool = True) -> T:
@@ -40,10 +42,12 @@ async def run_blocking(func: Callable[..., T], *args: Any, abandon: bool = True)
     With `abandon` (readers), a cancelled call returns at once and the thread is left to
     finish on its own: `turn/cancel` always ends the turn. Writers keep `abandon=False`
     so that a change is either recorded or not made (their work is bounded)."""
-    global _limiter
-    if _limiter is None:
-        _limiter = anyio.CapacityLimiter(WORKER_THREADS)
-    return await anyio.to_thread.run_sync(func, *args, abandon_on_cancel=abandon, limiter=_limiter)
+    try:
+        limiter = _LIMITER.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(WORKER_THREADS)
+        _LIMITER.set(limiter)
+    return await anyio.to_thread.run_sync(func, *args, abandon_on_cancel=abandon, limiter=limiter)
 
 
 def tool_config(
