@@ -1,0 +1,354 @@
+"""The attacks of issue 35 (items 6 and 7) from inside `run_command`, as an unprivileged
+user, in both cages: each must get nothing.
+
+The victim is a real user made with `useradd` (so the test needs root), with a home,
+an ssh key, a runtime dir holding jpd's socket, an ssh-agent style socket, an abstract
+socket and another process of theirs. The call runs in a forked child that has become
+that user, through the real machinery (launcher, bubblewrap, sandbox_exec.py); the
+in-cage scripts run with the system Python, since the test's own interpreter may lie
+under root's private home.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from jpd.process_groups import ToolProcesses
+from jpd.tools import namespace_launcher
+from jpd.tools.builtin import BuiltinContext
+from jpd.tools.builtin.run_command import RunCommand
+from jpd.tools.outcome import Failure, Success
+
+USER = "jpdcage"
+SYSTEM_PYTHON = "/usr/bin/python3"
+PATH = "/usr/local/bin:/usr/bin:/bin"
+
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux kernel cage"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make the unprivileged victim"),
+    pytest.mark.skipif(not Path(SYSTEM_PYTHON).exists(), reason="no system python3"),
+]
+
+
+@dataclass
+class Victim:
+    uid: int
+    gid: int
+    home: Path
+    workspace: Path
+    runtime: Path
+
+    def env(self) -> dict[str, str]:
+        return {
+            "HOME": str(self.home),
+            "XDG_RUNTIME_DIR": str(self.runtime),
+            "JP_SOCKET": str(self.runtime / "jp" / "jpd.sock"),
+            "JP_DATA_DIR": str(self.home / ".local" / "share" / "jp"),
+            "PATH": PATH,
+        }
+
+
+def _user() -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(USER)
+    except KeyError:
+        if shutil.which("useradd") is None:
+            pytest.skip("useradd is not available to make an unprivileged user")
+        subprocess.run(["useradd", "--create-home", USER], check=True)
+        return pwd.getpwnam(USER)
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Iterator[Victim]:
+    user = _user()
+    home = Path(user.pw_dir) / f"t-{tmp_path.name}"
+    shutil.rmtree(home, ignore_errors=True)
+    runtime = home / ".run"
+    data = home / ".local" / "share" / "jp" / "run"  # the record of the test's own launcher
+    for folder in (home, home / ".ssh", home / "ws", home / "ws" / ".git" / "hooks", runtime, data):
+        folder.mkdir(parents=True, exist_ok=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    (home / ".bashrc").write_text("# mine\n")
+    (home / "ws" / ".git" / "config").write_text("[core]\n")
+    (home / "ws" / ".jp").mkdir()
+    (home / "ws" / ".jp" / "config.toml").write_text("# trusted\n")
+    (runtime / "jp").mkdir()
+    for path in [home, *home.rglob("*")]:
+        os.lchown(path, user.pw_uid, user.pw_gid)
+    Path(user.pw_dir).chmod(0o755)
+    home.chmod(0o700)
+    (home / ".ssh").chmod(0o700)
+    (home / ".ssh" / "id_ed25519").chmod(0o600)
+    runtime.chmod(0o700)
+    (runtime / "jp").chmod(0o700)
+    yield Victim(user.pw_uid, user.pw_gid, home, home / "ws", runtime)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def _warm_up(workspace: Path, cage: str) -> None:
+    """Run once as root first: the child cannot import modules from root's home later."""
+    ctx = BuiltinContext(
+        conversation_id=None,
+        tool_docs={},
+        root=workspace,
+        options={"cage": cage},
+        env={"PATH": PATH},
+        processes=ToolProcesses(workspace.parent / "warm-data"),
+    )
+    outcome = anyio.run(RunCommand().run, {"command": "true"}, {}, ctx)
+    assert ctx.processes is not None
+    ctx.processes.close()
+    assert isinstance(outcome, Success), outcome
+    json.dumps({})
+
+
+def run_as(victim: Victim, command: str, options: dict[str, Any]) -> tuple[bool, str]:
+    """`run_command` as the victim: (succeeded, content or message)."""
+    _warm_up(Path(os.environ.get("TMPDIR", "/tmp")), options.get("cage", "auto"))
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.close(read_fd)
+            os.setgroups([])
+            os.setgid(victim.gid)
+            os.setuid(victim.uid)
+            os.environ.clear()
+            os.environ.update(victim.env())
+            os.chdir(victim.home)
+            sys.executable = SYSTEM_PYTHON
+            namespace_launcher._probed.clear()  # the victim's own probe
+            processes = ToolProcesses(victim.home / ".local" / "share" / "jp")
+            ctx = BuiltinContext(
+                conversation_id=None,
+                tool_docs={},
+                root=victim.workspace,
+                options=options,
+                env=victim.env(),
+                processes=processes,
+            )
+            outcome = anyio.run(RunCommand().run, {"command": command, "timeout_secs": 30}, {}, ctx)
+            processes.close()
+            if isinstance(outcome, Success):
+                result = [True, outcome.content]
+            else:
+                assert isinstance(outcome, Failure)
+                result = [False, outcome.message]
+            os.write(write_fd, json.dumps(result).encode())
+        except BaseException as error:
+            os.write(write_fd, json.dumps([False, f"child failed: {error!r}"]).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    data = b""
+    while chunk := os.read(read_fd, 65536):
+        data += chunk
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    ok, text = json.loads(data)
+    return ok, text
+
+
+CAGES = ["namespaces", "landlock"]
+
+
+def attack(victim: Victim, cage: str, command: str) -> str:
+    ok, text = run_as(victim, command, {"cage": cage})
+    assert ok, text
+    return text
+
+
+@pytest.mark.parametrize("cage", CAGES)
+def test_nothing_outside_the_workspace_changes(victim: Victim, cage: str) -> None:
+    home, key, runtime = victim.home, victim.home / ".ssh" / "id_ed25519", victim.runtime
+    before = {path: path.lstat() for path in (home, key, runtime / "jp", home / ".bashrc")}
+    out = attack(
+        victim,
+        cage,
+        f"echo pwned >> {home}/.bashrc; chmod 0777 {home}; chmod 0644 {key};"
+        f" chmod 0777 {runtime}/jp; touch -d 2001-01-01 {home}/.bashrc;"
+        f" setfacl -m o:rwx {home} 2>/dev/null; echo ok > inside.txt",
+    )
+    assert (victim.workspace / "inside.txt").read_text() == "ok\n", out
+    assert (home / ".bashrc").read_text() == "# mine\n"
+    for path, was in before.items():
+        now = path.lstat()
+        assert stat.S_IMODE(now.st_mode) == stat.S_IMODE(was.st_mode), path
+        assert now.st_mtime == was.st_mtime, path
+
+
+@pytest.mark.parametrize("cage", CAGES)
+def test_no_signal_reaches_the_users_other_processes(victim: Victim, cage: str) -> None:
+    def become() -> None:
+        os.setgid(victim.gid)
+        os.setuid(victim.uid)
+
+    other = subprocess.Popen(["sleep", "600"], preexec_fn=become)  # noqa: PLW1509
+    try:
+        out = attack(victim, cage, f"kill -STOP {other.pid}; kill -KILL {other.pid}; echo done")
+        state = Path(f"/proc/{other.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert state not in ("T", "Z", "X"), out
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
+CONNECT = (
+    "python3 -c \"import socket, sys\n"
+    "s = socket.socket(socket.AF_UNIX)\n"
+    "s.connect(sys.argv[1].replace('@', chr(0)))\n"
+    "s.sendall(b'tool/call')\n"
+    "print('CONNECTED')\" "
+)
+
+
+def _listen(victim: Victim, address: str) -> socket.socket:
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(address)
+    if not address.startswith("\0"):
+        os.chown(address, victim.uid, victim.gid)
+    server.listen()
+    server.setblocking(False)
+    return server
+
+
+@pytest.mark.parametrize("cage", CAGES)
+def test_no_unix_socket_reaches_out(victim: Victim, cage: str, tmp_path: Path) -> None:
+    """jpd's own socket, an ssh-agent style socket in /tmp and an abstract one."""
+    agent_dir = Path("/tmp") / f"ssh-jpdtest-{os.getpid()}"
+    agent_dir.mkdir(exist_ok=True)
+    os.chown(agent_dir, victim.uid, victim.gid)
+    addresses = [
+        str(victim.runtime / "jp" / "jpd.sock"),
+        str(agent_dir / "agent.1"),
+        f"\0jpd-test-abstract-{os.getpid()}",
+    ]
+    servers = [_listen(victim, address) for address in addresses]
+    try:
+        for address in addresses:
+            out = attack(victim, cage, CONNECT + repr(address.replace("\0", "@")))
+            assert "CONNECTED" not in out, (address, out)
+        for server in servers:
+            with pytest.raises(BlockingIOError):
+                server.accept()
+    finally:
+        for server in servers:
+            server.close()
+        shutil.rmtree(agent_dir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("cage", CAGES)
+def test_no_tcp_out(victim: Victim, cage: str) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        code = f"import socket; socket.create_connection(('127.0.0.1', {port}), 2); print('CONNECTED')"
+        out = attack(victim, cage, f'python3 -c "{code}"')
+        assert "CONNECTED" not in out
+        with pytest.raises(BlockingIOError):
+            server.accept()
+
+
+def test_secrets_and_jpd_folders_are_hidden(victim: Victim) -> None:
+    (victim.runtime / "jp" / "jpd.pid").write_text("1\n")
+    out = attack(
+        victim,
+        "namespaces",
+        f"cat {victim.home}/.ssh/id_ed25519; ls -A {victim.runtime}; ls -A {victim.home}/.ssh;"
+        " echo end",
+    )
+    assert "PRIVATE KEY" not in out and "jpd.pid" not in out and "jp\n" not in out
+    assert "end" in out
+
+
+def test_git_and_jp_are_read_only_inside_the_workspace(victim: Victim) -> None:
+    ws = victim.workspace
+    out = attack(
+        victim,
+        "namespaces",
+        "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit;"
+        " chmod +x .git/hooks/pre-commit; echo '[core] fsmonitor = evil' >> .git/config;"
+        " echo 'evil = 1' >> .jp/config.toml; mv .git .git-old; rm -rf .jp; echo edit > f.txt",
+    )
+    assert (ws / "f.txt").read_text() == "edit\n", out
+    assert not (ws / ".git" / "hooks" / "pre-commit").exists()
+    assert (ws / ".git" / "config").read_text() == "[core]\n"
+    assert (ws / ".jp" / "config.toml").read_text() == "# trusted\n"
+
+
+DAEMONIZE = """import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(600)
+    os._exit(0)
+print("started")
+"""
+
+
+@pytest.mark.parametrize("cage", CAGES)
+def test_a_setsid_double_fork_does_not_outlive_the_call(victim: Victim, cage: str) -> None:
+    token = f"jpd-cage-setsid-{os.getpid()}-{cage}"
+    script = victim.workspace / "daemonize.py"
+    script.write_text(DAEMONIZE)
+    out = attack(victim, cage, f"python3 daemonize.py {token}")
+    assert "started" in out
+    assert _survivors(token) == []
+
+
+def _survivors(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if token.encode() in (entry / "cmdline").read_bytes():
+                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                    if state not in ("Z", "X"):
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    for pid in found:  # do not leave them running if the test fails
+        os.kill(pid, signal.SIGKILL)
+    return found
+
+
+def test_the_attacks_work_without_the_cage(victim: Victim) -> None:
+    """The control: with `sandbox = "off"` and network on the same commands succeed, so
+    the tests above fail for the right reason."""
+    key = victim.home / ".ssh" / "id_ed25519"
+    server = _listen(victim, str(victim.runtime / "jp" / "jpd.sock"))
+    token = f"jpd-cage-control-{os.getpid()}"
+    (victim.workspace / "daemonize.py").write_text(DAEMONIZE)
+    try:
+        ok, out = run_as(
+            victim,
+            f"chmod 0644 {key}; cat {key}; python3 daemonize.py {token}; "
+            + CONNECT
+            + repr(str(victim.runtime / "jp" / "jpd.sock")),
+            {"sandbox": "off", "network": True},
+        )
+        assert ok and "PRIVATE KEY" in out and "CONNECTED" in out, out
+        assert stat.S_IMODE(key.stat().st_mode) == 0o644
+        server.accept()[0].close()
+        # Even unconfined, the launcher (a subreaper) ends what the command left behind.
+        assert _survivors(token) == []
+    finally:
+        server.close()
