@@ -22,6 +22,7 @@ reason on stderr and exit 127 (not found) or 126 (any other reason).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -63,10 +64,8 @@ def kill_descendants(spare: int = 0) -> None:
         if not victims:
             return
         for pid in victims:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         time.sleep(0.005)
 
 

@@ -114,6 +114,9 @@ def prepare(
     """
     if policy.unconfined:
         return Launch(argv, "none")
+    for path in roots:
+        if not os.path.isdir(path):
+            raise NotADirectoryError(path)
     from jpd.tools import cage_policy as cp
     from jpd.tools import namespace_launcher as ns
 
@@ -123,9 +126,9 @@ def prepare(
         level = "namespaces"
     elif policy.cage == "namespaces":
         raise CageUnavailable(
-            f"{problem}. Set conversation.tools.run_command.options.cage = \"landlock\""
+            f'{problem}. Set conversation.tools.run_command.options.cage = "landlock"'
             " for the Landlock and seccomp cage, or let bubblewrap create user namespaces"
-            " (see the README, \"Sandbox\")"
+            ' (see the README, "Sandbox")'
         )
     writable = [] if policy.mode == "read-only" else list(roots)
     protected = cp.protected_paths(writable) if policy.mode != "off" else []
@@ -152,7 +155,6 @@ def prepare(
     if policy.cage == "auto":
         note = (
             f"note: ran in the lighter landlock cage ({problem}): secrets stay readable and"
-            " .git/.jp writable there; see the README, \"Sandbox\""
+            ' .git/.jp writable there; see the README, "Sandbox"'
         )
     return Launch(inner, level, note)
-

@@ -51,24 +51,22 @@ _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1, 2
 _AF_UNIX, _EPERM = 1, 1
 _RET_ALLOW, _RET_ERRNO, _RET_KILL = 0x7FFF0000, 0x00050000 | _EPERM, 0x80000000
 _LD_ABS_W, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+# What Landlock leaves open outside the workspace: mode, owner, times and ACLs (xattrs).
+_LOCKDOWN_X86_64 = dict(
+    chmod=90, fchmod=91, fchmodat=268, fchmodat2=452, chown=92, fchown=93, lchown=94,
+    fchownat=260, utime=132, utimes=235, futimesat=261, utimensat=280, setxattr=188,
+    lsetxattr=189, fsetxattr=190, removexattr=197, lremovexattr=198, fremovexattr=199,
+    setxattrat=463, removexattrat=466,
+)  # fmt: skip
+_LOCKDOWN_AARCH64 = dict(
+    fchmod=52, fchmodat=53, fchmodat2=452, fchown=55, fchownat=54, utimensat=88,
+    setxattr=5, lsetxattr=6, fsetxattr=7, removexattr=14, lremovexattr=15,
+    fremovexattr=16, setxattrat=463, removexattrat=466,
+)  # fmt: skip
 _ARCH = {
-    # machine: (AUDIT_ARCH, socket, chmod/chown/utime/xattr syscalls)
-    "x86_64": (
-        0xC000003E,
-        41,
-        # chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes
-        # futimesat utimensat setxattr lsetxattr fsetxattr removexattr lremovexattr
-        # fremovexattr setxattrat removexattrat
-        (90, 91, 268, 452, 92, 93, 94, 260, 132, 235, 261, 280, 188, 189, 190, 197, 198)
-        + (199, 463, 466),
-    ),
-    "aarch64": (
-        0xC00000B7,
-        198,
-        # fchmod fchmodat fchmodat2 fchown fchownat utimensat setxattr lsetxattr
-        # fsetxattr removexattr lremovexattr fremovexattr setxattrat removexattrat
-        (52, 53, 452, 55, 54, 88, 5, 6, 7, 14, 15, 16, 463, 466),
-    ),
+    # machine: (AUDIT_ARCH, socket(2), the lockdown syscalls)
+    "x86_64": (0xC000003E, 41, tuple(_LOCKDOWN_X86_64.values())),
+    "aarch64": (0xC00000B7, 198, tuple(_LOCKDOWN_AARCH64.values())),
 }
 _IO_URING = (425, 426, 427)
 """io_uring can open sockets without socket(2): refused whenever sockets are filtered."""
@@ -196,9 +194,7 @@ def apply_seccomp(program: bytes) -> None:
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
     prog = _Fprog(len(program) // 8, program)
-    _check(
-        _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp"
-    )
+    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
 
 
 def _limit(which: int, value: int, what: str) -> None:
@@ -219,7 +215,11 @@ def confine(options: dict[str, list[str]]) -> None:
     def one(key: str, default: str) -> str:
         return (options.get(key) or [default])[-1]
 
-    mode, level, network = one("mode", "workspace-write"), one("level", "namespaces"), one("net", "0")
+    mode, level, network = (
+        one("mode", "workspace-write"),
+        one("level", "namespaces"),
+        one("net", "0"),
+    )
     if mode not in ("workspace-write", "read-only", "off"):
         raise Refused(f"unknown sandbox mode {mode!r}")
     if level not in ("namespaces", "landlock"):

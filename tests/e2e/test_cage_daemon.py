@@ -101,7 +101,9 @@ async def test_a_command_cannot_reach_the_daemons_socket(
 
 
 @pytest.mark.parametrize("cage", CAGES)
-async def test_nothing_outlives_a_finished_call(tmp_path: Path, daemons: Daemons, cage: str) -> None:
+async def test_nothing_outlives_a_finished_call(
+    tmp_path: Path, daemons: Daemons, cage: str
+) -> None:
     token = f"jpd-e2e-finished-{os.getpid()}-{cage}"
     client, turn_id, _ = await start(tmp_path, daemons, cage, f"python3 daemonize.py {token}")
     await client.wait_event(turn_id, "turn_completed")

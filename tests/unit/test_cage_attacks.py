@@ -198,7 +198,7 @@ def test_no_signal_reaches_the_users_other_processes(victim: Victim, cage: str) 
         os.setgid(victim.gid)
         os.setuid(victim.uid)
 
-    other = subprocess.Popen(["sleep", "600"], preexec_fn=become)  # noqa: PLW1509
+    other = subprocess.Popen(["sleep", "600"], preexec_fn=become)
     try:
         out = attack(victim, cage, f"kill -STOP {other.pid}; kill -KILL {other.pid}; echo done")
         state = Path(f"/proc/{other.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -210,7 +210,7 @@ def test_no_signal_reaches_the_users_other_processes(victim: Victim, cage: str) 
 
 
 CONNECT = (
-    "python3 -c \"import socket, sys\n"
+    'python3 -c "import socket, sys\n'
     "s = socket.socket(socket.AF_UNIX)\n"
     "s.connect(sys.argv[1].replace('@', chr(0)))\n"
     "s.sendall(b'tool/call')\n"
@@ -260,7 +260,9 @@ def test_no_tcp_out(victim: Victim, cage: str) -> None:
         server.listen()
         server.setblocking(False)
         port = server.getsockname()[1]
-        code = f"import socket; socket.create_connection(('127.0.0.1', {port}), 2); print('CONNECTED')"
+        code = (
+            f"import socket; socket.create_connection(('127.0.0.1', {port}), 2); print('CONNECTED')"
+        )
         out = attack(victim, cage, f'python3 -c "{code}"')
         assert "CONNECTED" not in out
         with pytest.raises(BlockingIOError):

@@ -15,8 +15,8 @@ from anyio.abc import ByteReceiveStream
 from jpd.config.tools import ParameterConfig, ToolConfig
 from jpd.conversation import events as ev
 from jpd.tools.builtin import BuiltinContext
-from jpd.tools.outcome import Failure, Success, ToolOutcome
 from jpd.tools.confine import Workspace
+from jpd.tools.outcome import Failure, Success, ToolOutcome
 from jpd.tools.sandbox import (
     BWRAP_FAILED,
     REFUSED,
@@ -129,9 +129,6 @@ class RunCommand:
         ctx: BuiltinContext,
     ) -> ToolOutcome:
         roots = Workspace.of(root, ctx.options, ctx.extra_roots).roots
-        missing = [path for path in roots if not Path(path).is_dir()]
-        if missing:
-            return Failure(message=f"run_command: not a folder: {missing[0]}")
         shell = ["/bin/sh", "-c", command]
         try:
             cage: Launch = await anyio.to_thread.run_sync(
@@ -139,6 +136,8 @@ class RunCommand:
             )
         except CageUnavailable as error:
             return Failure(message=f"{self._refused(policy)}: {error}")
+        except NotADirectoryError as error:
+            return Failure(message=f"run_command: not a folder: {error}")
         argv = cage.argv
         launch, pass_fds = ctx.processes.command(argv) if ctx.processes else (argv, ())
         env = {**ctx.env, "TMPDIR": str(tmpdir)}
@@ -181,7 +180,9 @@ class RunCommand:
         errors = stderr.text()
         refused = process.returncode == 125 and errors.startswith(REFUSED)
         if refused or (
-            cage.level == "namespaces" and process.returncode == 1 and errors.startswith(BWRAP_FAILED)
+            cage.level == "namespaces"
+            and process.returncode == 1
+            and errors.startswith(BWRAP_FAILED)
         ):
             return Failure(message=f"{self._refused(policy)}: {errors.strip()}")
         if timed_out:
