@@ -47,6 +47,8 @@ PROTECTED = (".git", ".jp")
 """Beneath each writable root: read-only inside the cage."""
 
 PRIVATE_TMP = "/tmp"
+PRIVATE_TMPS = (PRIVATE_TMP, "/var/tmp")
+"""Shared, world-writable folders: an empty tmpfs of the cage's own in their place."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,8 @@ def secret_paths(env: Mapping[str, str], home: str) -> list[str]:
     socket = env.get("JP_SOCKET", "").strip()
     candidates += [os.path.dirname(socket) if socket else runtime, env.get("XDG_RUNTIME_DIR", "")]
     # The private /tmp already hides what is below it.
-    return [path for path in _existing(candidates) if not inside(path, PRIVATE_TMP)]
+    found = _existing(candidates)
+    return [path for path in found if not any(inside(path, tmp) for tmp in PRIVATE_TMPS)]
 
 
 def protected_paths(roots: Iterable[str]) -> list[str]:

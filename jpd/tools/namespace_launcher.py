@@ -25,7 +25,7 @@ import sys
 import threading
 from pathlib import Path
 
-from jpd.tools.cage_policy import PRIVATE_TMP, CagePolicy, inside
+from jpd.tools.cage_policy import PRIVATE_TMP, PRIVATE_TMPS, CagePolicy, inside
 
 _probed: dict[str, str | None] = {}
 _probe_lock = threading.Lock()
@@ -91,7 +91,9 @@ def bwrap_argv(policy: CagePolicy, inner: list[str]) -> list[str]:
         argv += ["--bind", "/", "/", "--proc", "/proc"]
     else:
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        argv += ["--tmpfs", PRIVATE_TMP, "--tmpfs", "/dev/shm"]
+        for tmp in (*PRIVATE_TMPS, "/dev/shm"):
+            if os.path.isdir(tmp):
+                argv += ["--tmpfs", tmp]
         for path in policy.hidden:
             argv += _hide(path)
         for path in policy.roots:

@@ -354,3 +354,15 @@ def test_the_attacks_work_without_the_cage(victim: Victim) -> None:
         assert _survivors(token) == []
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("cage", CAGES)
+def test_a_fork_bomb_meets_the_process_limit(victim: Victim, cage: str) -> None:
+    """RLIMIT_NPROC counts all of the user's processes: the limit is what they run now
+    plus `max_processes`, so the command gets that many more and no more."""
+    ok, out = run_as(
+        victim,
+        "i=0; while [ $i -lt 60 ]; do sleep 30 & i=$((i+1)); done; echo spawned",
+        {"cage": cage, "max_processes": 20},
+    )
+    assert ok and "Cannot fork" in out, out
