@@ -114,9 +114,10 @@ def prepare(
     """
     if policy.unconfined:
         return Launch(argv, "none")
-    for path in roots:
-        if not os.path.isdir(path):
-            raise NotADirectoryError(path)
+    if not os.path.isdir(workspace):
+        raise NotADirectoryError(str(workspace))
+    # An extra root that is gone (a client's stale additional root) is left out.
+    roots = [path for index, path in enumerate(roots) if index == 0 or os.path.isdir(path)]
     from jpd.tools import cage_policy as cp
     from jpd.tools import namespace_launcher as ns
 

@@ -193,16 +193,26 @@ def test_nothing_outside_the_workspace_changes(victim: Victim, cage: str) -> Non
 
 
 @pytest.mark.parametrize("cage", CAGES)
-def test_no_signal_reaches_the_users_other_processes(victim: Victim, cage: str) -> None:
+def test_no_signal_or_proc_read_reaches_the_users_other_processes(
+    victim: Victim, cage: str
+) -> None:
     def become() -> None:
         os.setgid(victim.gid)
         os.setuid(victim.uid)
 
-    other = subprocess.Popen(["sleep", "600"], preexec_fn=become)
+    # The user's other process, e.g. the daemon, with an API key in its environment.
+    env = {"PATH": PATH, "ANTHROPIC_API_KEY": "sk-ant-secret"}
+    other = subprocess.Popen(["sleep", "600"], preexec_fn=become, env=env)
     try:
-        out = attack(victim, cage, f"kill -STOP {other.pid}; kill -KILL {other.pid}; echo done")
+        out = attack(
+            victim,
+            cage,
+            f"kill -STOP {other.pid}; kill -KILL {other.pid}; cat /proc/{other.pid}/environ;"
+            f" cat /proc/{other.pid}/cmdline; echo done",
+        )
         state = Path(f"/proc/{other.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         assert state not in ("T", "Z", "X"), out
+        assert "sk-ant-secret" not in out and "done" in out
         assert other.poll() is None
     finally:
         other.kill()
