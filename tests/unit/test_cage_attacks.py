@@ -13,15 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
-import signal
 import socket
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,71 +29,18 @@ from jpd.tools import namespace_launcher
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.builtin.run_command import RunCommand
 from jpd.tools.outcome import Failure, Success
+from tests.cage_victim import (
+    DAEMONIZE,
+    NEEDS_VICTIM,
+    PATH,
+    SYSTEM_PYTHON,
+    Victim,
+    survivors,
+    victim,
+)
 
-USER = "jpdcage"
-SYSTEM_PYTHON = "/usr/bin/python3"
-PATH = "/usr/local/bin:/usr/bin:/bin"
-
-pytestmark = [
-    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux kernel cage"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make the unprivileged victim"),
-    pytest.mark.skipif(not Path(SYSTEM_PYTHON).exists(), reason="no system python3"),
-]
-
-
-@dataclass
-class Victim:
-    uid: int
-    gid: int
-    home: Path
-    workspace: Path
-    runtime: Path
-
-    def env(self) -> dict[str, str]:
-        return {
-            "HOME": str(self.home),
-            "XDG_RUNTIME_DIR": str(self.runtime),
-            "JP_SOCKET": str(self.runtime / "jp" / "jpd.sock"),
-            "JP_DATA_DIR": str(self.home / ".local" / "share" / "jp"),
-            "PATH": PATH,
-        }
-
-
-def _user() -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(USER)
-    except KeyError:
-        if shutil.which("useradd") is None:
-            pytest.skip("useradd is not available to make an unprivileged user")
-        subprocess.run(["useradd", "--create-home", USER], check=True)
-        return pwd.getpwnam(USER)
-
-
-@pytest.fixture
-def victim(tmp_path: Path) -> Iterator[Victim]:
-    user = _user()
-    home = Path(user.pw_dir) / f"t-{tmp_path.name}"
-    shutil.rmtree(home, ignore_errors=True)
-    runtime = home / ".run"
-    data = home / ".local" / "share" / "jp" / "run"  # the record of the test's own launcher
-    for folder in (home, home / ".ssh", home / "ws", home / "ws" / ".git" / "hooks", runtime, data):
-        folder.mkdir(parents=True, exist_ok=True)
-    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
-    (home / ".bashrc").write_text("# mine\n")
-    (home / "ws" / ".git" / "config").write_text("[core]\n")
-    (home / "ws" / ".jp").mkdir()
-    (home / "ws" / ".jp" / "config.toml").write_text("# trusted\n")
-    (runtime / "jp").mkdir()
-    for path in [home, *home.rglob("*")]:
-        os.lchown(path, user.pw_uid, user.pw_gid)
-    Path(user.pw_dir).chmod(0o755)
-    home.chmod(0o700)
-    (home / ".ssh").chmod(0o700)
-    (home / ".ssh" / "id_ed25519").chmod(0o600)
-    runtime.chmod(0o700)
-    (runtime / "jp").chmod(0o700)
-    yield Victim(user.pw_uid, user.pw_gid, home, home / "ws", runtime)
-    shutil.rmtree(home, ignore_errors=True)
+__all__ = ["victim"]  # the fixture
+pytestmark = NEEDS_VICTIM
 
 
 def _warm_up(workspace: Path, cage: str) -> None:
@@ -306,16 +249,6 @@ def test_git_and_jp_are_read_only_inside_the_workspace(victim: Victim) -> None:
     assert (ws / ".jp" / "config.toml").read_text() == "# trusted\n"
 
 
-DAEMONIZE = """import os, sys, time
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        time.sleep(600)
-    os._exit(0)
-print("started")
-"""
-
-
 @pytest.mark.parametrize("cage", CAGES)
 def test_a_setsid_double_fork_does_not_outlive_the_call(victim: Victim, cage: str) -> None:
     token = f"jpd-cage-setsid-{os.getpid()}-{cage}"
@@ -323,23 +256,7 @@ def test_a_setsid_double_fork_does_not_outlive_the_call(victim: Victim, cage: st
     script.write_text(DAEMONIZE)
     out = attack(victim, cage, f"python3 daemonize.py {token}")
     assert "started" in out
-    assert _survivors(token) == []
-
-
-def _survivors(token: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if token.encode() in (entry / "cmdline").read_bytes():
-                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                    if state not in ("Z", "X"):
-                        found.append(int(entry.name))
-            except OSError:
-                continue
-    for pid in found:  # do not leave them running if the test fails
-        os.kill(pid, signal.SIGKILL)
-    return found
+    assert survivors(token) == []
 
 
 def test_the_attacks_work_without_the_cage(victim: Victim) -> None:
@@ -361,7 +278,7 @@ def test_the_attacks_work_without_the_cage(victim: Victim) -> None:
         assert stat.S_IMODE(key.stat().st_mode) == 0o644
         server.accept()[0].close()
         # Even unconfined, the launcher (a subreaper) ends what the command left behind.
-        assert _survivors(token) == []
+        assert survivors(token) == []
     finally:
         server.close()
 
