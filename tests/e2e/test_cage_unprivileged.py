@@ -45,8 +45,8 @@ def frame(message):
 try:
     s = socket.socket(socket.AF_UNIX)
     s.connect(sys.argv[1])
-    s.sendall(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                     "params": {"protocolVersion": 1, "clientInfo": {"name": "x", "version": "1"}}}))
+    hello = {"protocolVersion": 1, "clientInfo": {"name": "x", "version": "1"}}
+    s.sendall(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
     s.sendall(frame({"jsonrpc": "2.0", "id": 2, "method": "tool/call", "params": {
         "name": "run_command", "arguments": {"command": "touch " + sys.argv[2]}}}))
     print("REENTERED", s.recv(4096))
@@ -74,7 +74,8 @@ def read():
         data += s.recv(65536)
     message, data = json.loads(data[:length]), data[length:]
     return message
-init = {"protocolVersion": 1, "clientInfo": {"name": "t", "version": "1"}, "workspaceRoot": sys.argv[2]}
+init = {"protocolVersion": 1, "clientInfo": {"name": "t", "version": "1"},
+        "workspaceRoot": sys.argv[2]}
 s.sendall(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
 while read().get("id") != 1:
     pass
