@@ -270,3 +270,18 @@ def test_cancelled_call_leaves_no_process_and_no_temp_dir(workspace: Path) -> No
     ctx.processes.close()
     assert not Path((workspace / "tmpdir").read_text().strip()).exists()
     assert survivors(token) == []
+
+
+@pytest.mark.parametrize("cage", ["auto", "landlock"])
+def test_off_without_network_writes_anywhere_but_has_no_network(
+    workspace: Path, tmp_path: Path, cage: str
+) -> None:
+    outside = tmp_path / "outside.txt"
+    with socket.socket() as tcp:
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen()
+        script = _connect_script(tcp.getsockname()[1], "tcp")
+        out = content(
+            run(workspace, f"echo x > {outside}; {script}", {"sandbox": "off", "cage": cage})
+        )
+    assert outside.read_text() == "x\n" and "CONNECTED" not in out, out
