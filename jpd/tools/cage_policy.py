@@ -80,6 +80,9 @@ class CagePolicy:
             # out of sight), but writes stay in $TMPDIR, as in the landlock cage.
             writable.append("/dev/shm")
         options += [f"write={path}" for path in writable]
+        if self.level == "landlock" and self.mode != "off":
+            # No mounts to hide them: Landlock refuses to read them instead.
+            options += [f"hide={path}" for path in self.hidden]
         options += [f"nproc={self.max_processes}", f"fsize={self.max_file_size}"]
         return options
 
@@ -99,8 +102,9 @@ def _existing(paths: Iterable[str]) -> list[str]:
     return found
 
 
-def secret_paths(env: Mapping[str, str], home: str) -> list[str]:
-    """The existing paths a cage hides, for a daemon with environment `env`."""
+def secret_paths(env: Mapping[str, str], home: str, *, private_tmp: bool = True) -> list[str]:
+    """The existing paths a cage hides, for a daemon with environment `env` (without
+    those the cage's private /tmp covers already, when it has one)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs' XDG_RUNTIME_DIR fallback notice
         runtime = platformdirs.user_runtime_dir("jp")
@@ -117,6 +121,8 @@ def secret_paths(env: Mapping[str, str], home: str) -> list[str]:
     candidates += [os.path.dirname(socket) if socket else runtime, env.get("XDG_RUNTIME_DIR", "")]
     # The private /tmp already hides what is below it.
     found = _existing(candidates)
+    if not private_tmp:
+        return found
     return [path for path in found if not any(inside(path, tmp) for tmp in PRIVATE_TMPS)]
 
 

@@ -137,6 +137,11 @@ def prepare(
     nproc = 0
     if policy.max_processes and uid != 0:  # root is not held by RLIMIT_NPROC anyway
         nproc = cp.user_processes(uid) + policy.max_processes
+    hidden = cp.secret_paths(
+        os.environ if env is None else env,
+        os.path.expanduser("~"),
+        private_tmp=level == "namespaces",
+    )
     cage = cp.CagePolicy(
         mode=policy.mode,
         network=policy.network,
@@ -144,7 +149,7 @@ def prepare(
         workdir=str(workspace),
         writable=(*writable, str(tmpdir)),
         roots=tuple(roots),
-        hidden=tuple(cp.secret_paths(os.environ if env is None else env, os.path.expanduser("~"))),
+        hidden=tuple(hidden),
         protected=tuple(protected),
         max_processes=nproc,
         max_file_size=policy.max_file_size,

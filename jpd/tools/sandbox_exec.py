@@ -40,12 +40,12 @@ _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 
-_WRITE_FILE = 1 << 1
+_EXECUTE, _WRITE_FILE, _READ_FILE = 1 << 0, 1 << 1, 1 << 2
 _REMOVE_DIR, _REMOVE_FILE = 1 << 4, 1 << 5
 _MAKE_CHAR, _MAKE_DIR, _MAKE_REG, _MAKE_SOCK = 1 << 6, 1 << 7, 1 << 8, 1 << 9
 _MAKE_FIFO, _MAKE_BLOCK, _MAKE_SYM = 1 << 10, 1 << 11, 1 << 12
 _REFER, _TRUNCATE = 1 << 13, 1 << 14
-_FILE_RIGHTS = _WRITE_FILE | _TRUNCATE
+_FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1, 2
 
 _AF_UNIX, _EPERM = 1, 1
@@ -106,9 +106,55 @@ def landlock_abi() -> int:
     return abi if abi > 0 else 0
 
 
-def restrict(writable: list[str], *, writes: bool, scopes: bool) -> None:
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def read_grants(hidden: list[str], keep: list[str]) -> list[str]:
+    """What may be read so that nothing in `hidden` can be: every entry on the way from
+    / to a hidden path but the hidden one, each granted with all it holds. A hidden path
+    inside `keep` (a writable root) stays readable; one holding a `keep` path is hidden
+    around it. Folder listings stay allowed (READ_DIR is not restricted): names show,
+    contents do not. Empty: nothing to hide."""
+    keep = [os.path.realpath(path) for path in keep]
+    hidden = [os.path.realpath(path) for path in hidden if os.path.lexists(path)]
+    hidden = [path for path in hidden if not any(_within(path, root) for root in keep)]
+    if not hidden:
+        return []
+    lead: set[str] = set()
+    for path in hidden + [k for k in keep if any(_within(k, h) for h in hidden)]:
+        while path != "/":
+            path = os.path.dirname(path)
+            lead.add(path)
+    grants: list[str] = []
+
+    def walk(folder: str, concealed: bool) -> None:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return  # cannot list it: nothing in it is granted
+        for name in names:
+            child = os.path.join(folder, name)
+            if child in keep:
+                grants.append(child)
+            elif child in lead:
+                walk(child, concealed or child in hidden)
+            elif not concealed and child not in hidden:
+                real = os.path.realpath(child)
+                # A link into (or above) a hidden path would grant it: left out.
+                if not any(_within(real, h) or _within(h, real) for h in hidden):
+                    grants.append(child)
+
+    walk("/", False)
+    return grants
+
+
+def restrict(
+    writable: list[str], *, writes: bool, scopes: bool, hidden: list[str] | None = None
+) -> None:
     """Landlock: no writes but beneath `writable` (and to /dev/null) when `writes`;
-    signals and abstract Unix sockets only within the call when `scopes`."""
+    signals and abstract Unix sockets only within the call when `scopes`; no reading
+    of files in `hidden` (see `read_grants`)."""
     abi = landlock_abi()
     if abi == 0:
         raise Refused("Landlock is not available (Linux 5.13+ with Landlock enabled)")
@@ -127,6 +173,9 @@ def restrict(writable: list[str], *, writes: bool, scopes: bool) -> None:
         handled = _WRITE_FILE | _REMOVE_DIR | _REMOVE_FILE | _MAKE_CHAR | _MAKE_DIR
         handled |= _MAKE_REG | _MAKE_SOCK | _MAKE_FIFO | _MAKE_BLOCK | _MAKE_SYM
         handled |= _REFER | _TRUNCATE
+    readable = read_grants(hidden or [], writable)
+    if readable:
+        handled |= _READ_FILE
     attr = _RulesetAttr(handled, 0, (_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0)
     size = ctypes.sizeof(attr) if abi >= 6 else 8  # older kernels reject unknown fields
     ruleset = _check(
@@ -135,8 +184,15 @@ def restrict(writable: list[str], *, writes: bool, scopes: bool) -> None:
     rules = [(path, handled) for path in writable] if writes else []
     if writes:
         rules.append(("/dev/null", handled & _FILE_RIGHTS))
-    for path, rights in rules:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    required = len(rules)
+    rules += [(path, _READ_FILE) for path in readable]
+    for index, (path, rights) in enumerate(rules):
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            if index < required:
+                raise
+            continue  # a read grant for something gone since the walk
         try:
             if not os.path.isdir(f"/proc/self/fd/{fd}"):
                 rights &= _FILE_RIGHTS  # a file takes file rights only
@@ -230,7 +286,8 @@ def confine(options: dict[str, list[str]]) -> None:
     caged = mode != "off"
     landlock_only = level == "landlock"
     if caged:
-        restrict(options.get("write", []), writes=True, scopes=landlock_only)
+        hidden = options.get("hide", [])
+        restrict(options.get("write", []), writes=True, scopes=landlock_only, hidden=hidden)
     deny_inet = landlock_only and network != "1"
     if caged or deny_inet:
         program = seccomp_program(

@@ -222,16 +222,26 @@ def test_no_tcp_out(victim: Victim, cage: str) -> None:
             server.accept()
 
 
-def test_secrets_and_jpd_folders_are_hidden(victim: Victim) -> None:
-    (victim.runtime / "jp" / "jpd.pid").write_text("1\n")
+@pytest.mark.parametrize("cage", CAGES)
+def test_secrets_and_jpd_folders_are_hidden(victim: Victim, cage: str) -> None:
+    (victim.runtime / "jp" / "jpd.pid").write_text("SECRET PID\n")
+    (victim.workspace / "mine.txt").write_text("WORKSPACE FILE\n")
+    (victim.home / "keys").symlink_to(victim.home / ".ssh")  # a way round by a link
     out = attack(
         victim,
-        "namespaces",
-        f"cat {victim.home}/.ssh/id_ed25519; ls -A {victim.runtime}; ls -A {victim.home}/.ssh;"
-        " echo end",
+        cage,
+        f"cat {victim.home}/.ssh/id_ed25519 {victim.home}/keys/id_ed25519"
+        f" {victim.runtime}/jp/jpd.pid; ls -A {victim.runtime} {victim.home}/.ssh;"
+        f" cat mine.txt {victim.home}/.bashrc; python3 -c 'print(\"python runs\")';"
+        " echo new > new.txt; cat new.txt; echo end",
     )
-    assert "PRIVATE KEY" not in out and "jpd.pid" not in out and "jp\n" not in out
-    assert "end" in out
+    assert "PRIVATE KEY" not in out and "SECRET PID" not in out
+    # Everything else reads as before: the workspace, the rest of $HOME, the system.
+    assert "WORKSPACE FILE" in out and "# mine" in out and "python runs" in out, out
+    assert "new\n" in out and "end" in out
+    if cage == "namespaces":  # the landlock cage hides contents, not names
+        listed = out.split("stdout:", 1)[1].split("stderr:", 1)[0]
+        assert "jpd.pid" not in listed and "id_ed25519" not in listed
 
 
 def test_git_and_jp_are_read_only_inside_the_workspace(victim: Victim) -> None:

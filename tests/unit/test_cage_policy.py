@@ -205,3 +205,24 @@ def test_file_size_limit(tmp_path: Path, cage: str) -> None:
     outcome = anyio.run(RunCommand().run, command, {}, ctx)
     assert isinstance(outcome, Success)
     assert (workspace / "big").stat().st_size <= 1 << 20
+
+
+def test_read_grants_leave_out_hidden_paths_and_links_to_them(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    (home / "notes.txt").write_text("n")
+    (home / "keys").symlink_to(home / ".ssh")
+    (home / "up").symlink_to(home)
+    data = tmp_path / "data"
+    (data / "ws").mkdir(parents=True)
+    (data / "conversations").mkdir()
+    hidden = [str(home / ".ssh"), str(home / ".netrc"), str(data), str(home / "code" / ".jp")]
+    keep = [str(data / "ws"), str(home / "code")]
+    grants = set(sandbox_exec.read_grants(hidden, keep))
+    assert str(home / "notes.txt") in grants and str(home / ".gnupg") in grants
+    assert str(data / "ws") in grants  # a writable root inside a hidden folder
+    assert str(home / "code") in grants  # its .jp stays readable: it is in a writable root
+    for left_out in (".ssh", ".netrc", "keys", "up"):
+        assert str(home / left_out) not in grants
+    assert str(data / "conversations") not in grants and str(data) not in grants
+    assert "/usr" in grants and "/" not in grants
+    assert sandbox_exec.read_grants([str(tmp_path / "missing")], keep) == []
