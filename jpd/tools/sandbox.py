@@ -8,7 +8,8 @@ Two cages (`options.cage`):
 - `landlock`: where namespaces are unavailable, Landlock (writes, and signals and
   abstract sockets scoped to the call), seccomp (no Unix sockets, no network, no chmod,
   chown, utime or xattr changes) and rlimits; the launcher, a child subreaper, kills what
-  the command leaves behind. Secrets stay readable and `.git`/`.jp` writable there.
+  the command leaves behind. Landlock refuses reads of the secrets instead of hiding
+  them; `.git`/`.jp` stay writable there.
 
 `auto` (the default) takes `namespaces` when bubblewrap can build them and `landlock`
 otherwise, and says so in the result. The confinement itself happens in the child (a
@@ -160,7 +161,7 @@ def prepare(
     note = ""
     if policy.cage == "auto":
         note = (
-            f"note: ran in the lighter landlock cage ({problem}): secrets stay readable and"
-            ' .git/.jp writable there; see the README, "Sandbox"'
+            f"note: ran in the lighter landlock cage ({problem}): .git/.jp stay writable"
+            ' there; see the README, "Sandbox"'
         )
     return Launch(inner, level, note)

@@ -9,6 +9,8 @@ layers bubblewrap does not give; in the `landlock` cage it is the whole cage.
   Writes (creating, writing, truncating, removing, renaming, linking) are allowed beneath
   the `write` paths and to /dev/null only. Needs Landlock ABI 3 (TRUNCATE): without it
   `truncate(2)` would empty any file of the user, so an older kernel is refused.
+- `hide=PATH` (repeatable): files there cannot be read (Landlock READ_FILE granted on
+  everything else), for the `landlock` cage, which has no mounts to hide them with.
 - `level=namespaces|landlock`: in `landlock` (no namespaces) Landlock must also scope
   signals and abstract Unix sockets to the call (ABI 6), and seccomp refuses what
   Landlock leaves open outside the workspace: chmod, chown, utime and xattr calls.
