@@ -18,6 +18,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,26 +44,30 @@ __all__ = ["victim"]  # the fixture
 pytestmark = NEEDS_VICTIM
 
 
-def _warm_up(workspace: Path, cage: str) -> None:
+def _warm_up(cage: str) -> None:
     """Run once as root first: the child cannot import modules from root's home later."""
+    base = Path(tempfile.mkdtemp(prefix="jpd-warm-"))
+    (base / "ws").mkdir()
     ctx = BuiltinContext(
         conversation_id=None,
         tool_docs={},
-        root=workspace,
+        root=base / "ws",
         options={"cage": cage},
         env={"PATH": PATH},
-        processes=ToolProcesses(workspace.parent / "warm-data"),
+        processes=ToolProcesses(base / "data"),
     )
-    outcome = anyio.run(RunCommand().run, {"command": "true"}, {}, ctx)
-    assert ctx.processes is not None
-    ctx.processes.close()
-    assert isinstance(outcome, Success), outcome
-    json.dumps({})
+    try:
+        outcome = anyio.run(RunCommand().run, {"command": "true"}, {}, ctx)
+        assert isinstance(outcome, Success), outcome
+    finally:
+        assert ctx.processes is not None
+        ctx.processes.close()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def run_as(victim: Victim, command: str, options: dict[str, Any]) -> tuple[bool, str]:
     """`run_command` as the victim: (succeeded, content or message)."""
-    _warm_up(Path(os.environ.get("TMPDIR", "/tmp")), options.get("cage", "auto"))
+    _warm_up(options.get("cage", "auto"))
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
