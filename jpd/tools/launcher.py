@@ -43,7 +43,11 @@ def _children() -> list[int]:
     """The launcher's children that are not yet dead (zombies left out)."""
     me = str(os.getpid())
     found = []
-    for name in os.listdir("/proc"):
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no /proc (not Linux): only the process group is signalled
+        return []
+    for name in names:
         if not name.isdigit():
             continue
         try:
@@ -56,11 +60,13 @@ def _children() -> list[int]:
     return found
 
 
-def kill_descendants(spare: int = 0) -> None:
-    """SIGKILL every live descendant but `spare`. A killed process's children are
-    reparented to the launcher before it dies, so the loop ends when none is left."""
-    while True:
-        victims = [pid for pid in _children() if pid != spare]
+def kill_descendants() -> None:
+    """SIGKILL every live descendant. A killed process's children are reparented to the
+    launcher before it dies, so the loop ends when none is left (or, for a process stuck
+    in the kernel, after a few seconds)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        victims = _children()
         if not victims:
             return
         for pid in victims:
