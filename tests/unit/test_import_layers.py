@@ -7,6 +7,7 @@ against the layers, and runs `lint-imports` on the copy: it must fail and name i
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,7 +47,7 @@ def _copy_tree(tmp_path: Path) -> Path:
 def test_the_contracts_hold() -> None:
     result = _lint(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 4 kept, 0 broken." in result.stdout
+    assert re.search(r"Contracts: ([5-9]|\d\d+) kept, 0 broken\.", result.stdout), result.stdout
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from jpd.process_groups import ToolProcesses
 from jpd.protocol.modes import PermissionMode
 from jpd.tools import sandbox
 from jpd.tools.builtin import BuiltinContext, default_registry
@@ -40,8 +41,14 @@ def run(
         root=workspace,
         options=options or {},
         env={"PATH": os.environ["PATH"]},
+        # As in the daemon: under the launcher, which reaps what the command orphans.
+        processes=ToolProcesses(workspace.parent / "data"),
     )
-    return anyio.run(RunCommand().run, {"command": command, **arguments}, {}, ctx)
+    try:
+        return anyio.run(RunCommand().run, {"command": command, **arguments}, {}, ctx)
+    finally:
+        assert ctx.processes is not None
+        ctx.processes.close()
 
 
 def content(outcome: ToolOutcome) -> str:
@@ -137,22 +144,35 @@ def test_network_refused_tcp_and_udp(workspace: Path) -> None:
         assert "CONNECTED" in out
 
 
-def test_timeout_kills_grandchildren(workspace: Path) -> None:
-    pids = workspace / "pids"
-    out = content(
-        run(
-            workspace,
-            f"(sleep 600 & echo $! >> {pids}; wait) & echo $! >> {pids}; sleep 600",
-            timeout_secs=1,
-        )
-    )
-    assert out.startswith("timed out after 1 s")
-    for pid in map(int, pids.read_text().split()):
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
+def survivors(token: str) -> list[int]:
+    """Host pids of live processes whose command line holds `token` (pids seen inside a
+    PID namespace mean nothing outside it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
-        assert state in ("Z", "X"), f"process {pid} survived"
+        try:
+            if token.encode() not in (entry / "cmdline").read_bytes():
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def sleeper(token: str) -> str:
+    return f"python3 -c 'import time; time.sleep(600)' {token}"
+
+
+@pytest.mark.parametrize("cage", ["auto", "landlock"])
+def test_timeout_kills_grandchildren(workspace: Path, cage: str) -> None:
+    token = f"jpd-test-grandchild-{os.getpid()}-{cage}"
+    command = f"({sleeper(token)} & wait) & setsid {sleeper(token)} & {sleeper(token)}"
+    out = content(run(workspace, command, {"cage": cage}, timeout_secs=1))
+    assert out.startswith("timed out after 1 s")
+    assert survivors(token) == []
 
 
 def test_huge_output_keeps_head_and_tail(workspace: Path) -> None:
@@ -175,7 +195,7 @@ def test_unavailable_sandbox_is_refused(
     )
     monkeypatch.setattr(sandbox, "SANDBOX_EXEC", fake)
     marker = workspace / "ran"
-    outcome = run(workspace, f"touch {marker}")
+    outcome = run(workspace, f"touch {marker}", {"cage": "landlock"})
     assert isinstance(outcome, Failure) and "refused to run unsandboxed" in outcome.message
     assert not marker.exists()
 
@@ -212,35 +232,57 @@ def test_symlink_out_of_the_workspace_does_not_open_a_way(workspace: Path, tmp_p
 
 
 def test_confiner_refuses_what_it_cannot_apply(tmp_path: Path) -> None:
-    # A real refusal of the confining script: a rule it cannot add, an unknown mode.
+    # Real refusals of the confining script: a rule it cannot add, an unknown mode or
+    # level, a malformed command line.
     marker = tmp_path / "ran"
-    for mode, root in (("workspace-write", tmp_path / "missing"), ("sideways", tmp_path)):
-        confine = [sys.executable, "-I", "-S", str(sandbox.SANDBOX_EXEC)]
+    confine = [sys.executable, "-I", "-S", str(sandbox.SANDBOX_EXEC)]
+    for options in (
+        [f"write={tmp_path / 'missing'}"],
+        ["mode=sideways"],
+        ["level=sideways"],
+        ["nonsense"],
+    ):
         done = subprocess.run(
-            [*confine, mode, "0", str(root), str(tmp_path), "touch", str(marker)],
+            [*confine, *options, "--", "touch", str(marker)],
             capture_output=True,
             text=True,
             check=False,
         )
-        assert done.returncode == 125 and done.stderr.startswith(sandbox.REFUSED)
+        assert done.returncode == 125 and done.stderr.startswith(sandbox.REFUSED), options
         assert not marker.exists()
 
 
 def test_cancelled_call_leaves_no_process_and_no_temp_dir(workspace: Path) -> None:
     ctx = BuiltinContext(
-        conversation_id=None, tool_docs={}, root=workspace, env={"PATH": os.environ["PATH"]}
+        conversation_id=None,
+        tool_docs={},
+        root=workspace,
+        env={"PATH": os.environ["PATH"]},
+        processes=ToolProcesses(workspace.parent / "data"),
     )
-    command = 'echo "$TMPDIR" > tmpdir; sleep 600 & echo $! > pid; wait'
+    token = f"jpd-test-cancelled-{os.getpid()}"
+    command = f'echo "$TMPDIR" > tmpdir; setsid {sleeper(token)} & {sleeper(token)} & wait'
 
     async def cancel_soon() -> None:
         with anyio.move_on_after(1):
             await RunCommand().run({"command": command}, {}, ctx)
 
     anyio.run(cancel_soon)
+    ctx.processes.close()
     assert not Path((workspace / "tmpdir").read_text().strip()).exists()
-    pid = int((workspace / "pid").read_text())
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return
-    assert state in ("Z", "X"), f"process {pid} survived"
+    assert survivors(token) == []
+
+
+@pytest.mark.parametrize("cage", ["auto", "landlock"])
+def test_off_without_network_writes_anywhere_but_has_no_network(
+    workspace: Path, tmp_path: Path, cage: str
+) -> None:
+    outside = tmp_path / "outside.txt"
+    with socket.socket() as tcp:
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen()
+        script = _connect_script(tcp.getsockname()[1], "tcp")
+        out = content(
+            run(workspace, f"echo x > {outside}; {script}", {"sandbox": "off", "cage": cage})
+        )
+    assert outside.read_text() == "x\n" and "CONNECTED" not in out, out

@@ -15,6 +15,7 @@ from anyio.abc import ByteReceiveStream
 from jpd.config.tools import ParameterConfig, ToolConfig
 from jpd.conversation import events as ev
 from jpd.tools.builtin import BuiltinContext
+from jpd.tools.confine import Workspace
 from jpd.tools.outcome import Failure, Success, ToolOutcome
 from jpd.tools.output_cap import (
     KEEP_OPTION,
@@ -26,7 +27,15 @@ from jpd.tools.output_cap import (
     LiveBudget,
     int_option,
 )
-from jpd.tools.sandbox import REFUSED, PolicyError, SandboxPolicy
+from jpd.tools.sandbox import (
+    BWRAP_FAILED,
+    REFUSED,
+    CageUnavailable,
+    Launch,
+    PolicyError,
+    SandboxPolicy,
+    prepare,
+)
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0
@@ -105,7 +114,17 @@ class RunCommand:
         keep: int,
         live: LiveBudget,
     ) -> ToolOutcome:
-        argv = policy.wrap(["/bin/sh", "-c", command], root, tmpdir)
+        roots = Workspace.of(root, ctx.options, ctx.extra_roots).roots
+        shell = ["/bin/sh", "-c", command]
+        try:
+            cage: Launch = await anyio.to_thread.run_sync(
+                lambda: prepare(policy, shell, root, roots, tmpdir)
+            )
+        except CageUnavailable as error:
+            return Failure(message=f"{self._refused(policy)}: {error}")
+        except NotADirectoryError as error:
+            return Failure(message=f"run_command: not a folder: {error}")
+        argv = cage.argv
         launch, pass_fds = ctx.processes.command(argv) if ctx.processes else (argv, ())
         env = {**ctx.env, "TMPDIR": str(tmpdir)}
         try:
@@ -145,16 +164,26 @@ class RunCommand:
                 if ctx.processes is not None:
                     ctx.processes.ended(process.pid)
         errors = stderr.text()
-        if process.returncode == 125 and errors.startswith(REFUSED):
-            return Failure(
-                message=f"run_command: refused to run unsandboxed (sandbox {policy.mode!r},"
-                f" network {'on' if policy.network else 'off'}): {errors.strip()}"
-            )
+        refused = process.returncode == 125 and errors.startswith(REFUSED)
+        if refused or (
+            cage.level == "namespaces"
+            and process.returncode == 1
+            and errors.startswith(BWRAP_FAILED)
+        ):
+            return Failure(message=f"{self._refused(policy)}: {errors.strip()}")
         if timed_out:
             header = f"timed out after {timeout:g} s: the command and its processes were killed"
         else:
             header = f"exit code: {process.returncode}"
-        return Success(content=f"{header}\nstdout:\n{stdout.text()}\nstderr:\n{errors}")
+        note = f"\n{cage.note}" if cage.note else ""
+        return Success(content=f"{header}\nstdout:\n{stdout.text()}\nstderr:\n{errors}{note}")
+
+    @staticmethod
+    def _refused(policy: SandboxPolicy) -> str:
+        return (
+            f"run_command: refused to run unsandboxed (sandbox {policy.mode!r},"
+            f" network {'on' if policy.network else 'off'}, cage {policy.cage!r})"
+        )
 
     @staticmethod
     async def _pump(
