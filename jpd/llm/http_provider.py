@@ -177,9 +177,7 @@ class HttpProvider:
             async with (
                 self._post.open(call.url, headers, call.body, secrets=secrets) as response,
                 aclosing(
-                    stream_events(
-                        readahead.batches(body_chunks(response)), feed, decoder=decoder
-                    )
+                    stream_events(readahead.batches(body_chunks(response)), feed, decoder=decoder)
                 ) as events,
             ):
                 async for event in events:
