@@ -145,7 +145,7 @@ class AnthropicProviderConfig(HostedProviderConfig):
 
 class OpenAIProviderConfig(HostedProviderConfig):
     api_key_env: str = "OPENAI_API_KEY"
-    api: Literal["responses", "chat"] = "chat"
+    api: Literal["responses", "chat"] = "responses"
     """The API `openai/<model>` speaks: the Responses API (reasoning carried between
     turns) or Chat Completions."""
 

@@ -141,10 +141,14 @@ class ProviderRegistry:
             _require_key(env, anthropic.api_key_env, name)
             return AnthropicProvider(**anthropic.model_dump(), env=env)
         if name == "openai":
-            from jpd.llm.openai import OpenAIProvider
-
             openai = config.providers.openai
             _require_key(env, openai.api_key_env, name)
+            if openai.api == "responses":
+                from jpd.llm.openai_responses import OpenAIResponsesProvider
+
+                return OpenAIResponsesProvider(**openai.model_dump(exclude={"api"}), env=env)
+            from jpd.llm.openai import OpenAIProvider
+
             return OpenAIProvider(**openai.model_dump(exclude={"api"}), env=env)
         if name == "google":
             from jpd.llm.google import GoogleProvider

@@ -1,6 +1,7 @@
-"""Gemini and Ollama end to end: a real `jpd` talking to a fake of each wire format
-(SSE `streamGenerateContent`, NDJSON `/api/chat`), a tool call run locally between two
-model calls, its result sent back in each format, the key never leaked."""
+"""Gemini, Ollama and OpenAI's Responses API end to end: a real `jpd` talking to a fake
+of each wire format (SSE `streamGenerateContent`, NDJSON `/api/chat`, SSE `/v1/responses`),
+a tool call run locally between two model calls, its result (and the model's reasoning
+state) sent back in each format, the key never leaked."""
 
 from __future__ import annotations
 
@@ -12,7 +13,16 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import StartJpd
-from tests.e2e.hosted import ECHO, ECHO_PARAMS, answers, assert_no_secret, body, of_kind, texts
+from tests.e2e.hosted import (
+    ECHO,
+    ECHO_PARAMS,
+    OPENAI_KEY,
+    answers,
+    assert_no_secret,
+    body,
+    of_kind,
+    texts,
+)
 from tests.e2e.test_tools import results
 from tests.e2e.tools import make_tool, tool_toml
 from tests.fixtures.fake_llm_server import FakeLLMServer, Reply, Send
@@ -123,3 +133,63 @@ async def test_ollama_tool_call_round_trip_with_num_ctx(
     assert tool_message["role"] == "tool" and tool_message["tool_name"] == "echo"
     assert tool_message["content"].strip() == "echo:hi"
     assert answers(home, started["conversationId"])[-1]["message"] == "done"
+
+
+def r_event(kind: str, **fields: Any) -> bytes:
+    return sse({"type": kind, **fields}, event=kind)
+
+
+async def test_openai_responses_tool_call_carries_encrypted_reasoning(
+    jpd_factory: StartJpd, home: Path, fake: FakeLLMServer
+) -> None:
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "Use echo."}],
+        "encrypted_content": "gAAAA-ENCRYPTED",
+    }
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "echo",
+        "arguments": '{"text":"hi"}',
+    }
+    usage = {"input_tokens": 30, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5}
+    done = r_event("response.completed", response={"status": "completed", "usage": usage})
+    fake.push(
+        stream_reply(
+            r_event("response.reasoning_summary_text.delta", delta="Use echo."),
+            r_event("response.output_item.done", item=reasoning),
+            r_event("response.output_item.done", item=call),
+            done,
+        ),
+        stream_reply(r_event("response.output_text.delta", delta="It said hi."), done),
+    )
+    command = make_tool(home, "echo", ECHO)
+    daemon = await jpd_factory(
+        model="openai/o-x",
+        env={"OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": f"{fake.base_url}/v1"},
+        config='[assistant.reasoning]\neffort = "medium"\n'
+        + tool_toml("echo", command, run='"unattended"')
+        + ECHO_PARAMS,
+    )
+    await daemon.initialize()
+    started, events = await daemon.run_turn("echo hi")
+    assert events[-1]["event"]["stopReason"] == "end_turn"
+    [result] = results(daemon, started["turnId"])
+    assert result["content"].strip() == "echo:hi"
+    assert [r.path for r in fake.requests] == ["/v1/responses", "/v1/responses"]
+    first, follow_up = (body(r) for r in fake.requests)
+    assert first["include"] == ["reasoning.encrypted_content"] and first["store"] is False
+    items = follow_up["input"]
+    assert items[1] == reasoning
+    assert items[2] == {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "echo",
+        "arguments": '{"text":"hi"}',
+    }
+    assert items[3]["type"] == "function_call_output" and items[3]["call_id"] == "call_1"
+    assert answers(home, started["conversationId"])[-1]["message"] == "It said hi."
+    assert_no_secret(OPENAI_KEY, daemon, home)
