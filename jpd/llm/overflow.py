@@ -16,7 +16,7 @@ from jpd.llm.errors import ContextOverflow, ProviderError
 
 _N = r"(\d[\d,_]*)"
 _LIMITS = (
-    re.compile(rf"tokens?\s*>\s*{_N}\s*maximum", re.I),
+    re.compile(rf"tokens?\s*>\s*{_N}", re.I),
     re.compile(rf"maximum context length is\s*{_N}", re.I),
     re.compile(rf"maximum number of tokens allowed\s*\(?{_N}", re.I),
     re.compile(rf"\bn_ctx\W{{0,3}}{_N}", re.I),
