@@ -9,8 +9,9 @@ The native API rather than Ollama's OpenAI-compatible one because only it takes
 `options.num_ctx`: without it a model runs with the server's default context (a few
 thousand tokens) whatever it supports, and Ollama cuts the prompt silently to fit.
 `num_ctx` is the configured context window (`assistant.model.context_window`).
-Ollama has no tool choice: a forced tool is asked for in words by the turn loop's
-usual retry (protocol.md 9.2); `none` sends no tools.
+Ollama has no tool choice: a forced tool is asked for in the system prompt
+(`forced_tool.soften`, as protocol.md 9.2 does for reasoning models); `none` sends no
+tools.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from jpd.llm import forced_tool
 from jpd.llm.base import (
     AssistantMessage,
     Finish,
@@ -70,6 +72,10 @@ class OllamaProvider(HttpProvider):
             retry_policy=retry_policy,
         )
         self.context_window = context_window
+
+    def prepare(self, request: ModelRequest) -> ModelRequest:
+        """Ollama has no tool choice: a forced tool is asked for in the system prompt."""
+        return forced_tool.soften(request) if forced_tool.forces_tool(request) else request
 
     def call(self, request: ModelRequest, base_url: str, secrets: tuple[str, ...]) -> Call:
         return Call(

@@ -125,6 +125,22 @@ async def test_tool_calls_and_history(ollama: OllamaProvider, server: FakeLLMSer
     ]
 
 
+async def test_a_forced_tool_is_asked_for_in_the_system_prompt(
+    ollama: OllamaProvider, server: FakeLLMServer
+) -> None:
+    server.push(ndjson(line({"content": "a"}), done()))
+    request = ask(
+        "Find", model="qwen3", tools=(SEARCH,), tool_choice={"type": "tool", "name": "search"}
+    )
+    await collect(ollama.stream(request))
+    body = json.loads(server.requests[0].body)
+    assert body["messages"][0] == {
+        "role": "system",
+        "content": "IMPORTANT: You MUST call the `search` tool in your response.",
+    }
+    assert [t["function"]["name"] for t in body["tools"]] == ["search"]
+
+
 async def test_length_is_max_tokens(ollama: OllamaProvider, server: FakeLLMServer) -> None:
     server.push(ndjson(line({"content": "a"}), done("length")))
     events = await collect(ollama.stream(ask(model="qwen3")))
