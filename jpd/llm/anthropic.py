@@ -175,7 +175,9 @@ class _StreamState:
             raise _stream_error(data.get("error") or {}, self.secrets)
 
     def end(self, out: Batch) -> None:
-        """The body ended before `message_stop`: a transient failure."""
+        """The body ended: before `message_stop`, a transient failure."""
+        if self.done:
+            return
         raise RetryableError(
             "anthropic: the response stream ended before message_stop",
             reason="stream ended early",

@@ -41,8 +41,9 @@ class WireParser(Protocol):
         ...
 
     def end(self, out: Batch) -> None:
-        """The body ended before `feed` said the response was complete: add the closing
-        events if the answer is whole anyway, else raise (`RetryableError` to retry)."""
+        """The body ended: nothing if `feed` said the response was complete; else add
+        the closing events if the answer is whole anyway, or raise (`RetryableError` to
+        retry)."""
         ...
 
 
@@ -166,18 +167,13 @@ class HttpProvider:
     ) -> AsyncGenerator[StreamEvent, None]:
         parser = call.parser()
         decoder = NDJSONDecoder() if call.framing == "ndjson" else None
-        complete = False
-
-        def feed(data: str, out: Batch) -> bool:
-            nonlocal complete
-            complete = parser.feed(data, out)
-            return complete
-
         try:
             async with (
                 self._post.open(call.url, headers, call.body, secrets=secrets) as response,
                 aclosing(
-                    stream_events(readahead.batches(body_chunks(response)), feed, decoder=decoder)
+                    stream_events(
+                        readahead.batches(body_chunks(response)), parser.feed, decoder=decoder
+                    )
                 ) as events,
             ):
                 async for event in events:
@@ -191,8 +187,6 @@ class HttpProvider:
             if overflow is not None:
                 raise overflow from exc
             raise
-        if complete:
-            return
         out = Batch()
         parser.end(out)
         for event in out.take():

@@ -174,6 +174,7 @@ class _StreamState:
     """Assembles one response from its NDJSON chunks."""
 
     calls: list[ToolCallEvent] = field(default_factory=list)
+    done: bool = False
 
     def feed(self, data: str, out: Batch) -> bool:
         """One line into `out`; returns whether it was the last (`done`)."""
@@ -194,6 +195,7 @@ class _StreamState:
                 self._call(call)
         if chunk.get("done") is not True:
             return False
+        self.done = True
         for event in self.calls:
             out.add(event)
         out.add(UsageEvent(usage=_usage(chunk)))
@@ -218,7 +220,9 @@ class _StreamState:
         self.calls.append(ToolCallEvent(id=str(call_id), name=name, arguments=arguments))
 
     def end(self, out: Batch) -> None:
-        """The body ended before `done`: a transient failure."""
+        """The body ended: before `done`, a transient failure."""
+        if self.done:
+            return
         raise RetryableError(
             "ollama: the response stream ended before done", reason="stream ended early"
         )

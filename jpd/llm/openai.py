@@ -153,12 +153,14 @@ class _StreamState:
     calls: dict[int, _Call] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: TokenUsage | None = None
+    done: bool = False
 
     def feed(self, data: str, out: Batch) -> bool:
         """One SSE event's data into `out` (a `stream_reader.Handler`); returns whether
         the response is complete (`[DONE]`)."""
         if data.strip() == "[DONE]":
             self.close(out)
+            self.done = True
             return True
         chunk = event_json(self.provider, data, self.secrets)
         if isinstance(chunk, dict):
@@ -207,6 +209,8 @@ class _StreamState:
     def end(self, out: Batch) -> None:
         """The body ended before `[DONE]`: retried, unless a `finish_reason` came (then
         only the trailing usage chunk is missing and the answer is whole)."""
+        if self.done:
+            return
         if self.finish_reason is None:
             raise RetryableError(
                 f"{self.provider}: the response stream ended before [DONE]",

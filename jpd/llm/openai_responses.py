@@ -79,6 +79,7 @@ class _StreamState:
     secrets: tuple[str, ...]
     calls: list[ToolCallEvent] = field(default_factory=list)
     reasoning: list[dict[str, Any]] = field(default_factory=list)
+    done: bool = False
 
     def feed(self, data: str, out: Batch) -> bool:
         """One SSE event's data into `out`; returns whether the response ended."""
@@ -104,6 +105,7 @@ class _StreamState:
         elif kind in _ENDS:
             response = event.get("response")
             self._end(str(kind), response if isinstance(response, dict) else {}, out)
+            self.done = True
             return True
         elif kind == "error":
             raise self._error(event)
@@ -148,7 +150,9 @@ class _StreamState:
         out.add(Finish(reason=reason))
 
     def end(self, out: Batch) -> None:
-        """The body ended before the response did: a transient failure."""
+        """The body ended: before the response did, a transient failure."""
+        if self.done:
+            return
         raise RetryableError(
             "openai: the response stream ended before response.completed",
             reason="stream ended early",
