@@ -202,18 +202,24 @@ async def test_an_answer_without_the_call_is_asked_again_forced_then_fails() -> 
 @pytest.mark.parametrize("name", [*HOSTED, "google", "ollama"])
 async def test_a_parent_that_forced_another_tool_gets_answer_inquiry_forced(name: str) -> None:
     """protocol.md 10.4: a parent that forced another tool would make the model call that
-    one: the side request forces `answer_inquiry` from the first try instead (its tools
-    and messages stay the parent's), and the model answers at once."""
-    provider = ChoiceProvider(name=name)
+    one: the side request forces `answer_inquiry` from the first try instead (on
+    `openai-compatible`, pins the answer as its retries do); its tools and messages stay
+    the parent's, and the model answers at once."""
+    pinned_text = '{"inquiry_id": "call_1.go.1", "answer": "true"}'
+    replies = [lambda request: [TextDelta(text=pinned_text), Finish(reason="end_turn")]]
+    provider = ChoiceProvider(*(replies if name == "openai-compatible" else []), name=name)
     parent = parent_request(ToolChoiceTool(name="echo"))
 
     assert await ask_assistant(provider, parent) is True
 
     [first] = provider.requests
-    assert first.tool_choice == ToolChoiceTool(name="answer_inquiry")
+    if name == "openai-compatible":
+        assert first.tool_choice == ToolChoiceNone() and first.pinned_arguments == PINNED
+    else:
+        assert first.tool_choice == ToolChoiceTool(name="answer_inquiry")
+        assert first.pinned_arguments is None
     assert first.tools == parent.tools
     assert first.messages[: len(parent.messages)] == parent.messages
-    assert first.pinned_arguments is None
 
 
 async def test_a_call_of_another_tool_on_the_parents_choice_is_asked_again_forced() -> None:
