@@ -300,3 +300,19 @@ async def test_a_missing_key_names_the_variable(server: FakeLLMServer) -> None:
         await collect(provider.stream(ask(model="gemini-x")))
     await provider.aclose()
     assert server.requests == []
+
+
+async def test_garbled_events_are_retried_and_bad_arguments_fail(
+    google: GoogleProvider, server: FakeLLMServer
+) -> None:
+    server.push(
+        stream_reply(sse("{not json")),
+        stream_reply(chunk({"functionCall": {"name": "search", "args": [1]}}, finish="STOP")),
+    )
+    with pytest.raises(ProviderError, match="non-object arguments for tool `search`"):
+        await collect(google.stream(ask(model="gemini-x", tools=(SEARCH,))))
+    assert len(server.requests) == 2
+    # A model name cannot reach another path of the server.
+    server.push(stream_reply(chunk({"text": "ok"}, finish="STOP")))
+    await collect(google.stream(ask(model="../../x?y")))
+    assert server.requests[-1].path.startswith("/v1beta/models/..%2F..%2Fx%3Fy:")

@@ -211,3 +211,18 @@ def test_bodies_validate_against_the_ollama_types() -> None:
         assert [image.model_dump() for image in images] == message.get("images", [])
         assert checked.role == message["role"]
     ollama_types.Options.model_validate(body["options"])
+
+
+async def test_garbled_lines_are_retried_and_bad_arguments_fail(
+    ollama: OllamaProvider, server: FakeLLMServer
+) -> None:
+    server.push(
+        ndjson(b'{"message": {"content": "x"\n'),
+        ndjson(line({"content": "fine"}), done()),
+    )
+    events = await collect(ollama.stream(ask(model="qwen3")))
+    assert len(retries(events)) == 1 and text_of(after_last_retry(events)) == "fine"
+    calls = [{"function": {"name": "search", "arguments": "not an object"}}]
+    server.push(ndjson(line({"tool_calls": calls}), done()))
+    with pytest.raises(ProviderError, match="non-object arguments"):
+        await collect(ollama.stream(ask(model="qwen3", tools=(SEARCH,))))

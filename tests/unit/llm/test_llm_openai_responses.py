@@ -238,3 +238,16 @@ async def test_failures_and_overflows(
     with pytest.raises(ContextOverflow) as overflow:
         await collect(responses.stream(ask(model="gpt-x")))
     assert overflow.value.window == 8192
+
+
+async def test_garbled_events_are_retried_and_bad_arguments_fail(
+    responses: OpenAIResponsesProvider, server: FakeLLMServer
+) -> None:
+    bad_call = {"type": "function_call", "call_id": "c", "name": "search", "arguments": "{oops"}
+    server.push(
+        stream_reply(sse("{not json")),
+        stream_reply(ev("response.output_item.done", item=bad_call), completed()),
+    )
+    with pytest.raises(ProviderError, match="invalid JSON arguments for tool `search`"):
+        await collect(responses.stream(ask(model="gpt-x", tools=(SEARCH,))))
+    assert len(server.requests) == 2
