@@ -226,6 +226,9 @@ def model_list(
         else:
             state = f"unavailable: {one_line(str(provider.get('problem', '?')), 100)}"
         lines.append(f"  {name:<18} {state}")
+        models = provider.get("models")
+        if isinstance(models, list):
+            lines += [f"    {name}/{model}" for model in models if isinstance(model, str)]
     aliases = result.get("aliases") or {}
     if isinstance(aliases, dict) and aliases:
         lines.append("aliases (use with -m):")

@@ -145,6 +145,19 @@ class AnthropicProviderConfig(HostedProviderConfig):
 
 class OpenAIProviderConfig(HostedProviderConfig):
     api_key_env: str = "OPENAI_API_KEY"
+    api: Literal["responses", "chat"] = "responses"
+    """The API `openai/<model>` speaks: the Responses API (reasoning carried between
+    turns) or Chat Completions."""
+
+
+class GoogleProviderConfig(HostedProviderConfig):
+    api_key_env: str = "GEMINI_API_KEY"
+
+
+class OllamaProviderConfig(ConfigModel):
+    base_url: str = "http://127.0.0.1:11434"
+    max_retries: Annotated[int, Field(ge=0)] = 3
+    timeout: Annotated[float, Field(gt=0)] = 600.0
 
 
 class OpenAICompatibleProviderConfig(ConfigModel):
@@ -152,6 +165,19 @@ class OpenAICompatibleProviderConfig(ConfigModel):
     api_key_env: str | None = None
     max_retries: Annotated[int, Field(ge=0)] = 3
     timeout: Annotated[float, Field(gt=0)] = 600.0
+    app_url: str | None = None
+    """Sent as `HTTP-Referer` (OpenRouter's app attribution)."""
+    app_title: str | None = None
+    """Sent as `X-Title` (OpenRouter's app attribution)."""
+
+    def headers(self) -> dict[str, str]:
+        """The attribution headers to send with every request."""
+        headers: dict[str, str] = {}
+        if self.app_url:
+            headers["HTTP-Referer"] = self.app_url
+        if self.app_title:
+            headers["X-Title"] = self.app_title
+        return headers
 
 
 class ProvidersConfig(ConfigModel):
@@ -160,10 +186,12 @@ class ProvidersConfig(ConfigModel):
     anthropic: AnthropicProviderConfig = AnthropicProviderConfig()
     openai: OpenAIProviderConfig = OpenAIProviderConfig()
     openai_compatible: OpenAICompatibleProviderConfig = OpenAICompatibleProviderConfig()
+    google: GoogleProviderConfig = GoogleProviderConfig()
+    ollama: OllamaProviderConfig = OllamaProviderConfig()
 
     def api_key_variables(self) -> frozenset[str]:
         """The environment variables that hold provider API keys (kept from tools)."""
-        names = {self.anthropic.api_key_env, self.openai.api_key_env}
+        names = {self.anthropic.api_key_env, self.openai.api_key_env, self.google.api_key_env}
         if self.openai_compatible.api_key_env:
             names.add(self.openai_compatible.api_key_env)
         return frozenset(names)

@@ -10,6 +10,7 @@ crash or cancellation mid-compaction leaves the conversation as it was.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -17,6 +18,7 @@ from typing import TypeVar
 from jpd.context.count import TokenCount, reported_input
 from jpd.context.plan import latest_user, plan_cut, plan_stubs
 from jpd.context.summary import Summarizer, SummaryFailed, write_summary
+from jpd.context.window import answer_reserve
 from jpd.conversation import events as ev
 from jpd.llm import base as llm
 from jpd.llm.errors import ContextOverflow
@@ -28,6 +30,8 @@ T = TypeVar("T")
 
 SMALL_WINDOW = 8_192
 """Windows up to this size get the small-context profile (protocol.md 12.5)."""
+LEARN_UNSTATED = 0.75
+"""The window assumed after a refusal that states none: this share of the refused size."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,17 @@ class ContextSettings:
     """Tokens kept free for the answer."""
     enabled: bool = True
     compact_at: float = 0.8
+    model: str = ""
+    """The turn's `<provider>/<model>` (a learned window belongs to it)."""
+    max_tokens: int | None = None
+    """`assistant.model.parameters.max_tokens` (the reserve follows it)."""
+
+    def narrowed(self, window: int) -> ContextSettings:
+        """These settings for a smaller window than configured (one a provider stated)."""
+        if self.window is not None and window >= self.window:
+            return self
+        reserve = answer_reserve(self.max_tokens, window)
+        return dataclasses.replace(self, window=window, reserve=reserve)
 
     @property
     def small(self) -> bool:
@@ -71,6 +86,12 @@ class ContextKeeper:
         self._record = record
         self.last_used: int | None = None
         """The size of the latest request counted."""
+        self._learned: ev.LearnedWindow | None = None
+        """A window learned from a refusal, not yet recorded in a compaction."""
+        for event in reversed(history.compactions):
+            if event.window is not None and event.window.model == settings.model:
+                self.settings = settings.narrowed(event.window.tokens)
+                break
 
     def observe(self, request: llm.ModelRequest, usage: TokenUsage) -> ContextUsage | None:
         """Teach the counter the request's true size; how full the window now is."""
@@ -103,10 +124,25 @@ class ContextKeeper:
         send once more (a second refusal is the turn's error: never a loop)."""
         try:
             return await send(request)
-        except ContextOverflow:
-            if not self.settings.enabled or await self.compact(request, "overflow") is None:
+        except ContextOverflow as exc:
+            if not self.settings.enabled:
+                raise
+            await self._learn(request, exc)
+            if await self.compact(request, "overflow") is None:
                 raise
         return await send(self.rebuild(request))
+
+    async def _learn(self, request: llm.ModelRequest, refusal: ContextOverflow) -> None:
+        """Plan against the window the refusal states, else one well under the refused
+        size, when that is smaller than the configured window (protocol.md 12.5)."""
+        window = refusal.window
+        if window is None:
+            refused = refusal.requested or await self.count.count(request)
+            window = max(1, int(refused * LEARN_UNSTATED))
+        narrowed = self.settings.narrowed(window)
+        if narrowed is not self.settings:
+            self.settings = narrowed
+            self._learned = ev.LearnedWindow(model=self.settings.model, tokens=window)
 
     async def compact(
         self, request: llm.ModelRequest, trigger: str, instructions: str | None = None
@@ -151,10 +187,15 @@ class ContextKeeper:
             return  # nothing older than the tail: the context cannot shrink this way
         head = entries[: cut.index]
         method = "summary"
-        model: str | None = self._summarizer.model_id
+        writer = self._summarizer
+        if self.settings.window is not None:
+            # A learned window may be far smaller than the one the writer was sized for.
+            limit = max(200, self.settings.window // 8)
+            writer = dataclasses.replace(writer, max_tokens=min(writer.max_tokens, limit))
+        model: str | None = writer.model_id
         text: str | None
         try:
-            text = await write_summary(self._summarizer, request, head, instructions)
+            text = await write_summary(writer, request, head, instructions)
         except SummaryFailed:
             method, model = "trim", None
             text = self._carried_summary()
@@ -196,7 +237,10 @@ class ContextKeeper:
         after = await self.count.count(preview)
         if after >= used:
             return used  # a compaction that would not shrink the context is not recorded
-        self._record(probe.model_copy(update={"tokens_after": after}))
+        update: dict[str, object] = {"tokens_after": after}
+        if self._learned is not None:
+            update["window"], self._learned = self._learned, None
+        self._record(probe.model_copy(update=update))
         self.last_used = after
         return after
 
@@ -209,4 +253,5 @@ def compaction_event(event: ev.ContextCompacted) -> ContextCompactedEvent:
         tokens_before=event.tokens_before,
         tokens_after=event.tokens_after,
         summary=event.summary,
+        window=event.window.tokens if event.window is not None else None,
     )

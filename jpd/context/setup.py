@@ -29,6 +29,8 @@ def context_settings(cfg: Config) -> ContextSettings:
         reserve=answer_reserve(max_tokens, window) if window is not None else 0,
         enabled=context.compact,
         compact_at=context.compact_at,
+        model=cfg.assistant.model.id,
+        max_tokens=max_tokens,
     )
 
 

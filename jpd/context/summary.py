@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from jpd.context import summary_check
 from jpd.context.plan import Entry, safe_starts
 from jpd.llm import base as llm
 from jpd.llm.errors import ContextOverflow, ProviderError
@@ -81,11 +82,27 @@ async def write_summary(
         except ProviderError as exc:
             raise SummaryFailed(exc.message) from exc
         if text.strip() and reason != "max_tokens":
+            if summarizer.small:
+                # Small models restate the request instead of summarising: measured, and
+                # refused (the caller trims, keeping the latest turns verbatim).
+                why = summary_check.problem(text, instruction, _said(head))
+                if why is not None:
+                    raise SummaryFailed(f"the summary was not used: {why}")
             return text.strip()
         rejects += 1
         if rejects > 1:
             why = "was cut off" if reason == "max_tokens" else "was empty"
             raise SummaryFailed(f"the summary {why} twice")
+
+
+def _said(head: list[Entry]) -> str:
+    """The text of the conversation being summarised."""
+    parts: list[str] = []
+    for _, message in head:
+        parts.append(message.content)
+        if isinstance(message, llm.AssistantMessage):
+            parts += [f"{call.name} {call.arguments}" for call in message.tool_calls]
+    return "\n".join(parts)
 
 
 def _drop_oldest(head: list[Entry]) -> list[Entry]:

@@ -8,6 +8,7 @@ from jpd.config import Config
 # Longest prefix wins; ids as in `assistant.model.id`.
 _KNOWN: tuple[tuple[str, int], ...] = (
     ("anthropic/claude-", 200_000),
+    ("google/gemini-", 1_048_576),
     ("openai/gpt-4.1", 1_047_576),
     ("openai/gpt-4o", 128_000),
     ("openai/gpt-4-turbo", 128_000),

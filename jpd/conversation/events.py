@@ -330,6 +330,16 @@ CompactionTrigger = Literal["auto", "manual", "overflow"]
 CompactionMethod = Literal["stub", "summary", "trim"]
 
 
+class LearnedWindow(BaseModel):
+    """A model's real context window, as its provider stated it in a refusal."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
+
+    model: str
+    """The turn's `<provider>/<model>`."""
+    tokens: int
+
+
 class ContextCompacted(_Event):
     """What the model is sent from now on leaves out part of the log (protocol.md 12.5).
 
@@ -354,6 +364,10 @@ class ContextCompacted(_Event):
     """The model that wrote the summary."""
     instructions: str | None = None
     """What the user asked the summary to focus on (`conversation/compact`)."""
+    window: LearnedWindow | None = None
+    """The window a provider stated when it refused a request of this conversation (an
+    `overflow` compaction), smaller than the configured one: later turns on that model
+    plan against it."""
 
 
 Event = Annotated[

@@ -170,13 +170,20 @@ class Daemon:
 
     async def list_models(
         self, link: ClientLink, environment: ClientEnvironment | None = None
-    ) -> tuple[Config, list[tuple[str, str | None]]]:
-        """The request's config and, per known provider, why it is unusable (None: usable)."""
+    ) -> tuple[Config, list[tuple[str, str | None, list[str] | None]]]:
+        """The request's config and, per known provider, why it is unusable (None: usable)
+        and the models its server has (None: not listed; Ollama's are)."""
         from jpd.llm.registry import KNOWN
 
         renv = self.request_env(link, environment)
         cfg = await self.configs.for_request(renv)
-        statuses = [(name, self.providers.unavailable(name, cfg, renv.env)) for name in KNOWN]
+        statuses: list[tuple[str, str | None, list[str] | None]] = []
+        for name in KNOWN:
+            problem = self.providers.unavailable(name, cfg, renv.env)
+            models = None
+            if problem is None and name == "ollama":
+                models, problem = await self.providers.server_models(name, cfg)
+            statuses.append((name, problem, models))
         return cfg, statuses
 
     async def list_tools(

@@ -384,7 +384,8 @@ class Turn:
         """Persist the current model output; returns its tool calls."""
         partial, self._partial = self._partial, _Partial()
         usage = partial.usage
-        if partial.reasoning:
+        if partial.reasoning or partial.signature:
+            # A signature alone (Gemini's thought signature) is reasoning state to send back.
             self._record(ev.ChatResponse(reasoning=partial.reasoning, signature=partial.signature))
         if partial.text or usage is not None:
             price_of = _cost(self.spec.price, usage) if usage is not None else None

@@ -9,9 +9,11 @@ result for each of them, and the question. The model answers through the
 - A hosted provider (`anthropic`, `openai`, `openai-compatible`) caches the request's
   prefix (tools, system, messages; Anthropic also keys messages on `tool_choice`), so
   the first attempt keeps the parent's tools and `tool_choice` byte for byte: only the
-  question is uncached. An answer without the call is followed by one request forcing
-  `answer_inquiry`; an invalid answer (wrong id, wrong value) goes back as an error
-  result and is asked again.
+  question is uncached. Unless the parent forced another tool (or none): the parent's
+  choice would make the model call that one, so the request of the attempts after a
+  miss goes first (`answer_inquiry` forced, or pinned where `PINS_ON_RETRY`). An answer
+  without the call is followed by one request forcing `answer_inquiry`; an invalid
+  answer (wrong id, wrong value) goes back as an error result and is asked again.
 - A provider that constrains decoding (`Provider.constrains_decoding`: the embedded
   model) gets `answer_inquiry` forced from the first try, with the id and a boolean's
   or select's values pinned through `ModelRequest.pinned_arguments` (its grammar): a
@@ -98,6 +100,11 @@ class LlmInquiryBackend:
             parent = parent.model_copy(
                 update={"tool_choice": forced, "pinned_arguments": pinned_arguments(ctx)}
             )
+        elif not _allows_answer(parent.tool_choice):
+            # The parent forced another tool (or none): kept, it would make the model call
+            # that one. The request of the attempts after a miss goes first instead (the
+            # cached messages are lost either way, RFD 033).
+            parent = _retry_request(provider, parent, ctx)
         invalid = 0
         retried = False  # the one retry without reasoning (protocol.md 9.2)
         reasoning = True
@@ -289,6 +296,13 @@ def pinned_arguments(ctx: QuestionContext) -> dict[str, Any]:
 # style servers) after the first, cache-preserving attempt missed: `openai-compatible`
 # may be a small local model that cannot copy a long id.
 PINS_ON_RETRY = {"openai-compatible": True}
+
+
+def _allows_answer(choice: llm.ToolChoice) -> bool:
+    """Whether a parent's `tool_choice` lets the model call `answer_inquiry`."""
+    return choice.type in ("auto", "any") or (
+        isinstance(choice, llm.ToolChoiceTool) and choice.name == ANSWER_INQUIRY
+    )
 
 
 def _retry_request(

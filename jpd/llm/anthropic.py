@@ -11,12 +11,8 @@ failure and is retried like a 5xx.
 
 from __future__ import annotations
 
-import functools
 import json
-import os
-import random
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import aclosing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,27 +21,19 @@ import httpx
 from jpd.llm import forced_tool
 from jpd.llm.anthropic_request import build_body, thinking_budget, uses_strict_tools
 from jpd.llm.base import (
-    EventStream,
     Finish,
     FinishReason,
     ModelRequest,
     ReasoningDelta,
-    StreamEvent,
     ToolCallEvent,
     UsageEvent,
 )
 from jpd.llm.errors import ProviderError
-from jpd.llm.readahead import Readahead, read_ahead
+from jpd.llm.http_provider import Call, HttpProvider
 from jpd.llm.request_build import encode_body
-from jpd.llm.retry import RetryableError, RetryPolicy, run_with_retries
-from jpd.llm.stream_reader import Batch, stream_events
-from jpd.llm.transport import (
-    StreamingPost,
-    body_chunks,
-    event_json,
-    one_line,
-    read_api_key,
-)
+from jpd.llm.retry import RetryableError, RetryPolicy
+from jpd.llm.stream_reader import Batch
+from jpd.llm.transport import event_json, one_line
 from jpd.protocol.usage import TokenUsage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -63,17 +51,17 @@ _STOP_REASONS: dict[str, FinishReason] = {
 }
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpProvider):
     """`anthropic/<model>`: the Messages API with streaming, tools, thinking and caching.
 
-    The API key is read from `env[api_key_env]` (default `os.environ`) when a
-    stream starts, so a missing key fails the turn, not daemon start-up. The base
-    URL is `base_url`, else `$ANTHROPIC_BASE_URL`, else the public endpoint.
+    The key is read from `env[api_key_env]` when a stream starts (`HttpProvider`). The
+    base URL is `base_url`, else `$ANTHROPIC_BASE_URL`, else the public endpoint.
     """
 
     name = "anthropic"
+    default_base_url = DEFAULT_BASE_URL
+    base_url_env = "ANTHROPIC_BASE_URL"
     refuses_forced_tool_with_reasoning = True
-    constrains_decoding = False
 
     def __init__(
         self,
@@ -86,67 +74,38 @@ class AnthropicProvider:
         client: httpx.AsyncClient | None = None,
         retry_policy: RetryPolicy | None = None,
     ) -> None:
-        self._env = env if env is not None else os.environ
-        base = base_url or self._env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-        self.base_url = base.rstrip("/")
-        self.api_key_env = api_key_env
-        self.policy = retry_policy or RetryPolicy(max_retries=max_retries)
-        self._post = StreamingPost(
-            provider=self.name, timeout=timeout, key_env=api_key_env, client=client
+        super().__init__(
+            base_url=base_url,
+            api_key_env=api_key_env,
+            max_retries=max_retries,
+            timeout=timeout,
+            env=env,
+            client=client,
+            retry_policy=retry_policy,
         )
-        self._rng = random.Random()
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
 
-    def stream(self, request: ModelRequest) -> EventStream:
-        """Stream one model call (see `Provider.stream`); a forced tool with reasoning on is
-        sent softened (protocol.md 9.2): the sender retries a miss without reasoning."""
+    def prepare(self, request: ModelRequest) -> ModelRequest:
+        """A forced tool with reasoning on is sent softened (protocol.md 9.2): the
+        sender retries a miss without reasoning."""
         if forced_tool.forces_tool(request) and _reasoning_active(request):
-            request = forced_tool.soften(request)
-        return read_ahead(functools.partial(self._events, request))
+            return forced_tool.soften(request)
+        return request
 
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        await self._post.aclose()
+    def auth_headers(self, secret: str) -> dict[str, str]:
+        return {"x-api-key": secret}
 
-    def _events(
-        self, request: ModelRequest, readahead: Readahead
-    ) -> AsyncGenerator[StreamEvent, None]:
-        key = read_api_key(self._env, self.api_key_env, self.name)
-        body = encode_body(build_body(request))
-        headers = {
-            "content-type": "application/json",
-            "accept": "text/event-stream",
-            "anthropic-version": API_VERSION,
-        }
+    def call(self, request: ModelRequest, base_url: str, secrets: tuple[str, ...]) -> Call:
+        headers = {"anthropic-version": API_VERSION}
         if uses_strict_tools(request):
             headers["anthropic-beta"] = STRICT_TOOLS_BETA
-        url = f"{self.base_url}/v1/messages"
-        secret = key.get_secret_value()
-        headers["x-api-key"] = secret
-
-        def attempt() -> AsyncGenerator[StreamEvent, None]:
-            return self._attempt(url, headers, body, secret, readahead)
-
-        return run_with_retries(attempt, self.policy, self._rng)
-
-    async def _attempt(
-        self, url: str, headers: dict[str, str], body: bytes, secret: str, readahead: Readahead
-    ) -> AsyncGenerator[StreamEvent, None]:
-        secrets = (secret,)
-        state = _StreamState(secrets)
-        async with (
-            self._post.open(url, headers, body, secrets=secrets) as response,
-            aclosing(stream_events(readahead.batches(body_chunks(response)), state.feed)) as events,
-        ):
-            async for event in events:
-                yield event
-        if state.done:
-            return
-        raise RetryableError(
-            "anthropic: the response stream ended before message_stop",
-            reason="stream ended early",
+        return Call(
+            url=f"{base_url}/v1/messages",
+            body=encode_body(build_body(request)),
+            headers=headers,
+            parser=lambda: _StreamState(secrets),
         )
 
 
@@ -214,6 +173,15 @@ class _StreamState:
             out.add(Finish(reason=self._finish_reason()))
         elif kind == "error":
             raise _stream_error(data.get("error") or {}, self.secrets)
+
+    def end(self, out: Batch) -> None:
+        """The body ended: before `message_stop`, a transient failure."""
+        if self.done:
+            return
+        raise RetryableError(
+            "anthropic: the response stream ended before message_stop",
+            reason="stream ended early",
+        )
 
     def _start(self, data: dict[str, Any], out: Batch) -> None:
         raw = data.get("content_block") or {}

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from jpd.llm.base import (
+    FOREIGN_SIGNATURES,
     AssistantMessage,
     Message,
     ModelRequest,
@@ -66,7 +67,7 @@ def _open_tool_cycle_unsigned(messages: tuple[Message, ...]) -> bool:
         return False
     for message in reversed(messages):
         if isinstance(message, AssistantMessage):
-            return not (message.reasoning and message.reasoning_signature)
+            return not _signed(message)
         if isinstance(message, UserMessage):
             return False
     return False
@@ -211,7 +212,7 @@ def _convert(message: Message, *, thinking: bool) -> tuple[str, list[Block]]:
         return "user", [result]
     blocks: list[Block] = []
     # Unsigned reasoning (e.g. from another provider) cannot be sent back.
-    if thinking and message.reasoning and message.reasoning_signature:
+    if thinking and _signed(message):
         blocks.append(
             {
                 "type": "thinking",
@@ -226,3 +227,9 @@ def _convert(message: Message, *, thinking: bool) -> tuple[str, list[Block]]:
             {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
         )
     return "assistant", blocks
+
+
+def _signed(message: AssistantMessage) -> bool:
+    """Whether `message` carries reasoning Anthropic signed (not another provider's)."""
+    signature = message.reasoning_signature
+    return bool(message.reasoning and signature and not signature.startswith(FOREIGN_SIGNATURES))

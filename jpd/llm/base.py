@@ -30,6 +30,11 @@ class UserMessage(_Model):
     """Images sent with the message (left out of dumps when there are none)."""
 
 
+FOREIGN_SIGNATURES = ("gemini:", "openai:")
+"""Prefixes of the `reasoning_signature`s other providers than Anthropic keep (Gemini's
+thought signature, OpenAI's reasoning item): each provider sends back only its own."""
+
+
 class ToolCallPart(_Model):
     id: str
     name: str
@@ -41,7 +46,8 @@ class AssistantMessage(_Model):
     content: str = ""
     reasoning: str | None = None
     reasoning_signature: str | None = None
-    """Provider signature of `reasoning` (Anthropic thinking); required to send it back."""
+    """Provider signature of `reasoning` (Anthropic thinking; `gemini:`/`openai:` and the
+    other providers' opaque reasoning state); required to send it back."""
     tool_calls: tuple[ToolCallPart, ...] = ()
 
 

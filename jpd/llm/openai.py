@@ -15,40 +15,28 @@ is complete, so it is kept rather than paid for twice.
 
 from __future__ import annotations
 
-import functools
 import json
-import os
-import random
 import uuid
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import aclosing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from jpd.llm.base import (
-    EventStream,
     Finish,
     FinishReason,
     ModelRequest,
-    StreamEvent,
     ToolCallEvent,
     UsageEvent,
 )
 from jpd.llm.errors import ProviderError, ProviderUnavailable
+from jpd.llm.http_provider import Call, HttpProvider
 from jpd.llm.openai_request import build_body
-from jpd.llm.readahead import Readahead, read_ahead
 from jpd.llm.request_build import encode_body
-from jpd.llm.retry import RetryableError, RetryPolicy, run_with_retries
-from jpd.llm.stream_reader import Batch, stream_events
-from jpd.llm.transport import (
-    StreamingPost,
-    body_chunks,
-    event_json,
-    one_line,
-    read_api_key,
-)
+from jpd.llm.retry import RetryableError, RetryPolicy
+from jpd.llm.stream_reader import Batch
+from jpd.llm.transport import event_json, one_line
 from jpd.protocol.usage import TokenUsage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -64,13 +52,13 @@ _RETRYABLE_STREAM_ERRORS = frozenset(
 )
 
 
-class OpenAIProvider:
+class OpenAIProvider(HttpProvider):
     """Chat Completions over SSE. Use `OpenAIProvider.compatible(...)` for other servers.
 
     For `openai` the key is required (`$OPENAI_API_KEY` by default) and the base
     URL is `base_url`, else `$OPENAI_BASE_URL`, else the public endpoint. For
-    `openai-compatible` the base URL is required and the key optional. Keys are
-    read from `env` (default `os.environ`) when a stream starts.
+    `openai-compatible` the base URL is required and the key optional; `headers` are
+    sent with every request (OpenRouter's attribution, `HTTP-Referer` and `X-Title`).
     """
 
     def __init__(
@@ -84,21 +72,26 @@ class OpenAIProvider:
         client: httpx.AsyncClient | None = None,
         retry_policy: RetryPolicy | None = None,
         name: str = "openai",
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
-        self.refuses_forced_tool_with_reasoning = False
-        self.constrains_decoding = False
         self._compatible = name != "openai"
-        self._env = env if env is not None else os.environ
-        if not self._compatible:
-            base_url = base_url or self._env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        self.base_url = base_url.rstrip("/") if base_url else None
-        self.api_key_env = api_key_env
-        self.policy = retry_policy or RetryPolicy(max_retries=max_retries)
-        self._post = StreamingPost(
-            provider=name, timeout=timeout, key_env=api_key_env, client=client
+        if self._compatible:
+            self.default_base_url = None
+            self.base_url_env = None
+        else:
+            self.default_base_url = DEFAULT_BASE_URL
+            self.base_url_env = "OPENAI_BASE_URL"
+        self._headers = dict(headers or {})
+        super().__init__(
+            base_url=base_url,
+            api_key_env=api_key_env,
+            max_retries=max_retries,
+            timeout=timeout,
+            env=env,
+            client=client,
+            retry_policy=retry_policy,
         )
-        self._rng = random.Random()
 
     @classmethod
     def compatible(
@@ -111,6 +104,7 @@ class OpenAIProvider:
         env: Mapping[str, str] | None = None,
         client: httpx.AsyncClient | None = None,
         retry_policy: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> OpenAIProvider:
         """An `openai-compatible` provider: `base_url` required, key optional."""
         return cls(
@@ -122,72 +116,25 @@ class OpenAIProvider:
             client=client,
             retry_policy=retry_policy,
             name="openai-compatible",
+            headers=headers,
         )
 
-    def __repr__(self) -> str:
-        return (
-            f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r}, "
-            f"api_key_env={self.api_key_env!r})"
-        )
-
-    def stream(self, request: ModelRequest) -> EventStream:
-        """Stream one model call (see `Provider.stream`)."""
-        return read_ahead(functools.partial(self._events, request))
-
-    def _events(
-        self, request: ModelRequest, readahead: Readahead
-    ) -> AsyncGenerator[StreamEvent, None]:
+    def require_base_url(self) -> str:
         if self.base_url is None:
             raise ProviderUnavailable(
                 f"{self.name}: no base URL; set providers.openai_compatible.base_url"
                 " (e.g. http://localhost:11434/v1 for Ollama)"
             )
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        secrets: tuple[str, ...] = ()
-        if self.api_key_env is not None:
-            secret = read_api_key(self._env, self.api_key_env, self.name).get_secret_value()
-            headers["authorization"] = f"Bearer {secret}"
-            secrets = (secret,)
-        body = encode_body(build_body(request, compatible=self._compatible))
-        url = f"{self.base_url}/chat/completions"
+        return self.base_url
 
-        def attempt() -> AsyncGenerator[StreamEvent, None]:
-            return self._attempt(url, headers, body, secrets, readahead)
-
-        return run_with_retries(attempt, self.policy, self._rng)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        await self._post.aclose()
-
-    async def _attempt(
-        self,
-        url: str,
-        headers: dict[str, str],
-        body: bytes,
-        secrets: tuple[str, ...],
-        readahead: Readahead,
-    ) -> AsyncGenerator[StreamEvent, None]:
-        state = _StreamState(self.name, secrets)
-        done = False
-        async with (
-            self._post.open(url, headers, body, secrets=secrets) as response,
-            aclosing(stream_events(readahead.batches(body_chunks(response)), state.feed)) as events,
-        ):
-            async for event in events:
-                done = done or isinstance(event, Finish)
-                yield event
-        if done:
-            return
-        if state.finish_reason is None:
-            raise RetryableError(
-                f"{self.name}: the response stream ended before [DONE]",
-                reason="stream ended early",
-            )
-        out = Batch()
-        state.end(out)
-        for event in out.take():
-            yield event
+    def call(self, request: ModelRequest, base_url: str, secrets: tuple[str, ...]) -> Call:
+        name = self.name
+        return Call(
+            url=f"{base_url}/chat/completions",
+            body=encode_body(build_body(request, compatible=self._compatible)),
+            headers=dict(self._headers),
+            parser=lambda: _StreamState(name, secrets),
+        )
 
 
 @dataclass
@@ -206,12 +153,14 @@ class _StreamState:
     calls: dict[int, _Call] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: TokenUsage | None = None
+    done: bool = False
 
     def feed(self, data: str, out: Batch) -> bool:
         """One SSE event's data into `out` (a `stream_reader.Handler`); returns whether
         the response is complete (`[DONE]`)."""
         if data.strip() == "[DONE]":
-            self.end(out)
+            self.close(out)
+            self.done = True
             return True
         chunk = event_json(self.provider, data, self.secrets)
         if isinstance(chunk, dict):
@@ -258,6 +207,18 @@ class _StreamState:
             call.parts.append(json.dumps(arguments))
 
     def end(self, out: Batch) -> None:
+        """The body ended before `[DONE]`: retried, unless a `finish_reason` came (then
+        only the trailing usage chunk is missing and the answer is whole)."""
+        if self.done:
+            return
+        if self.finish_reason is None:
+            raise RetryableError(
+                f"{self.provider}: the response stream ended before [DONE]",
+                reason="stream ended early",
+            )
+        self.close(out)
+
+    def close(self, out: Batch) -> None:
         """The closing events: tool calls, usage, finish."""
         for index in sorted(self.calls):
             call = self.calls[index]

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from jpd.config import Config
     from jpd.llm.base import Provider
 
-KNOWN = ("test", "local", "anthropic", "openai", "openai-compatible")
+KNOWN = ("test", "local", "anthropic", "openai", "openai-compatible", "google", "ollama")
+_KEYED = ("anthropic", "openai", "openai-compatible", "google")
+"""The providers that read an API key (openai-compatible only when configured)."""
 
 
 class ProviderSource(Protocol):
@@ -55,7 +57,9 @@ class ProviderRegistry:
         variables = {v: source[v] for v in _variables(config, name) if v in source}
         # A digest, so that API keys are not kept in a readable cache key.
         digest = hashlib.sha256(json.dumps(variables, sort_keys=True).encode()).hexdigest()
-        key = f"{name}|{model.name if name == 'local' else ''}|{section}|{digest}"
+        # The embedded model loads per model; Ollama sizes its context by the window.
+        per_model = {"local": model.name, "ollama": str(model.context_window)}.get(name, "")
+        key = f"{name}|{per_model}|{section}|{digest}"
         provider = self._cache.get(key)
         if provider is None:
             provider = self._create(name, model.name, config, variables)
@@ -85,7 +89,7 @@ class ProviderRegistry:
                 )
             if name == "openai-compatible" and config.providers.openai_compatible.base_url is None:
                 raise ProviderUnavailable("set providers.openai_compatible.base_url")
-            if name in ("anthropic", "openai", "openai-compatible"):
+            if name in _KEYED:
                 variables = _variables(config, name)
                 if variables:
                     _require_key(source, variables[0], name)
@@ -94,6 +98,23 @@ class ProviderRegistry:
         except Exception as exc:  # e.g. a missing model file
             return str(exc)
         return None
+
+    async def server_models(self, name: str, config: Config) -> tuple[list[str] | None, str | None]:
+        """The models provider `name`'s server has (Ollama), and why they could not be
+        listed (None: they were)."""
+        if name != "ollama":
+            return None, None
+        from jpd.llm.ollama import OllamaProvider
+
+        provider = OllamaProvider(base_url=config.providers.ollama.base_url)
+        try:
+            return await provider.model_names(), None
+        except ProviderUnavailable as exc:
+            return None, exc.message
+        except Exception as exc:
+            return None, str(getattr(exc, "message", exc))
+        finally:
+            await provider.aclose()
 
     def bound(self, env: Mapping[str, str] | None) -> ProviderSource:
         """This registry for one request's environment."""
@@ -120,11 +141,28 @@ class ProviderRegistry:
             _require_key(env, anthropic.api_key_env, name)
             return AnthropicProvider(**anthropic.model_dump(), env=env)
         if name == "openai":
-            from jpd.llm.openai import OpenAIProvider
-
             openai = config.providers.openai
             _require_key(env, openai.api_key_env, name)
-            return OpenAIProvider(**openai.model_dump(), env=env)
+            if openai.api == "responses":
+                from jpd.llm.openai_responses import OpenAIResponsesProvider
+
+                return OpenAIResponsesProvider(**openai.model_dump(exclude={"api"}), env=env)
+            from jpd.llm.openai import OpenAIProvider
+
+            return OpenAIProvider(**openai.model_dump(exclude={"api"}), env=env)
+        if name == "google":
+            from jpd.llm.google import GoogleProvider
+
+            google = config.providers.google
+            _require_key(env, google.api_key_env, name)
+            return GoogleProvider(**google.model_dump(), env=env)
+        if name == "ollama":
+            from jpd.llm.ollama import OllamaProvider
+
+            ollama = config.providers.ollama
+            return OllamaProvider(
+                **ollama.model_dump(), env=env, context_window=config.assistant.model.context_window
+            )
         if name == "openai-compatible":
             from jpd.llm.openai import OpenAIProvider
 
@@ -136,7 +174,11 @@ class ProviderRegistry:
                 )
             if section.api_key_env is not None:
                 _require_key(env, section.api_key_env, name)
-            return OpenAIProvider.compatible(**section.model_dump(), env=env)
+            return OpenAIProvider.compatible(
+                **section.model_dump(exclude={"app_url", "app_title"}),
+                headers=section.headers(),
+                env=env,
+            )
         raise ProviderUnavailable(
             f"unknown or unsupported provider {name!r} in assistant.model.id; "
             f"known providers: {', '.join(KNOWN)}"
@@ -191,7 +233,7 @@ def _require_key(env: Mapping[str, str], variable: str, provider: str) -> None:
 
 def key_variable(config: Config, name: str) -> str | None:
     """The variable provider `name` reads its API key from (None: it needs none)."""
-    if name in ("anthropic", "openai", "openai-compatible"):
+    if name in _KEYED:
         variables = _variables(config, name)
         return variables[0] if variables else None
     return None
@@ -203,6 +245,8 @@ def _variables(config: Config, name: str) -> tuple[str, ...]:
         return (config.providers.anthropic.api_key_env, "ANTHROPIC_BASE_URL")
     if name == "openai":
         return (config.providers.openai.api_key_env, "OPENAI_BASE_URL")
+    if name == "google":
+        return (config.providers.google.api_key_env,)
     if name == "openai-compatible":
         variable = config.providers.openai_compatible.api_key_env
         return (variable,) if variable is not None else ()

@@ -120,6 +120,10 @@ class SSEDecoder:
         self._reset()
         return events
 
+    def close_data(self) -> list[str]:
+        """As `close`, but only each event's data."""
+        return [event.data for event in self.close()]
+
     def _field(self, line: str) -> None:
         name, sep, value = line.partition(":")
         if sep and value.startswith(" "):

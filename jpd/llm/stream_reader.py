@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 import time
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
-from typing import Literal
+from typing import Literal, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -81,12 +81,28 @@ Handler = Callable[[str, Batch], bool]
 """One SSE event's data into the batch; returns whether the response is complete."""
 
 
+class FrameDecoder(Protocol):
+    """Splits a body's text into the data of its frames (`SSEDecoder`, `NDJSONDecoder`)."""
+
+    def feed_data(self, text: str) -> list[str]:
+        """Add `text`; the data of the frames it completes."""
+        ...
+
+    def close_data(self) -> list[str]:
+        """End of body: the data of any frame it completes."""
+        ...
+
+
 async def stream_events(
-    chunks: AsyncIterable[bytes], handle: Handler, interval: float = YIELD_INTERVAL
+    chunks: AsyncIterable[bytes],
+    handle: Handler,
+    interval: float = YIELD_INTERVAL,
+    *,
+    decoder: FrameDecoder | None = None,
 ) -> AsyncGenerator[StreamEvent, None]:
     """Run `handle` over the SSE events of `chunks` (a UTF-8 body, e.g. the batches of
     `Readahead.batches`) and yield what it makes, merged per chunk; stop once `handle`
-    says the response is complete.
+    says the response is complete. `decoder` frames the body otherwise (NDJSON).
 
     An error `handle` raises is raised after the events before it in the chunk were
     yielded, as when they were handed on one by one.
@@ -96,7 +112,8 @@ async def stream_events(
     yielded, the event loop runs other tasks (among them the writer that forwards the
     deltas to clients).
     """
-    decoder = SSEDecoder()
+    if decoder is None:
+        decoder = SSEDecoder()
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     out = Batch()
     text_sent = False
@@ -110,7 +127,7 @@ async def stream_events(
         except StopAsyncIteration:  # end of body: what the decoder still holds
             ended = True
             batch = decoder.feed_data(utf8.decode(b"", final=True))
-            batch += [event.data for event in decoder.close()]
+            batch += decoder.close_data()
         else:
             text = utf8.decode(chunk)
             if first_chunk and text:

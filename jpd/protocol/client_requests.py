@@ -296,6 +296,8 @@ class ProviderStatus(WireModel):
     """The environment variable its API key is read from (hosted providers)."""
     problem: str | None = None
     """Why it cannot be used now (absent when `available`)."""
+    models: list[str] | None = None
+    """The models its server has, for a provider that lists them (Ollama's `/api/tags`)."""
 
 
 class ModelListResult(WireModel):

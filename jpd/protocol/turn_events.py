@@ -109,6 +109,10 @@ class ContextCompactedEvent(WireModel):
     tokens_before: int
     tokens_after: int
     summary: str | None = None
+    window: int | None = None
+    """Set when the provider refused the request as too long and stated (or implied) a
+    window smaller than the configured one: the compaction was planned against it, and
+    the conversation's later turns on that model are too (protocol.md 12.5)."""
 
 
 class RetryScheduled(WireModel):

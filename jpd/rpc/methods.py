@@ -166,8 +166,9 @@ async def model_list(daemon: Daemon, session: Session, p: wire.ModelListParams) 
                 available=problem is None,
                 key_variable=key_variable(cfg, name),
                 problem=problem,
+                models=models,
             )
-            for name, problem in statuses
+            for name, problem, models in statuses
         ],
     )
 

@@ -31,6 +31,7 @@ from jpd.llm.base import (
     TextDelta,
     ToolCallEvent,
     ToolCallPart,
+    ToolChoiceAny,
     ToolChoiceAuto,
     ToolChoiceNone,
     ToolChoiceTool,
@@ -198,15 +199,38 @@ async def test_an_answer_without_the_call_is_asked_again_forced_then_fails() -> 
     )
 
 
-async def test_a_call_of_another_tool_is_asked_again_forced() -> None:
-    """protocol.md 10.4: a parent that forced another tool: the model calls that one
-    (not run), and the retry forces `answer_inquiry`, which it answers."""
-    provider = ChoiceProvider()
+@pytest.mark.parametrize("name", [*HOSTED, "google", "ollama"])
+async def test_a_parent_that_forced_another_tool_gets_answer_inquiry_forced(name: str) -> None:
+    """protocol.md 10.4: a parent that forced another tool would make the model call that
+    one: the side request forces `answer_inquiry` from the first try instead (on
+    `openai-compatible`, pins the answer as its retries do); its tools and messages stay
+    the parent's, and the model answers at once."""
+    pinned_text = '{"inquiry_id": "call_1.go.1", "answer": "true"}'
+    replies = [lambda request: [TextDelta(text=pinned_text), Finish(reason="end_turn")]]
+    provider = ChoiceProvider(*(replies if name == "openai-compatible" else []), name=name)
+    parent = parent_request(ToolChoiceTool(name="echo"))
 
-    assert await ask_assistant(provider, parent_request(ToolChoiceTool(name="echo"))) is True
+    assert await ask_assistant(provider, parent) is True
+
+    [first] = provider.requests
+    if name == "openai-compatible":
+        assert first.tool_choice == ToolChoiceNone() and first.pinned_arguments == PINNED
+    else:
+        assert first.tool_choice == ToolChoiceTool(name="answer_inquiry")
+        assert first.pinned_arguments is None
+    assert first.tools == parent.tools
+    assert first.messages[: len(parent.messages)] == parent.messages
+
+
+async def test_a_call_of_another_tool_on_the_parents_choice_is_asked_again_forced() -> None:
+    """protocol.md 10.4: on a parent's `any`, a call of another tool is not run, and the
+    retry forces `answer_inquiry`, which it answers."""
+    provider = ChoiceProvider(call("echo", "x"))
+
+    assert await ask_assistant(provider, parent_request(ToolChoiceAny())) is True
 
     first, forced = provider.requests
-    assert first.tool_choice == ToolChoiceTool(name="echo")
+    assert first.tool_choice == ToolChoiceAny()
     assert forced.tool_choice == ToolChoiceTool(name="answer_inquiry")
     assert forced.messages == first.messages  # nothing was said: the same question again
 

@@ -31,12 +31,14 @@ async def jpd_factory(home: Path) -> AsyncIterator[StartJpd]:
         config: str = "",
         env: dict[str, str] | None = None,
         model: str = "test/scripted",
+        context_window: int | None = None,
     ) -> Jpd:
         script = write_script(home / "script.json", responses or [{"text": "ok"}])
         config_file = home / "config.toml"
         config_file.write_text(
             f'[assistant.model]\nid = "{model}"\n'
-            f'[providers.test]\nscript = "{script}"\nrecord = "{home / "requests.jsonl"}"\n'
+            + (f"context_window = {context_window}\n" if context_window else "")
+            + f'[providers.test]\nscript = "{script}"\nrecord = "{home / "requests.jsonl"}"\n'
             + config
         )
         daemon = await start_jpd(

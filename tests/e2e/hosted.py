@@ -19,6 +19,8 @@ from tests.fixtures.fake_llm_server import FakeLLMServer, Recorded
 KEY = "sk-ant-e2e-SECRET-5f1c9a7e3b"
 OPENAI_KEY = "sk-e2e-SECRET-0b7d2e94aa"
 CLAUDE = "anthropic/claude-x"
+OPENAI_CHAT = '[providers.openai]\napi = "chat"\n'
+"""`openai/<model>` on Chat Completions (the default is the Responses API)."""
 
 ECHO = """
 print(json.dumps({"type": "success", "content": "echo:" + args["text"]}))

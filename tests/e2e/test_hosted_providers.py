@@ -21,6 +21,7 @@ from tests.e2e.hosted import (
     ECHO,
     ECHO_PARAMS,
     KEY,
+    OPENAI_CHAT,
     OPENAI_KEY,
     answers,
     anthropic_env,
@@ -149,6 +150,7 @@ async def test_openai_answer_with_cached_usage(
     daemon = await jpd_factory(
         model="openai/gpt-x",
         env={"OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": f"{fake.base_url}/v1"},
+        config=OPENAI_CHAT,
     )
     await daemon.initialize()
     started, events = await daemon.run_turn("hi")

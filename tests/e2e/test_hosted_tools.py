@@ -15,6 +15,7 @@ from tests.e2e.hosted import (
     CLAUDE,
     ECHO,
     ECHO_PARAMS,
+    OPENAI_CHAT,
     OPENAI_KEY,
     answers,
     anthropic_env,
@@ -148,6 +149,7 @@ async def test_openai_tool_call_fragments_run_a_local_tool_with_reasoning_effort
         model="openai/o-x",
         env={"OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": f"{fake.base_url}/v1"},
         config='[assistant.reasoning]\neffort = "high"\n'
+        + OPENAI_CHAT
         + tool_toml("echo", command, run='"unattended"')
         + ECHO_PARAMS,
     )

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import StartJpd
-from tests.e2e.hosted import CLAUDE, OPENAI_KEY, anthropic_env, plain
+from tests.e2e.hosted import CLAUDE, OPENAI_CHAT, OPENAI_KEY, anthropic_env, plain
 from tests.e2e.test_inquiries import asker
 from tests.e2e.test_tools import results
 from tests.e2e.tools import make_tool, tool_toml
@@ -68,7 +68,7 @@ def settings(provider: str, fake: FakeLLMServer) -> dict[str, Any]:
         return {"model": CLAUDE, "env": anthropic_env(fake), "config": ""}
     if provider == "openai":
         env = {"OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": f"{fake.base_url}/v1"}
-        return {"model": "openai/gpt-x", "env": env, "config": ""}
+        return {"model": "openai/gpt-x", "env": env, "config": OPENAI_CHAT}
     config = f'[providers.openai_compatible]\nbase_url = "{fake.base_url}/v1"\n'
     return {"model": "openai-compatible/m", "env": {}, "config": config}
 

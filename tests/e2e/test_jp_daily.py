@@ -4,6 +4,7 @@ cancel`, quitting with Ctrl-C, tool call ends, and no silent waits."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -16,6 +17,8 @@ from tests.e2e.test_jp_prompts import SECRET_TOOL, prompt_env, tool_results, wai
 from tests.e2e.test_jp_socket import SLOW, finish, persisted, spawn_jp
 from tests.e2e.test_tools import call
 from tests.e2e.tools import make_tool, tool_toml
+from tests.fixtures.fake_llm_server import FakeLLMServer
+from tests.fixtures.llm_wire import json_reply
 
 
 def jp_in(
@@ -263,9 +266,22 @@ async def test_a_waiting_question_is_announced_once(tmp_path: Path, daemons: Dae
 
 
 async def test_models_and_aliases(tmp_path: Path, daemons: Daemons) -> None:
+    with contextlib.ExitStack() as stack:
+        await _models_and_aliases(tmp_path, daemons, stack)
+
+
+async def _models_and_aliases(
+    tmp_path: Path, daemons: Daemons, stack: contextlib.ExitStack
+) -> None:
     env = socket_env(tmp_path)
     config = Path(env["JP_CONFIG"])
-    config.write_text(config.read_text() + '[aliases]\nfast = "test/scripted"\n')
+    ollama = FakeLLMServer(default=json_reply(200, {"models": [{"name": "qwen3:8b"}]}))
+    stack.enter_context(ollama)
+    config.write_text(
+        config.read_text()
+        + '[aliases]\nfast = "test/scripted"\n'
+        + f'[providers.ollama]\nbase_url = "{ollama.base_url}"\n'
+    )
     await daemons.start({k: v for k, v in env.items() if k != "ANTHROPIC_API_KEY"})
     client = {k: v for k, v in env.items() if k != "ANTHROPIC_API_KEY"}
     listed = run_jp(client, "models")
@@ -274,6 +290,11 @@ async def test_models_and_aliases(tmp_path: Path, daemons: Daemons) -> None:
     assert re.search(r"^  test +ready$", listed.stdout, re.M)
     assert re.search(r"^  anthropic +unavailable: .*ANTHROPIC_API_KEY", listed.stdout, re.M)
     assert "  fast = test/scripted" in listed.stdout
+    assert re.search(r"^  google +unavailable: .*GEMINI_API_KEY", listed.stdout, re.M)
+    # The models the Ollama server has (its `/api/tags`).
+    assert re.search(r"^  ollama +ready$", listed.stdout, re.M)
+    assert "    ollama/qwen3:8b\n" in listed.stdout
+    assert [r.path for r in ollama.requests] == ["/api/tags"]
     keyed = run_jp({**client, "ANTHROPIC_API_KEY": "k"}, "models", "-F", "json")
     providers = {p["name"]: p for p in json.loads(keyed.stdout)["providers"]}
     assert providers["anthropic"]["available"] and providers["anthropic"]["keyVariable"] == (

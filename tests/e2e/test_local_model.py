@@ -153,3 +153,12 @@ async def test_local_model_holds_a_twelve_turn_conversation(
     compactions = [e for e in persisted if e["type"] == "context_compacted"]
     assert compactions and all(c["tokens_after"] < c["tokens_before"] for c in compactions)
     assert len([e for e in persisted if e["type"] == "chat_request"]) == 12  # nothing lost
+    # No summary that restates the instructions stands in the context (protocol.md 12.5):
+    # each one kept passed the measure then, and passes it against the whole conversation.
+    from jpd.context.summary import SMALL_INSTRUCTION
+    from jpd.context.summary_check import problem
+
+    said = "\n".join(str(e.get("content") or e.get("message") or "") for e in persisted)
+    for compaction in compactions:
+        if compaction["method"] == "summary":
+            assert problem(compaction["summary"], SMALL_INSTRUCTION, said) is None

@@ -14,7 +14,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from tests.e2e.conftest import StartJpd
-from tests.e2e.hosted import CLAUDE, OPENAI_KEY, anthropic_env, body
+from tests.e2e.hosted import CLAUDE, OPENAI_CHAT, OPENAI_KEY, anthropic_env, body
 from tests.e2e.test_turns import disk_events
 from tests.fixtures.fake_llm_server import FakeLLMServer
 from tests.fixtures.llm_wire import a_text_answer, o_text_answer, stream_reply
@@ -69,7 +69,7 @@ async def test_openai_gets_the_image_as_a_data_url(
 ) -> None:
     fake.push(stream_reply(*o_text_answer("A pixel.")))
     env = {"OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": fake.base_url + "/v1"}
-    daemon = await jpd_factory(model="openai/gpt-x", env=env)
+    daemon = await jpd_factory(model="openai/gpt-x", env=env, config=OPENAI_CHAT)
     await daemon.initialize()
     await daemon.run_turn("What is this?", images=[{"mimeType": "image/jpeg", "data": B64}])
     sent = body(fake.requests[0])["messages"][-1]

@@ -64,6 +64,11 @@ def test_the_contracts_hold() -> None:
             "jpd.core.hub -> pygls",
         ),
         (
+            "jpd/llm/google.py",
+            "from jpd.llm import openai as _sibling  # noqa: F401",
+            "jpd.llm.google -> jpd.llm.openai",
+        ),
+        (
             "clients/jpcli/paths.py",
             "import jpd.protocol.base as _daemon  # noqa: F401",
             "jpcli.paths -> jpd.protocol.base",

@@ -57,6 +57,8 @@ class WindowModel:
     answer: str = "ok"
     name: str = "test"
     refuses_forced_tool_with_reasoning: bool = False
+    refusal: str = "prompt is too long: {size} tokens > {window} maximum"
+    """What it says when it refuses (Anthropic's wording by default)."""
     requests: list[llm.ModelRequest] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
     refused: int = 0
@@ -71,7 +73,7 @@ class WindowModel:
         size = tokens(request)
         if size + (request.max_tokens or 0) > self.window:
             self.refused += 1
-            raise ContextOverflow(f"prompt is too long: {size} tokens > {self.window}")
+            raise ContextOverflow(self.refusal.format(size=size, window=self.window))
         check_pairing(request.messages)
         self.sizes.append(size)
         yield self._events(request, size)

@@ -19,7 +19,7 @@ import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from jpd.conversation.events import ToolImage
-from jpd.llm import anthropic_request, openai_request
+from jpd.llm import anthropic_request, openai_request, openai_responses_request
 from jpd.llm.base import (
     AssistantMessage,
     ModelRequest,
@@ -181,3 +181,34 @@ def test_the_check_rejects_an_unknown_key() -> None:
     anthropic_body = anthropic_request.build_body(requests()["plain"])
     anthropic_body["messages"][0]["content"][0]["bogus"] = 1
     assert _errors(ANTHROPIC, anthropic_body)
+
+
+from openai.types.responses.response_create_params import (  # noqa: E402
+    ResponseCreateParamsStreaming,
+)
+
+_forbid_unknown_keys("openai")
+RESPONSES = TypeAdapter(ResponseCreateParamsStreaming)
+OPENAI_REASONING = (
+    'openai:[{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"t"}],'
+    '"encrypted_content":"gAAAA"}]'
+)
+
+
+@pytest.mark.parametrize("name", list(requests()))
+def test_openai_responses_bodies_match_the_sdk_request_type(name: str) -> None:
+    request = requests()[name]
+    # The conversation's reasoning as the Responses API returned it (encrypted items).
+    messages = tuple(
+        m.model_copy(update={"reasoning_signature": OPENAI_REASONING})
+        if isinstance(m, AssistantMessage) and m.reasoning_signature
+        else m
+        for m in request.messages
+    )
+    body = openai_responses_request.build_body(request.model_copy(update={"messages": messages}))
+    assert body["store"] is False
+    if any(isinstance(m, AssistantMessage) and m.reasoning_signature for m in messages):
+        assert {"type": "reasoning", "id": "rs_1"}.items() <= body["input"][1].items()
+    assert _errors(RESPONSES, body) == []
+    bogus = {**body, "input": [*body["input"], {"role": "user", "content": "x", "bogus": 1}]}
+    assert _errors(RESPONSES, bogus)
