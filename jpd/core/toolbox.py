@@ -78,6 +78,10 @@ class Toolbox:
             self._processes = ToolProcesses(self._data_dir)
         return self._processes
 
+    def tool_launchers(self) -> dict[int, int]:
+        """The tool process groups started so far (pgid: start time), for the peer rule."""
+        return {} if self._processes is None else self._processes.launched()
+
     async def catalog(
         self, cfg: Config, toggles: list[ToolToggle], root: Path
     ) -> dict[str, EffectiveTool]:
