@@ -2,9 +2,11 @@
 
 A workspace's `.jp/config.toml` is ignored by the daemon until trusted (protocol.md,
 "Workspace config trust"). The store is `$JP_STATE_DIR/trusted.json` (default
-`<XDG_STATE_HOME or ~/.local/state>/jp/trusted.json`): real path -> sha256 of the
-content, the format jpd/config/trust.py reads (jpcli imports nothing of jpd; a test
-checks the two agree). Standard library only.
+`<XDG_STATE_HOME or ~/.local/state>/jp/trusted.json`): `key` (the workspace's real
+path plus `.jp/config.toml`, never the target of a link) -> sha256 of the content, the
+format jpd/config/trust.py reads (jpcli imports nothing of jpd; a test checks the two
+agree). A `.jp` or `config.toml` that links outside the workspace is never trusted.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -31,9 +33,33 @@ def workspace_config(directory: str) -> str:
     return os.path.join(os.path.abspath(directory), ".jp", "config.toml")
 
 
+def key(path: str) -> str:
+    """The store's key for the workspace config `path`: its workspace's real path plus
+    `.jp/config.toml` (jpd/config/trust.py `trust_key`)."""
+    path = os.path.abspath(path)
+    folder, name = os.path.split(path)
+    workspace, jp_dir = os.path.split(folder)
+    return os.path.join(os.path.realpath(workspace), jp_dir, name)
+
+
+def outside(path: str) -> str | None:
+    """Why `path` is not its workspace's own file (a link out of it), or None."""
+    path = os.path.abspath(path)
+    folder = os.path.dirname(path)
+    if not (os.path.islink(folder) or os.path.islink(path)):
+        return None
+    real = os.path.realpath(path)
+    workspace = os.path.realpath(os.path.dirname(folder))
+    if os.path.commonpath([real, workspace]) != workspace:
+        return f"{path} links to {real}, outside the workspace: it is never used"
+    return None
+
+
 def _digest(path: str) -> str | None:
     import hashlib  # only when a workspace has a config: not on every `jp` run
 
+    if outside(path) is not None:
+        return None
     try:
         with open(path, "rb") as handle:
             return hashlib.sha256(handle.read()).hexdigest()
@@ -70,24 +96,29 @@ def _write_store(env: Mapping[str, str], data: dict[str, str]) -> None:
 
 def is_trusted(path: str, env: Mapping[str, str]) -> bool:
     digest = _digest(path)
-    return digest is not None and read_store(env).get(os.path.realpath(path)) == digest
+    return digest is not None and read_store(env).get(key(path)) == digest
 
 
-def trust(path: str, env: Mapping[str, str]) -> str:
-    """Trust `path` as it is now; returns its real path. Raises OSError if unreadable."""
-    real = os.path.realpath(path)
-    digest = _digest(real)
-    if digest is None:
+def trust(path: str, env: Mapping[str, str], digest: str | None = None) -> str:
+    """Trust `path` as it is now (or, given `digest`, the content with that sha256: the
+    one the user was shown); returns its key. Raises OSError if it cannot be trusted."""
+    problem = outside(path)
+    if problem is not None:
+        raise PermissionError(problem)
+    current = _digest(path)
+    if current is None:
         raise FileNotFoundError(f"no config file at {path}")
+    if digest is not None and digest != current:
+        raise PermissionError(f"{path} changed since it was shown: not trusted")
     data = read_store(env)
-    data[real] = digest
+    data[key(path)] = current
     _write_store(env, data)
-    return real
+    return key(path)
 
 
 def revoke(path: str, env: Mapping[str, str]) -> bool:
     data = read_store(env)
-    removed = data.pop(os.path.realpath(path), None) is not None
+    removed = data.pop(key(path), None) is not None
     if removed:
         _write_store(env, data)
     return removed
@@ -96,7 +127,10 @@ def revoke(path: str, env: Mapping[str, str]) -> bool:
 def announce_untrusted(env: Mapping[str, str], cwd: str, out: TextIO = sys.stderr) -> None:
     """The one line `jp` prints when this workspace has a config the daemon ignores."""
     path = workspace_config(cwd)
-    if os.path.isfile(path) and not is_trusted(path, env):
+    problem = outside(path) if os.path.lexists(path) else None
+    if problem is not None:
+        out.write(f"jp: ignoring workspace config: {problem}\n")
+    elif os.path.isfile(path) and not is_trusted(path, env):
         out.write(f"jp: ignoring untrusted workspace config {path} (run `jp trust` to use it)\n")
 
 
@@ -112,7 +146,7 @@ def run(argv_path: str | None, *, revoke_it: bool, list_them: bool, env: Mapping
         path = workspace_config(path)
     if revoke_it:
         if revoke(path, env):
-            sys.stdout.write(f"revoked trust in {os.path.realpath(path)}\n")
+            sys.stdout.write(f"revoked trust in {key(path)}\n")
             return 0
         sys.stderr.write(f"jp trust: {path} was not trusted\n")
         return 1
