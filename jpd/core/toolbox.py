@@ -119,6 +119,7 @@ class Toolbox:
     ) -> Coordinator:
         """The tool coordinator of a turn (with its inquiry backend) or of a `tool/call`."""
         from jpd.core.turn_tools import make_coordinator
+        from jpd.tools.protected import ProtectedPaths
 
         return make_coordinator(
             tools=tools,
@@ -140,6 +141,7 @@ class Toolbox:
             resumed=resume,
             stopping=self._stopping,
             snapshots=snapshots,
+            protected=ProtectedPaths.of(cfg.conversation.protected_paths),
         )
 
     def _progress_sink(

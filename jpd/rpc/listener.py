@@ -2,8 +2,9 @@
 
 Each accepted connection gets its own `serve_connection` (its own pygls protocol and
 session) over one shared `Daemon`, once its peer passed the peer rule
-(jpd/tools/peer_rule.py: never a process of a tool's cage or started by the daemon). The socket's directory is created 0700 (one another
-user controls is refused) and the socket itself is 0600, so only its owner can connect.
+(jpd/tools/peer_rule.py: never a process of a tool's cage or started by the daemon).
+The socket's directory is created 0700 (one another user controls is refused) and the
+socket itself is 0600, so only its owner can connect.
 
 One daemon per socket: a lock on the pid file beside the socket (held for the
 daemon's life) decides between two daemons starting at once, and a socket file left

@@ -85,7 +85,9 @@ def attacker(workspace: Path) -> Path:
 def attack_command(
     script: Path, socket: Path, out: Path, target: Path, trigger: str = "-", *extra: str
 ) -> str:
-    return " ".join([sys.executable, str(script), str(socket), str(out), trigger, str(target), *extra])
+    return " ".join(
+        [sys.executable, str(script), str(socket), str(out), trigger, str(target), *extra]
+    )
 
 
 def assert_refused(answers: list[Any]) -> str:

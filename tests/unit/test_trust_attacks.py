@@ -99,9 +99,7 @@ def borrow(tmp_path: Path, link_dir: bool) -> tuple[dict[str, str], Path]:
         (evil / ".jp").symlink_to(os.path.relpath(trusted_ws / ".jp", evil))
     else:
         (evil / ".jp").mkdir()
-        (evil / ".jp" / "config.toml").symlink_to(
-            os.path.relpath(trusted_file, evil / ".jp")
-        )
+        (evil / ".jp" / "config.toml").symlink_to(os.path.relpath(trusted_file, evil / ".jp"))
     return env, evil
 
 

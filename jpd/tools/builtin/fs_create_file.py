@@ -26,6 +26,7 @@ from jpd.tools.builtin.fs_common import (
 from jpd.tools.changes import ChangeRecorder, write_change
 from jpd.tools.confine import PathRefused, Workspace
 from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
+from jpd.tools.protected import ProtectedGuard
 
 NAME = "fs_create_file"
 OVERWRITE = "overwrite"
@@ -41,7 +42,12 @@ def _exists(ws: Workspace, path_arg: str) -> tuple[bool, str]:
 
 
 def create(
-    ws: Workspace, recorder: ChangeRecorder | None, path_arg: str, content: str, overwrite: bool
+    ws: Workspace,
+    recorder: ChangeRecorder | None,
+    path_arg: str,
+    content: str,
+    overwrite: bool,
+    guard: ProtectedGuard | None = None,
 ) -> str:
     """Write the file; returns the result text. Blocking."""
     real = ws.resolve(path_arg)
@@ -54,6 +60,8 @@ def create(
             if real.is_dir() or real.stat().st_size > MAX_FILE_BYTES:
                 raise PathRefused(f"{shown!r} cannot be overwritten (a folder or too large)")
             before = ws.read_bytes(real)
+        if guard is not None:
+            guard.check(ws, real)  # as resolved now, not as when the user was asked
         write_change(recorder, ws, real, before, content.encode("utf-8"))
     lines = len(content.splitlines())
     if before is None:
@@ -110,7 +118,9 @@ class CreateFile:
                 )
             if exists and answers.get(OVERWRITE) is not True:
                 return Failure(message=f"{shown} exists and the user chose not to overwrite it")
-            result = await anyio.to_thread.run_sync(create, ws, ctx.changes, path, content, exists)
+            result = await anyio.to_thread.run_sync(
+                create, ws, ctx.changes, path, content, exists, ctx.protected
+            )
         except PathRefused as exc:
             return Failure(message=str(exc))
         return Success(content=result)

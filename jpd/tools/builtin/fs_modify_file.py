@@ -26,6 +26,7 @@ from jpd.tools.builtin.fs_common import (
 from jpd.tools.changes import ChangeRecorder, write_change
 from jpd.tools.confine import PathRefused, Workspace
 from jpd.tools.outcome import Failure, Success, ToolOutcome
+from jpd.tools.protected import ProtectedGuard
 
 NAME = "fs_modify_file"
 
@@ -37,6 +38,7 @@ def modify(
     old: str,
     new: str,
     replace_all: bool,
+    guard: ProtectedGuard | None = None,
 ) -> str:
     """Apply the replacement; returns the result text. Blocking."""
     real = ws.resolve(path_arg)
@@ -66,6 +68,8 @@ def modify(
                 "surrounding lines to make it unique, or set replace_all)"
             )
         changed = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        if guard is not None:
+            guard.check(ws, real)  # as resolved now, not as when the user was asked
         write_change(recorder, ws, real, data, changed.encode("utf-8"))
     diff = unified_diff(shown, text, changed)
     times = f"{count} replacements" if count > 1 else "1 replacement"
@@ -117,7 +121,7 @@ class ModifyFile:
         replace_all = arguments.get("replace_all") is True
         try:
             result = await anyio.to_thread.run_sync(
-                modify, workspace(ctx), ctx.changes, path, old, new, replace_all
+                modify, workspace(ctx), ctx.changes, path, old, new, replace_all, ctx.protected
             )
         except PathRefused as exc:
             return Failure(message=str(exc))
