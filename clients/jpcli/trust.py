@@ -21,6 +21,10 @@ from typing import TextIO
 from jpcli.current import state_dir
 
 TRUST_FILE = "trusted.json"
+AGENT_FILE = "agent-written.json"
+"""Beside the store: configs the agent wrote (key -> sha256), kept by the daemon."""
+SHOWN = 4000
+"""Characters of the file shown in a trust prompt."""
 
 
 def store_path(env: Mapping[str, str]) -> str:
@@ -55,7 +59,7 @@ def outside(path: str) -> str | None:
     return None
 
 
-def _digest(path: str) -> str | None:
+def file_digest(path: str) -> str | None:
     import hashlib  # only when a workspace has a config: not on every `jp` run
 
     if outside(path) is not None:
@@ -67,9 +71,9 @@ def _digest(path: str) -> str | None:
         return None
 
 
-def read_store(env: Mapping[str, str]) -> dict[str, str]:
+def read_store(env: Mapping[str, str], name: str = TRUST_FILE) -> dict[str, str]:
     try:
-        with open(store_path(env), encoding="utf-8") as handle:
+        with open(os.path.join(state_dir(env), name), encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError):
         return {}
@@ -95,7 +99,7 @@ def _write_store(env: Mapping[str, str], data: dict[str, str]) -> None:
 
 
 def is_trusted(path: str, env: Mapping[str, str]) -> bool:
-    digest = _digest(path)
+    digest = file_digest(path)
     return digest is not None and read_store(env).get(key(path)) == digest
 
 
@@ -105,7 +109,7 @@ def trust(path: str, env: Mapping[str, str], digest: str | None = None) -> str:
     problem = outside(path)
     if problem is not None:
         raise PermissionError(problem)
-    current = _digest(path)
+    current = file_digest(path)
     if current is None:
         raise FileNotFoundError(f"no config file at {path}")
     if digest is not None and digest != current:
@@ -124,6 +128,42 @@ def revoke(path: str, env: Mapping[str, str]) -> bool:
     return removed
 
 
+def agent_wrote(path: str, env: Mapping[str, str]) -> bool:
+    """Whether the agent (a tool of the daemon) wrote `path` as it is now."""
+    digest = file_digest(path)
+    return digest is not None and read_store(env, AGENT_FILE).get(key(path)) == digest
+
+
+def describe(path: str, env: Mapping[str, str]) -> tuple[str, str | None]:
+    """What a trust prompt shows (jp, jp acp; nvim says the same): who wrote the file,
+    what trusting it allows, and its content; with the sha256 of the very bytes shown
+    (None: unreadable), which is what `trust` should then be given."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        raw = None
+    import hashlib
+
+    digest = None if raw is None or outside(path) else hashlib.sha256(raw).hexdigest()
+    lines = [f"Workspace config {path}"]
+    if digest is not None and read_store(env, AGENT_FILE).get(key(path)) == digest:
+        lines.append(
+            "THE AGENT WROTE THIS FILE (a tool call of a conversation): trust it only if "
+            "you asked for this content."
+        )
+    elif key(path) in read_store(env):
+        lines.append("It changed since you trusted it.")
+    lines.append(
+        "Trusting it lets it start programs (MCP servers), pick providers and servers, "
+        "and change permission and sandbox settings."
+    )
+    text = (raw or b"").decode("utf-8", "replace")
+    more = "\n[... more not shown ...]" if len(text) > SHOWN else ""
+    lines.append(f"```toml\n{text[:SHOWN].rstrip()}{more}\n```")
+    return "\n".join(lines), digest
+
+
 def announce_untrusted(env: Mapping[str, str], cwd: str, out: TextIO = sys.stderr) -> None:
     """The one line `jp` prints when this workspace has a config the daemon ignores."""
     path = workspace_config(cwd)
@@ -131,14 +171,17 @@ def announce_untrusted(env: Mapping[str, str], cwd: str, out: TextIO = sys.stder
     if problem is not None:
         out.write(f"jp: ignoring workspace config: {problem}\n")
     elif os.path.isfile(path) and not is_trusted(path, env):
-        out.write(f"jp: ignoring untrusted workspace config {path} (run `jp trust` to use it)\n")
+        by = ", written by the agent," if agent_wrote(path, env) else ""
+        out.write(
+            f"jp: ignoring untrusted workspace config {path}{by} (run `jp trust` to use it)\n"
+        )
 
 
 def run(argv_path: str | None, *, revoke_it: bool, list_them: bool, env: Mapping[str, str]) -> int:
     """`jp trust [PATH] [--revoke | --list]`."""
     if list_them:
         for real, digest in sorted(read_store(env).items()):
-            state = "trusted" if _digest(real) == digest else "changed since trusted"
+            state = "trusted" if file_digest(real) == digest else "changed since trusted"
             sys.stdout.write(f"{real}\t{state}\n")
         return 0
     path = argv_path or workspace_config(os.getcwd())
@@ -150,8 +193,18 @@ def run(argv_path: str | None, *, revoke_it: bool, list_them: bool, env: Mapping
             return 0
         sys.stderr.write(f"jp trust: {path} was not trusted\n")
         return 1
+    shown: str | None = None
+    if os.path.isfile(path) and not is_trusted(path, env):
+        text, shown = describe(path, env)
+        sys.stderr.write(text + "\n")
+        if agent_wrote(path, env) and sys.stdin.isatty():
+            sys.stderr.write("Trust it? [y/N] ")
+            sys.stderr.flush()
+            if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+                sys.stderr.write("jp trust: not trusted\n")
+                return 1
     try:
-        real = trust(path, env)
+        real = trust(path, env, shown)
     except OSError as exc:
         sys.stderr.write(f"jp trust: {exc}\n")
         return 1

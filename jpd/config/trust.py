@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+log = logging.getLogger(__name__)
+
 TRUST_FILE = "trusted.json"
+AGENT_FILE = "agent-written.json"
+"""Beside the store: workspace configs the agent wrote (key: sha256 of what it wrote),
+so a trust prompt can say so (clients/jpcli/trust.py `describe`)."""
 
 
 def trust_store_path(env: Mapping[str, str]) -> Path:
@@ -112,3 +118,31 @@ def _outside(path: Path, opened: os.stat_result) -> str | None:
     if (found.st_dev, found.st_ino) != same:
         return "changed while it was read: not used"
     return None
+
+
+def note_agent_written(path: Path, raw: bytes, env: Mapping[str, str]) -> None:
+    """Record that a tool of the daemon wrote `raw` to the workspace config `path`: it
+    stays untrusted (its hash is not the trusted one), and the clients' trust prompt
+    says the agent wrote it. A failure to record is logged, never raised."""
+    target = trust_store_path(env).with_name(AGENT_FILE)
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    data[trust_key(path)] = content_digest(raw)
+    try:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temporary = target.with_name(f".{AGENT_FILE}.{os.getpid()}")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=1, sort_keys=True)
+        os.replace(temporary, target)
+    except OSError as exc:
+        log.warning("cannot record the agent's write of %s: %s", path, exc)
+
+
+def is_workspace_config(real: Path) -> bool:
+    """Whether the real path `real` is a workspace config (`.../.jp/config.toml`)."""
+    return real.name == "config.toml" and real.parent.name == ".jp"

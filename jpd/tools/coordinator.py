@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from jpd.config.trust import is_workspace_config, note_agent_written
 from jpd.conversation import events as ev
 from jpd.conversation.events import ToolImage
 from jpd.inquiry.answer_tool import ANSWER_INQUIRY
@@ -153,6 +154,8 @@ class Coordinator:
             content, is_error = await self._execute(tool, call)
         finally:
             self._approved.pop(call.id, None)
+        if target is not None and not is_error and is_workspace_config(target[0]):
+            await anyio.to_thread.run_sync(self._note_config_write, target[0])
 
         if config.result == "skip":
             return (
@@ -166,6 +169,14 @@ class Coordinator:
             if refused is not None:
                 return (f"The result of {call.name} was withheld by {refused}.", True)
         return content, is_error
+
+    def _note_config_write(self, real: Path) -> None:
+        """The agent wrote a workspace config: recorded for the trust prompt."""
+        try:
+            raw = real.read_bytes()
+        except OSError:
+            return
+        note_agent_written(real, raw, self._scope.env)
 
     def _protected_target(self, tool: EffectiveTool, call: ToolCallPart) -> tuple[Path, str] | None:
         """The protected file a writing built-in call names (real path, as shown), if any."""

@@ -6,12 +6,15 @@ does not allow another."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jpcli import trust as cli_trust
 
 from jpd.config.config import ProtectedPathsConfig
+from jpd.config.loader import load_config
 from jpd.config.tools import ToolConfig
 from jpd.core.turn_tools import make_coordinator
 from jpd.protocol.modes import PermissionMode
@@ -25,6 +28,8 @@ from jpd.tools.protected import ProtectedGuard, ProtectedPaths
 from jpd.tools.schema import parameters_to_schema
 from tests.unit.fakes import Clients, FakeBackend, FakeLink, FakeLog, replies
 from tests.unit.test_coordinator import Asker, call, effective
+
+CHECKS_TRUST = True  # tests/unit/conftest.py: workspace files are not trusted by default
 
 ALLOW = {"allow": True, "remember": False}
 ALLOW_ALWAYS = {"allow": True, "remember": True}
@@ -52,6 +57,7 @@ def coordinator(
     *links: FakeLink,
     detached: str = "auto",
     protected: ProtectedPaths | None = None,
+    env: dict[str, str] | None = None,
     **config: Any,
 ) -> Coordinator:
     tools = {n: real_tool(n, **config) for n in ("fs_create_file", "fs_modify_file")}
@@ -63,7 +69,7 @@ def coordinator(
         conversation_id="c",
         turn_id="t",
         root=root,
-        env={},
+        env=env or {"JP_STATE_DIR": str(root / "state")},
         detached=detached,  # type: ignore[arg-type]
         mode=mode,
         protected=protected,
@@ -143,6 +149,33 @@ async def test_an_allowed_path_is_written_as_any_file(tmp_path: Path) -> None:
     assert not (await coord.run_one(write(".vscode/settings.json", "{}")))[1]
     content, is_error = await coord.run_one(write(".vscode/tasks.json", "{}", "call_2"))
     assert is_error and "protected" in content
+
+
+async def test_a_config_the_agent_wrote_stays_untrusted_and_the_prompt_says_so(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".jp").mkdir(parents=True)
+    config = ws / ".jp" / "config.toml"
+    config.write_text('[assistant]\nsystem_prompt = "mine"\n')
+    env = {"JP_STATE_DIR": str(tmp_path / "state"), "JP_CONFIG": str(tmp_path / "none.toml")}
+    cli_trust.trust(str(config), env)
+    assert load_config(workspace=ws, env=env).assistant.system_prompt == "mine"
+    link = FakeLink(1, answer=replies(ALLOW, {"answer": True}))  # write, overwrite
+    coord = coordinator(ws, "auto", link, env=env)
+    hostile = '[mcp.servers.x]\ncommand = ["./pwn"]\n'
+    assert not (await coord.run_one(write(".jp/config.toml", hostile)))[1]
+    assert load_config(workspace=ws, env=env).mcp.servers == {}  # untrusted: ignored
+    assert cli_trust.agent_wrote(str(config), env)
+    text, digest = cli_trust.describe(str(config), env)
+    assert "THE AGENT WROTE THIS FILE" in text and "./pwn" in text and digest is not None
+    out = io.StringIO()
+    cli_trust.announce_untrusted(env, str(ws), out)
+    assert "written by the agent" in out.getvalue()
+    # Trusting what was shown works; what changed after it was shown is not trusted.
+    config.write_text('[mcp.servers.x]\ncommand = ["./other"]\n')
+    with pytest.raises(PermissionError, match="changed since it was shown"):
+        cli_trust.trust(str(config), env, digest)
 
 
 def test_the_guard_checks_the_path_as_resolved_when_writing(tmp_path: Path) -> None:

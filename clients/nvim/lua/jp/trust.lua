@@ -50,9 +50,19 @@ local function read(path)
   return data
 end
 
-local function store()
-  local ok, data = pcall(vim.json.decode, read(M.store_path()) or "")
+local function store(name)
+  local path = M.store_path()
+  if name then
+    path = vim.fs.dirname(path) .. "/" .. name
+  end
+  local ok, data = pcall(vim.json.decode, read(path) or "")
   return (ok and type(data) == "table") and data or {}
+end
+
+--- Whether the agent (a tool of the daemon) wrote `path` as it is now.
+function M.agent_wrote(path)
+  local content = read(path)
+  return content ~= nil and store("agent-written.json")[key(path)] == vim.fn.sha256(content)
 end
 
 --- Whether `path` exists and is not trusted as it is now.
@@ -95,8 +105,9 @@ function M.offer(done)
     return done()
   end
   asked[path] = true
+  local by = M.agent_wrote(path) and "THE AGENT WROTE IT; " or ""
   vim.ui.select({ "Trust it", "Ignore it" }, {
-    prompt = ("[jp] Trust this workspace's config? %s (ignored until trusted)"):format(path),
+    prompt = ("[jp] Trust this workspace's config? %s (%signored until trusted)"):format(path, by),
   }, function(choice)
     if choice == "Trust it" then
       M.trust(path)
