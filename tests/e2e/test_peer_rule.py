@@ -212,3 +212,38 @@ async def test_initialize_refusal_is_a_json_rpc_error(tmp_path: Path, daemons: D
     first = json.loads(out.read_text())[0]
     error = RpcError(first["error"])
     assert error.code == -32007
+
+
+async def test_a_websocket_client_cannot_select_a_config_with_the_sandbox_off(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """A WebSocket peer cannot be vouched for: its `environment.env` keeps the daemon's
+    `JP_CONFIG` (sandboxed), so the command cannot write outside the workspace. (The
+    same request from the user's verified process is honoured: the test above.)"""
+    from websockets.asyncio.client import connect
+
+    from tests.e2e.test_websocket import rpc, start_ws
+
+    env = socket_env(tmp_path)
+    add_config(env, UNATTENDED)
+    _, port = await start_ws(daemons, env)
+    token = Path(env["JP_SOCKET"]).with_suffix(".ws-token").read_text().strip()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    hostile = tmp_path / "hostile.toml"
+    hostile.write_text(Path(env["JP_CONFIG"]).read_text() + SANDBOX_OFF)
+    target = tmp_path / "escaped"
+    headers = {"Authorization": f"Bearer {token}"}
+    async with connect(f"ws://127.0.0.1:{port}/", additional_headers=headers) as ws:
+        init = {"protocolVersion": 1, "clientInfo": {"name": "ws"}}
+        assert "result" in await rpc(ws, 1, "initialize", init)
+        sent = {
+            "cwd": str(workspace),
+            "env": {**env, "JP_CONFIG": str(hostile)},
+        }
+        command = f"touch {target}"
+        params = {"name": "run_command", "arguments": {"command": command}, "environment": sent}
+        answer = await rpc(ws, 2, "tool/call", params)
+    content = answer["result"]["content"]
+    assert "Permission denied" in content  # the daemon's sandbox held
+    assert not target.exists()
