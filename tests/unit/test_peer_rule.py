@@ -4,6 +4,7 @@ the environment rule for peers it cannot vouch for (jpd/core/request_env.py)."""
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 from jpd.core.request_env import PATH_SELECTORS, request_env
@@ -157,3 +158,31 @@ def test_an_unverified_peer_cannot_select_config_or_state() -> None:
     verified = request_env(environment, None, daemon_env, peer_verified=True)
     assert verified.env == sent
     assert {"JP_CONFIG", "JP_STATE_DIR", "XDG_STATE_HOME"} <= set(PATH_SELECTORS)
+
+
+def test_a_peer_that_ended_before_the_check_is_refused(tmp_path: Path) -> None:
+    """Its `/proc` entry is gone (or, its number reused, is another process's)."""
+    from jpd.rpc.peer import check_peer
+
+    path = str(tmp_path / "s.sock")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(path)
+        server.listen()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            with socket.socket(socket.AF_UNIX) as client:
+                client.connect(path)
+            os._exit(0)
+        accepted, _ = server.accept()
+        os.waitpid(pid, 0)
+        with accepted:
+            verdict = check_peer(accepted, {})
+        assert verdict.refusal is not None and not verdict.verified
+    with socket.socket(socket.AF_UNIX) as server, socket.socket(socket.AF_UNIX) as me:
+        os.unlink(path)
+        server.bind(path)
+        server.listen()
+        me.connect(path)
+        accepted, _ = server.accept()
+        with accepted:
+            assert check_peer(accepted, {}).refusal is None  # this very process
