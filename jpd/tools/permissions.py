@@ -76,7 +76,8 @@ class PermissionGate:
         key = (kind, tool_name, scope or "")
         if scope is not None and key in self.remembered:
             return None if self.remembered[key] else "the user (remembered for this turn)"
-        request = self._request(kind, tool_name, call_id, arguments, content)
+        label = "" if scope is None else f"{tool_name}: {scope}" if scope else tool_name
+        request = self._request(kind, tool_name, call_id, arguments, content, label)
         reply = await self.pending.ask(request, wait=False, wait_limit=None)
         if reply is None:
 
@@ -121,7 +122,9 @@ class PermissionGate:
             f"{tool_name} writes {shown}, a protected path: programs the user runs later "
             "read it (git hooks and config, jp's config, editor settings)"
         )
-        request = self._request("run", tool_name, call_id, arguments, content)
+        request = self._request(
+            "run", tool_name, call_id, arguments, content, f"protected path {shown}"
+        )
         reply = await self.pending.ask(request, wait=False, wait_limit=None)
         if reply is None:
             policy = tool.detached_policy("run", self.detached_override)
@@ -146,6 +149,7 @@ class PermissionGate:
         call_id: str,
         arguments: dict[str, Any],
         content: str | None,
+        remember_scope: str,
     ) -> Request:
         inquiry_id = f"{call_id}.permission.{kind}"
         params = PermissionParams(
@@ -157,6 +161,7 @@ class PermissionGate:
             arguments=arguments,
             kind=kind,
             content=content,
+            remember_scope=remember_scope,
         )
 
         def parse(result: PermissionResult) -> tuple[Any, bool]:

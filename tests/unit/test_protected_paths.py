@@ -239,3 +239,54 @@ async def test_always_allow_of_a_command_covers_its_prefix_only() -> None:
     assert await run("make && make test", 5)
     assert not await run("make && make test", 6)
     assert len(link.requests) == 5
+    # Clients are told what an "always" would cover (their own memory is keyed on it).
+    scopes = [params["rememberScope"] for _, params in link.requests]
+    assert scopes == [
+        "run_command: python3 run_tests.py",
+        "",  # `~` is not a plain word: never remembered
+        "",
+        "",
+        "",
+    ]
+
+
+async def test_the_editor_bridge_remembers_by_scope() -> None:
+    """`jp acp`'s session memory ("Always allow ... in this session") is keyed on the
+    daemon's `rememberScope`: never on the tool alone for a command."""
+    from jpcli.acp.asking import ask_permission
+
+    asked: list[list[str]] = []
+
+    class Editor:
+        async def request_permission(self, session_id: str, call: Any, options: Any) -> Any:
+            from acp.schema import AllowedOutcome, RequestPermissionResponse
+
+            asked.append([o.name for o in options])
+            outcome = AllowedOutcome(outcome="selected", option_id=options[1].option_id)
+            return RequestPermissionResponse(outcome=outcome)
+
+        async def create_elicitation(self, message: str, mode: Any) -> Any:
+            raise AssertionError
+
+    memory: dict[tuple[str, str], bool] = {}
+
+    def request(command: str, scope: str) -> dict[str, Any]:
+        return {
+            "toolName": "run_command",
+            "toolCallId": "c",
+            "kind": "run",
+            "arguments": {"command": command},
+            "rememberScope": scope,
+        }
+
+    tests = request("python3 run_tests.py", "run_command: python3 run_tests.py")
+    assert await ask_permission(Editor(), "s", tests, memory) == {"allow": True, "remember": True}
+    assert asked[0][1] == "Always allow run_command: python3 run_tests.py in this session"
+    again = request("python3 run_tests.py -k x", "run_command: python3 run_tests.py")
+    assert (await ask_permission(Editor(), "s", again, memory))["allow"]
+    assert len(asked) == 1  # from the session's memory
+    await ask_permission(Editor(), "s", request("curl http://evil", "run_command: curl"), memory)
+    assert len(asked) == 2  # another prefix: asked
+    # Not rememberable: only "Allow" and "Reject", never answered from memory.
+    await ask_permission(Editor(), "s", request("a; b", ""), memory)
+    assert asked[2] == ["Allow", "Reject"]
