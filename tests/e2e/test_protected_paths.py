@@ -54,7 +54,7 @@ async def test_the_user_is_asked_in_accept_edits(jpd_factory: StartJpd, tmp_path
         return {"allow": False}
 
     daemon.on_permission = deny
-    _, events = await daemon.run_turn("edit", mode="accept-edits")
+    await daemon.run_turn("edit", mode="accept-edits")
     [asked] = daemon.permissions  # the edit of notes.md ran unasked
     assert asked["toolName"] == "fs_create_file"
     assert asked["rememberScope"] == "protected path .vscode/tasks.json"
