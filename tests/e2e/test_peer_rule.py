@@ -389,3 +389,15 @@ async def test_an_unprivileged_users_command_cannot_use_the_daemon(sandbox: str)
             daemon.terminate()
             await asyncio.to_thread(daemon.wait, 30)
         shutil.rmtree(home, ignore_errors=True)
+
+
+async def test_jp_inside_a_command_is_told_why(tmp_path: Path, daemons: Daemons) -> None:
+    """`jp` run by a command (a model that found it on PATH) gets the refusal, not a
+    second daemon or a hang."""
+    env, workspace = await start(tmp_path, daemons, UNATTENDED + SANDBOX_OFF)
+    socket = env["JP_SOCKET"]
+    command = f"JP_SOCKET={socket} {sys.executable} -m jpcli daemon status; echo rc=$?"
+    result = await call_command(env, workspace, command)
+    content = result["content"]
+    assert "jpd refuses this connection" in content, content
+    assert "rc=0" not in content
