@@ -31,6 +31,8 @@ from typing import NamedTuple
 log = logging.getLogger(__name__)
 
 TRUST_FILE = "trusted.json"
+MAX_CONFIG_BYTES = 1024 * 1024
+"""A workspace config larger than this is not read (no config comes near it)."""
 AGENT_FILE = "agent-written.json"
 """Beside the store: workspace configs the agent wrote (key: sha256 of what it wrote),
 so a trust prompt can say so (clients/jpcli/trust.py `describe`)."""
@@ -96,7 +98,9 @@ def read_workspace_config(path: Path) -> bytes | Refused | None:
         opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode):
             return Refused(f"{path} is not a regular file")
-        raw = handle.read()
+        raw = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            return Refused(f"{path} is larger than {MAX_CONFIG_BYTES} bytes")
     problem = _outside(path, opened)
     return raw if problem is None else Refused(f"{path} {problem}")
 

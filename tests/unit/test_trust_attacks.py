@@ -15,7 +15,7 @@ from jpcli import trust as cli_trust
 from jpd.config.cache import ConfigCache
 from jpd.config.config import Config
 from jpd.config.loader import load_config
-from jpd.config.trust import Refused, read_workspace_config, trust_key
+from jpd.config.trust import MAX_CONFIG_BYTES, Refused, read_workspace_config, trust_key
 
 CHECKS_TRUST = True  # tests/unit/conftest.py: workspace files are not trusted by default
 
@@ -135,10 +135,14 @@ def test_a_link_inside_the_workspace_is_keyed_on_the_workspace(tmp_path: Path) -
     assert load_config(workspace=workspace, env=env).assistant.system_prompt == "trusted"
 
 
-def test_a_fifo_is_not_read(tmp_path: Path) -> None:
+def test_a_fifo_or_a_huge_file_is_not_read(tmp_path: Path) -> None:
     env, workspace, ws_file = setup(tmp_path)
+    with ws_file.open("ab") as grow:
+        grow.truncate(MAX_CONFIG_BYTES + 1)
+    read = read_workspace_config(ws_file)
+    assert isinstance(read, Refused) and "larger than" in read.reason
     ws_file.unlink()
     os.mkfifo(ws_file)
-    read = read_workspace_config(ws_file)
+    read = read_workspace_config(ws_file)  # returns at once: nothing waits on the FIFO
     assert isinstance(read, Refused) and "not a regular file" in read.reason
     assert load_config(workspace=workspace, env=env).assistant.system_prompt == "user"
