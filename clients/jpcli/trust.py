@@ -23,6 +23,8 @@ from jpcli.current import state_dir
 TRUST_FILE = "trusted.json"
 AGENT_FILE = "agent-written.json"
 """Beside the store: configs the agent wrote (key -> sha256), kept by the daemon."""
+COPIES = "trusted-copies"
+"""Beside the store: each trusted content by its sha256, so a prompt can show a diff."""
 SHOWN = 4000
 """Characters of the file shown in a trust prompt."""
 
@@ -59,16 +61,40 @@ def outside(path: str) -> str | None:
     return None
 
 
-def file_digest(path: str) -> str | None:
-    import hashlib  # only when a workspace has a config: not on every `jp` run
-
+def _read(path: str) -> bytes | None:
+    """The file's bytes; None when unreadable or linking out of its workspace."""
     if outside(path) is not None:
         return None
     try:
         with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+            return handle.read()
     except OSError:
         return None
+
+
+def _sha256(raw: bytes) -> str:
+    import hashlib  # only when a workspace has a config: not on every `jp` run
+
+    return hashlib.sha256(raw).hexdigest()
+
+
+def file_digest(path: str) -> str | None:
+    raw = _read(path)
+    return None if raw is None else _sha256(raw)
+
+
+def _copy_path(env: Mapping[str, str], digest: str) -> str:
+    """Where the content trusted under `digest` is kept, to show what changed later."""
+    return os.path.join(state_dir(env), COPIES, digest)
+
+
+def _keep_copy(env: Mapping[str, str], digest: str, raw: bytes) -> None:
+    target = _copy_path(env, digest)
+    with contextlib.suppress(OSError):
+        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
 
 
 def read_store(env: Mapping[str, str], name: str = TRUST_FILE) -> dict[str, str]:
@@ -109,11 +135,13 @@ def trust(path: str, env: Mapping[str, str], digest: str | None = None) -> str:
     problem = outside(path)
     if problem is not None:
         raise PermissionError(problem)
-    current = file_digest(path)
-    if current is None:
+    raw = _read(path)
+    if raw is None:
         raise FileNotFoundError(f"no config file at {path}")
+    current = _sha256(raw)
     if digest is not None and digest != current:
         raise PermissionError(f"{path} changed since it was shown: not trusted")
+    _keep_copy(env, current, raw)
     data = read_store(env)
     data[key(path)] = current
     _write_store(env, data)
@@ -136,32 +164,47 @@ def agent_wrote(path: str, env: Mapping[str, str]) -> bool:
 
 def describe(path: str, env: Mapping[str, str]) -> tuple[str, str | None]:
     """What a trust prompt shows (jp, jp acp; nvim says the same): who wrote the file,
-    what trusting it allows, and its content; with the sha256 of the very bytes shown
-    (None: unreadable), which is what `trust` should then be given."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError:
-        raw = None
-    import hashlib
-
-    digest = None if raw is None or outside(path) else hashlib.sha256(raw).hexdigest()
+    what trusting it allows, and its content (or, when an earlier version was trusted
+    here, the diff from it); with the sha256 of the very bytes shown (None: unreadable),
+    which is what `trust` should then be given."""
+    raw = _read(path)
+    digest = None if raw is None else _sha256(raw)
+    previous = read_store(env).get(key(path))
     lines = [f"Workspace config {path}"]
     if digest is not None and read_store(env, AGENT_FILE).get(key(path)) == digest:
         lines.append(
             "THE AGENT WROTE THIS FILE (a tool call of a conversation): trust it only if "
             "you asked for this content."
         )
-    elif key(path) in read_store(env):
+    elif previous is not None:
         lines.append("It changed since you trusted it.")
     lines.append(
         "Trusting it lets it start programs (MCP servers), pick providers and servers, "
         "and change permission and sandbox settings."
     )
     text = (raw or b"").decode("utf-8", "replace")
+    old = _trusted_copy(env, previous) if previous is not None and previous != digest else None
+    if old is not None:
+        import difflib
+
+        diff = difflib.unified_diff(
+            old.splitlines(keepends=True), text.splitlines(keepends=True), "trusted", "now"
+        )
+        text, fence = "".join(diff), "diff"
+    else:
+        fence = "toml"
     more = "\n[... more not shown ...]" if len(text) > SHOWN else ""
-    lines.append(f"```toml\n{text[:SHOWN].rstrip()}{more}\n```")
+    lines.append(f"```{fence}\n{text[:SHOWN].rstrip()}{more}\n```")
     return "\n".join(lines), digest
+
+
+def _trusted_copy(env: Mapping[str, str], digest: str) -> str | None:
+    try:
+        with open(_copy_path(env, digest), "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return raw.decode("utf-8", "replace") if _sha256(raw) == digest else None
 
 
 def announce_untrusted(env: Mapping[str, str], cwd: str, out: TextIO = sys.stderr) -> None:

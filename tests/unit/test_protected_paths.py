@@ -168,7 +168,9 @@ async def test_a_config_the_agent_wrote_stays_untrusted_and_the_prompt_says_so(
     assert load_config(workspace=ws, env=env).mcp.servers == {}  # untrusted: ignored
     assert cli_trust.agent_wrote(str(config), env)
     text, digest = cli_trust.describe(str(config), env)
-    assert "THE AGENT WROTE THIS FILE" in text and "./pwn" in text and digest is not None
+    assert "THE AGENT WROTE THIS FILE" in text and digest is not None
+    # The diff from the version the user trusted.
+    assert '-system_prompt = "mine"' in text and '+command = ["./pwn"]' in text
     out = io.StringIO()
     cli_trust.announce_untrusted(env, str(ws), out)
     assert "written by the agent" in out.getvalue()
