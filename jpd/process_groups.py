@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import sys
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 LAUNCHER = Path(__file__).with_name("tools") / "launcher.py"
 RECORD_DIR = "run"
+_MAX_LAUNCHED = 65536  # groups remembered for the peer rule: a long-lived daemon's bound
 
 
 def start_time(pid: int) -> int | None:
@@ -52,6 +54,9 @@ class ToolProcesses:
         self._lifeline: tuple[int, int] | None = None  # made when the first tool runs
         self._record = data_dir / RECORD_DIR / f"tools-{os.getpid()}.json"
         self._groups: dict[int, int] = {}
+        self._launched: OrderedDict[int, int] = OrderedDict()
+        """Every group started (pgid: leader's start time), running or not, for the
+        daemon's peer rule (jpd/tools/peer_rule.py): a tool's leftovers keep its ids."""
 
     def command(self, argv: list[str]) -> tuple[list[str], tuple[int, ...]]:
         """The command that runs `argv` under the launcher, and the fds to pass it."""
@@ -67,7 +72,15 @@ class ToolProcesses:
         if started is None:
             return
         self._groups[pgid] = started
+        self._launched[pgid] = started
+        self._launched.move_to_end(pgid)
+        while len(self._launched) > _MAX_LAUNCHED:
+            self._launched.popitem(last=False)
         self._write()
+
+    def launched(self) -> dict[int, int]:
+        """The groups this daemon started, running or ended (pgid: start time)."""
+        return dict(self._launched)
 
     def ended(self, pgid: int) -> None:
         """Forget a group that is gone."""

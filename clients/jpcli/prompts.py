@@ -336,6 +336,8 @@ class Prompts:
                     *call_lines(name, arguments),
                 ]
             lines += edit_preview(name, arguments, color=self.color)
+            if isinstance(params.get("content"), str):
+                lines.append(params["content"])  # e.g. why a protected path is asked
             question = f"Allow running {params['toolName']}?"
         prompt = "\n".join(lines) + f"\n{question} [y/n/Y/N] "
         while True:

@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from jpd.config.config import Config
-from jpd.config.loader import config_paths, file_layer, load_config, read_config_bytes
+from jpd.config.loader import (
+    Trust,
+    config_paths,
+    file_layer,
+    load_config,
+    read_config_bytes,
+    read_trusted_bytes,
+)
 from jpd.config.trust import trust_store_path
 
 RECENT_NS = 2_000_000_000
@@ -97,7 +104,9 @@ class ConfigCache:
     """`load_config` through the parsed layers of unchanged files (thread-safe)."""
 
     def __init__(self) -> None:
-        self._layers: OrderedDict[Path, tuple[Stamp, Config | None]] = OrderedDict()
+        self._layers: OrderedDict[Path, tuple[Stamp, Config | None, bytes]] = OrderedDict()
+        """Per file: its stamp, its layer and the bytes the layer was parsed from (whose
+        trust a workspace file's reuse checks again)."""
         self._merged: OrderedDict[tuple[Path, ...], tuple[tuple[Stamp, ...], Config]] = (
             OrderedDict()
         )
@@ -140,8 +149,8 @@ class ConfigCache:
         before = {path: stamp(path) for path in paths}  # for a file skipped as untrusted
         used: list[tuple[Path, Stamp | None]] = []
 
-        def read_layer(path: Path) -> Config | None:
-            layer, current = self._layer(path, stamp(path))
+        def read_layer(path: Path, trusted: Trust | None) -> Config | None:
+            layer, current = self._layer(path, stamp(path), trusted)
             used.append((path, current))
             return layer
 
@@ -156,21 +165,32 @@ class ConfigCache:
             self._remember(self._merged, key, (stamps, config))
         return config
 
-    def _layer(self, path: Path, current: Stamp | None) -> tuple[Config | None, Stamp | None]:
-        """The file's layer, and the stamp it is kept under (None: not kept)."""
+    def _layer(
+        self, path: Path, current: Stamp | None, trusted: Trust | None
+    ) -> tuple[Config | None, Stamp | None]:
+        """The file's layer, and the stamp it is kept under (None: not kept). A
+        workspace file (`trusted` given) is used only when the bytes its layer comes
+        from are trusted: those kept with it, or those read now, once."""
         if current is not None:
             with self._lock:
                 entry = self._layers.get(path)
             if entry is not None and entry[0] == current:
+                if trusted is not None and entry[1] is not None and not trusted(path, entry[2]):
+                    return None, current
                 return entry[1], current
-        raw = read_config_bytes(path)
+        raw = read_config_bytes(path) if trusted is None else read_trusted_bytes(path, trusted)
+        if trusted is not None and raw is None:
+            # Absent, refused or untrusted: no layer to keep. The config without it
+            # may be kept under the stamp taken before this read: a file changed since
+            # has another stamp (its ctime moved) and is read again.
+            return None, current
         layer = file_layer(path, raw)  # raises ConfigError: a bad file is never kept
         if current is not None and current.digest:
             # The file may have changed since it was stamped: keep the layer under the
             # hash of the bytes parsed, which a later stamp matches only if they are alike.
             current = None if raw is None else current._replace(digest=digest(raw))
         if current is not None:
-            self._remember(self._layers, path, (current, layer))
+            self._remember(self._layers, path, (current, layer, raw or b""))
         return layer, current
 
     def _remember(self, table: OrderedDict[Any, Any], key: Any, value: Any) -> None:

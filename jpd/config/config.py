@@ -45,8 +45,19 @@ class ContextConfig(ConfigModel):
     """The model that writes summaries (default: the inquiry assistant's)."""
 
 
+class ProtectedPathsConfig(ConfigModel):
+    """`conversation.protected_paths`: files the workspace tools write only when the user
+    allows that very write, in every permission mode (jpd/tools/protected.py)."""
+
+    names: list[str] = Field(default_factory=lambda: [".git", ".jp", ".vscode", ".idea"])
+    """A path with a component named so (at any depth) is protected."""
+    allow: list[str] = Field(default_factory=list)
+    """Globs of paths relative to their root (`.vscode/settings.json`) written as any file."""
+
+
 class ConversationConfig(ConfigModel):
     tools: dict[str, ToolConfig] = Field(default_factory=dict)
+    protected_paths: ProtectedPathsConfig = ProtectedPathsConfig()
     inquiry: InquiryConfig = InquiryConfig()
     context: ContextConfig = ContextConfig()
 

@@ -2,7 +2,8 @@
 
 Layers, lowest first: built-in defaults, the user file (`$JP_CONFIG` or
 `<user_config_dir>/config.toml`), the workspace file (`<workspace>/.jp/config.toml`,
-only once the user trusts it: jpd/config/trust.py),
+only once the user trusts it: jpd/config/trust.py; read once, and the bytes whose trust
+was checked are the bytes parsed),
 then overrides (`turn/start` config, `-c`). Each layer is validated on its own, so
 an error names the layer it came from, then the layers are merged and the result
 validated as a whole.
@@ -11,6 +12,7 @@ validated as a whole.
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import re
 import tomllib
@@ -24,6 +26,8 @@ from pydantic import ValidationError
 from jpd.config.config import Config
 from jpd.config.errors import ConfigError, from_validation_error
 from jpd.config.merge import merge_models
+
+log = logging.getLogger(__name__)
 
 CONFIG_ENV = "JP_CONFIG"
 ASSIGNMENT_SOURCE = "-c"
@@ -90,30 +94,52 @@ def config_paths(workspace: Path | None, env: Mapping[str, str] | None) -> list[
     return paths
 
 
-def used_config_paths(workspace: Path | None, env: Mapping[str, str] | None) -> list[Path]:
-    """`config_paths` without an untrusted workspace file (reads it to hash it)."""
-    paths = config_paths(workspace, env)
-    if workspace is not None and not workspace_config_trusted(paths[-1], env):
-        paths.pop()
-    return paths
+Trust = Callable[[Path, bytes], bool]
+"""Whether the workspace config file `path`, whose bytes are these, may be used."""
+
+ReadLayer = Callable[[Path, Trust | None], Config | None]
+"""Reads one config file's layer; with a `Trust`, the file is the workspace's: its
+bytes are read once, checked, and only then parsed (None when not trusted)."""
 
 
-def workspace_config_trusted(path: Path, env: Mapping[str, str] | None) -> bool:
-    """Whether the workspace config `path` is used: missing (nothing to use) or trusted
-    as it is now (jpd/config/trust.py). An untrusted one is skipped as if absent."""
-    from jpd.config.trust import is_trusted
+def workspace_trust(env: Mapping[str, str] | None) -> Trust:
+    """The user's trust (jpd/config/trust.py), read with the request's environment."""
+    resolved = os.environ if env is None else env
 
-    raw = read_config_bytes(path)
-    return raw is None or is_trusted(path, raw, os.environ if env is None else env)
+    def trusted(path: Path, raw: bytes) -> bool:
+        from jpd.config import trust
+
+        return trust.is_trusted(path, raw, resolved)
+
+    return trusted
 
 
-def read_file_layer(path: Path) -> Config | None:
-    """One config file, parsed and validated on its own; None when it does not exist.
+def read_trusted_bytes(path: Path, trusted: Trust) -> bytes | None:
+    """The workspace config's bytes when it exists, is the workspace's own file and is
+    trusted as read; else None (an untrusted file is skipped as if absent)."""
+    from jpd.config.trust import Refused, read_workspace_config
+
+    try:
+        raw = read_workspace_config(path)
+    except OSError as exc:
+        message = f"cannot read: {exc.strerror or exc}"
+        problem = {"key": "", "message": message, "source": str(path)}
+        raise ConfigError(message, source=str(path), errors=[problem]) from None
+    if isinstance(raw, Refused):
+        log.warning("ignoring workspace config: %s", raw.reason)
+        return None
+    return raw if raw is not None and trusted(path, raw) else None
+
+
+def read_file_layer(path: Path, trusted: Trust | None = None) -> Config | None:
+    """One config file, parsed and validated on its own; None when it does not exist
+    (or, given `trusted`, is a workspace file not trusted as read: `read_trusted_bytes`).
 
     A problem raises `ConfigError` naming the file and, where it can be found, the
     line of each bad key.
     """
-    return file_layer(path, read_config_bytes(path))
+    raw = read_config_bytes(path) if trusted is None else read_trusted_bytes(path, trusted)
+    return file_layer(path, raw)
 
 
 def file_layer(path: Path, raw: bytes | None) -> Config | None:
@@ -124,7 +150,18 @@ def file_layer(path: Path, raw: bytes | None) -> Config | None:
     try:
         return validate_layer(parse_toml_layer(path, raw), source=str(path), base_dir=path.parent)
     except ConfigError as exc:
-        raise _with_lines(exc, path) from None
+        raise _with_lines(exc, path, raw) from None
+
+
+def layer_reads(
+    workspace: Path | None, env: Mapping[str, str] | None
+) -> list[tuple[Path, Trust | None]]:
+    """Each file of `config_paths` with the trust it is read under (the workspace's)."""
+    paths = config_paths(workspace, env)
+    trusts: list[Trust | None] = [None] * len(paths)
+    if workspace is not None:
+        trusts[-1] = workspace_trust(env)
+    return list(zip(paths, trusts, strict=True))
 
 
 def load_config(
@@ -132,7 +169,7 @@ def load_config(
     workspace: Path | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Sequence[tuple[str, Mapping[str, Any]]] = (),
-    read_layer: Callable[[Path], Config | None] = read_file_layer,
+    read_layer: ReadLayer = read_file_layer,
 ) -> Config:
     """Load and merge every layer; raise `ConfigError` listing the problems of every
     bad layer at once (each with its source, key and, for files, line).
@@ -141,13 +178,14 @@ def load_config(
     `("turn/start config", {...})`, `("-c", parse_assignment(...))`); relative
     paths in them resolve against `workspace` when given. Each file of
     `config_paths` is read with `read_layer`, in order (`read_file_layer`, or a
-    `ConfigCache`'s). This reads files: call it from a worker thread in async code.
+    `ConfigCache`'s), the workspace's under the user's trust. This reads files: call it
+    from a worker thread in async code.
     """
     layers: list[Config] = []
     problems: list[ConfigError] = []
-    for path in used_config_paths(workspace, env):
+    for path, trusted in layer_reads(workspace, env):
         try:
-            layer = read_layer(path)
+            layer = read_layer(path, trusted)
             if layer is not None:
                 layers.append(layer)
         except ConfigError as exc:
@@ -170,12 +208,12 @@ def load_config(
         raise from_validation_error(exc, source=_MERGED_SOURCE, data=whole) from None
 
 
-def _with_lines(error: ConfigError, path: Path) -> ConfigError:
-    """`error` with `source` and, where the key can be found in the file, `line` on
-    every problem."""
+def _with_lines(error: ConfigError, path: Path, raw: bytes) -> ConfigError:
+    """`error` with `source` and, where the key can be found in the bytes parsed,
+    `line` on every problem."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
         lines = []
     for problem in error.errors:
         problem["source"] = str(path)

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jpd.config.loader import load_config, read_file_layer, used_config_paths, validate_layer
+from jpd.config.loader import layer_reads, load_config, read_file_layer, validate_layer
 
 DEFAULT_ORIGIN = "default"
 REDACTED = "<redacted>"
@@ -55,8 +55,8 @@ def config_origins(
     """
     effective = load_config(workspace=workspace, env=env, overrides=overrides)
     layers: list[tuple[str, dict[str, Any]]] = []
-    for path in used_config_paths(workspace, env):
-        file_layer = read_file_layer(path)
+    for path, trusted in layer_reads(workspace, env):
+        file_layer = read_file_layer(path, trusted)
         if file_layer is not None:
             layers.append((str(path), file_layer.model_dump(mode="json", exclude_unset=True)))
     for source, override in overrides:

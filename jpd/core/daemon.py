@@ -93,7 +93,12 @@ class Daemon:
 
     def request_env(self, link: ClientLink, environment: ClientEnvironment | None) -> RequestEnv:
         """What a request runs with: the client's environment when sent (protocol.md 5.5)."""
-        return request_env(environment, link.workspace_root, self.settings.env)
+        return request_env(
+            environment,
+            link.workspace_root,
+            self.settings.env,
+            peer_verified=link.peer_verified,
+        )
 
     def _replay_bytes(self) -> int:
         try:

@@ -78,6 +78,10 @@ class Toolbox:
             self._processes = ToolProcesses(self._data_dir)
         return self._processes
 
+    def tool_launchers(self) -> dict[int, int]:
+        """The tool process groups started so far (pgid: start time), for the peer rule."""
+        return {} if self._processes is None else self._processes.launched()
+
     async def catalog(
         self, cfg: Config, toggles: list[ToolToggle], root: Path
     ) -> dict[str, EffectiveTool]:
@@ -115,6 +119,7 @@ class Toolbox:
     ) -> Coordinator:
         """The tool coordinator of a turn (with its inquiry backend) or of a `tool/call`."""
         from jpd.core.turn_tools import make_coordinator
+        from jpd.tools.protected import ProtectedPaths
 
         return make_coordinator(
             tools=tools,
@@ -136,6 +141,7 @@ class Toolbox:
             resumed=resume,
             stopping=self._stopping,
             snapshots=snapshots,
+            protected=ProtectedPaths.of(cfg.conversation.protected_paths),
         )
 
     def _progress_sink(

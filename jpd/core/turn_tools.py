@@ -17,6 +17,7 @@ from jpd.tools.catalog import EffectiveTool
 from jpd.tools.coordinator import CallScope, Coordinator
 from jpd.tools.mcp_call import ProgressSink, Sampler
 from jpd.tools.permissions import PermissionGate
+from jpd.tools.protected import ProtectedPaths
 
 
 class NullLog:
@@ -50,6 +51,7 @@ def make_coordinator(
     resumed: ResumePlan | None = None,
     stopping: Callable[[], bool] = lambda: False,
     snapshots: Path | None = None,
+    protected: ProtectedPaths | None = None,
 ) -> Coordinator:
     """A coordinator over `tools` with its own turn cache, attempt counters and
     permission memory; `stopping()` is true once the daemon is stopping."""
@@ -73,5 +75,6 @@ def make_coordinator(
         record=lambda event: log.append(conversation_id, event),
         snapshots=snapshots,
         answers=resumed.answers if resumed is not None else {},
+        protected=protected if protected is not None else ProtectedPaths.default(),
     )
     return Coordinator(tools, router, gate, scope)

@@ -80,6 +80,13 @@ class ClientLink(Protocol):
         """The client's workspace, used for `<workspace>/.jp/config.toml` and tools."""
         ...
 
+    @property
+    def peer_verified(self) -> bool:
+        """Whether the peer is known to be an unsandboxed process of the user (the Unix
+        socket's peer rule passed, or stdio): only then may its `environment.env` select
+        config and state paths (protocol.md 5.5)."""
+        ...
+
     def notify(self, method: ServerNotification[P], params: P) -> None:
         """Queue a notification; never blocks, silently dropped if the client is gone."""
         ...

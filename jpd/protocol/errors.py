@@ -94,3 +94,9 @@ class ConnectionLost(ClientError):
     """The client went away while the daemon awaited its answer."""
 
     code = -32603
+
+
+class PeerRefused(JpdError):
+    """The process on the other end of the socket may not use the daemon (protocol.md 2.1)."""
+
+    code = -32007

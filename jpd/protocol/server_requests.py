@@ -53,7 +53,13 @@ class PermissionParams(WireModel):
     arguments: dict[str, Any]
     kind: PermissionKind
     content: str | None = None
-    """For `deliver`: the result that would go to the model."""
+    """For `deliver`: the result that would go to the model; for a protected path
+    (protocol.md 9.8): why it is asked."""
+    remember_scope: str = ""
+    """What a remembered answer (`remember: true`) covers, named for the user: the tool
+    (`deploy`), a command prefix (`run_command: npm test`), one protected path
+    (`protected path .git/config`); empty: an answer to it is never remembered, so a
+    client must not answer it from an earlier "always" either (protocol.md 10.5)."""
 
 
 class PermissionResult(WireParams):

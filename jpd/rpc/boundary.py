@@ -178,11 +178,16 @@ async def serve_connection(
     send: Send,
     host: Host | None = None,
     limits: ConnectionLimits | None = None,
+    *,
+    peer_verified: bool = True,
 ) -> int:
     """Serve one client until `exit` or end of input; returns the exit code.
 
     `host` is the process serving the connection (`daemon/status`, `daemon/stop`);
     default: a single-client host that stops by ending this connection.
+    `peer_verified`: the transport vouches that the peer is an unsandboxed process of
+    the user (stdio: the process that started the daemon; the Unix socket: the peer
+    rule passed); a WebSocket cannot tell.
     """
     limits = limits if limits is not None else ConnectionLimits()
     session: Session | None = None
@@ -225,6 +230,7 @@ async def serve_connection(
             raise errors.from_client(method, exc) from None
 
     session = Session(send_notification, request)
+    session.peer_verified_ = peer_verified
     outbox.label = f"client {session.link_id}"
     session.on_attach = outbox.reattached
     session.host = host if host is not None else SingleClientHost()

@@ -1,8 +1,10 @@
 """The Unix socket transport: `jpd --listen` serves any number of clients at once.
 
 Each accepted connection gets its own `serve_connection` (its own pygls protocol and
-session) over one shared `Daemon`. The socket's directory is created 0700 (one another
-user controls is refused) and the socket itself is 0600, so only its owner can connect.
+session) over one shared `Daemon`, once its peer passed the peer rule
+(jpd/tools/peer_rule.py: never a process of a tool's cage or started by the daemon).
+The socket's directory is created 0700 (one another user controls is refused) and the
+socket itself is 0600, so only its owner can connect.
 
 One daemon per socket: a lock on the pid file beside the socket (held for the
 daemon's life) decides between two daemons starting at once, and a socket file left
@@ -34,6 +36,7 @@ from jpd.core.daemon import Daemon
 from jpd.private import socket_dir_problem
 from jpd.rpc.boundary import serve_connection
 from jpd.rpc.outbox import ConnectionLimits
+from jpd.rpc.peer import check_peer, refuse
 from jpd.rpc.transport import Requester
 
 log = logging.getLogger(__name__)
@@ -374,11 +377,19 @@ class SocketServer:
 
     async def _serve_one(self, stream: anyio.abc.SocketStream) -> None:
         async with stream:
-            await self.serve_client(_Connection(stream))
+            connection = _Connection(stream)
+            raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+            verdict = check_peer(raw, self.daemon.tools.tool_launchers())
+            if verdict.refusal is not None:
+                log.warning("%s", verdict.refusal)
+                await refuse(connection.receive, connection.send, verdict.refusal)
+                return
+            await self.serve_client(connection, peer_verified=verdict.verified)
 
-    async def serve_client(self, connection: Client) -> None:
+    async def serve_client(self, connection: Client, *, peer_verified: bool = False) -> None:
         """Serve one client (of this socket, or of another transport: jpd.rpc.websocket)
-        until it leaves or the daemon stops."""
+        until it leaves or the daemon stops. `peer_verified`: the peer rule vouched
+        for the process on the other end (a WebSocket's cannot be known)."""
         if not self._connections:
             self._none_left = anyio.Event()
         self._connections.add(connection)
@@ -386,7 +397,12 @@ class SocketServer:
         try:
             if not self._stop.is_set():
                 await serve_connection(
-                    self.daemon, connection.receive, connection.send, self, self._limits
+                    self.daemon,
+                    connection.receive,
+                    connection.send,
+                    self,
+                    self._limits,
+                    peer_verified=peer_verified,
                 )
         except Exception:  # one broken connection must never take the daemon down
             log.exception("connection failed")

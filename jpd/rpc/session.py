@@ -43,6 +43,9 @@ class Session:
         self.shutdown_requested = False
         self.closed = anyio.Event()
         self.exit_code = 1
+        self.peer_verified_ = False
+        """Whether the transport vouched that the peer is an unsandboxed process of the
+        user (jpd/tools/peer_rule.py); set by the rpc boundary."""
         self.host: Host | None = None
         """The process serving this connection (set by the rpc boundary)."""
         self.on_attach: Callable[[str], None] = lambda conversation_id: None
@@ -60,6 +63,10 @@ class Session:
     @property
     def workspace_root(self) -> Path | None:
         return self.workspace_root_
+
+    @property
+    def peer_verified(self) -> bool:
+        return self.peer_verified_
 
     def notify(self, method: ServerNotification[P], params: P) -> None:
         """Queue a notification to this client (dropped once the connection closed)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from jpd.config.trust import is_workspace_config, note_agent_written
 from jpd.conversation import events as ev
 from jpd.conversation.events import ToolImage
 from jpd.inquiry.answer_tool import ANSWER_INQUIRY
@@ -28,11 +29,13 @@ from jpd.tools.base import ResultCallback, ToolResultData
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.changes import ChangeRecorder
+from jpd.tools.confine import Workspace
 from jpd.tools.environment import tool_environment
 from jpd.tools.local_runner import run_local_tool
 from jpd.tools.mcp_call import McpCallHooks, ProgressSink, Sampler
 from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
 from jpd.tools.permissions import PermissionGate
+from jpd.tools.protected import ProtectedGuard, ProtectedPaths, write_target
 from jpd.tools.schema import validate_arguments
 
 log = logging.getLogger(__name__)
@@ -68,6 +71,8 @@ class CallScope:
     answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Tool call id -> the answers its questions got before the daemon stopped: a
     resumed turn re-runs the call with them (protocol.md 12.4)."""
+    protected: ProtectedPaths = field(default_factory=ProtectedPaths.default)
+    """`conversation.protected_paths`: written only when the user allows each write."""
 
 
 class Coordinator:
@@ -85,6 +90,8 @@ class Coordinator:
         self._gate = gate
         self._scope = scope
         self._images: dict[str, tuple[ToolImage, ...]] = {}
+        self._approved: dict[str, frozenset[str]] = {}
+        """Call id -> the protected paths the user allowed it to write."""
 
     async def run(
         self, calls: Sequence[ToolCallPart], on_result: ResultCallback | None = None
@@ -129,12 +136,26 @@ class Coordinator:
             return (f"This tool call ({call.name}) was refused by {refused_by_mode}.", True)
         if config.run == "skip":
             return (f"The {call.name} tool call was skipped by configuration (run = skip).", True)
-        if config.run == "ask":
+        target = self._protected_target(tool, call)
+        if target is not None:
+            real, shown = target
+            refused = await self._gate.protected_refusal(
+                call.name, config, call.id, call.arguments, shown
+            )
+            if refused is not None:
+                return (f"This tool call ({call.name}) was denied by {refused}.", True)
+            self._approved[call.id] = frozenset({str(real)})
+        elif config.run == "ask":
             refused = await self._gate.refusal("run", call.name, config, call.id, call.arguments)
             if refused is not None:
                 return (f"This tool call ({call.name}) was denied by {refused}.", True)
 
-        content, is_error = await self._execute(tool, call)
+        try:
+            content, is_error = await self._execute(tool, call)
+        finally:
+            self._approved.pop(call.id, None)
+        if target is not None and not is_error and is_workspace_config(target[0]):
+            await anyio.to_thread.run_sync(self._note_config_write, target[0])
 
         if config.result == "skip":
             return (
@@ -148,6 +169,25 @@ class Coordinator:
             if refused is not None:
                 return (f"The result of {call.name} was withheld by {refused}.", True)
         return content, is_error
+
+    def _note_config_write(self, real: Path) -> None:
+        """The agent wrote a workspace config: recorded for the trust prompt."""
+        try:
+            raw = real.read_bytes()
+        except OSError:
+            return
+        note_agent_written(real, raw, self._scope.env)
+
+    def _protected_target(self, tool: EffectiveTool, call: ToolCallPart) -> tuple[Path, str] | None:
+        """The protected file a writing built-in call names (real path, as shown), if any."""
+        if tool.builtin is None:
+            return None
+        ws = Workspace.of(self._scope.root, tool.config.options, self._scope.extra_roots)
+        real = write_target(call.name, call.arguments, ws)
+        if real is None:
+            return None
+        shown = self._scope.protected.protected(ws, real)
+        return None if shown is None else (real, shown)
 
     async def _execute(self, tool: EffectiveTool, call: ToolCallPart) -> tuple[str, bool]:
         if tool.mcp is not None:
@@ -234,6 +274,9 @@ class Coordinator:
                 processes=self._scope.processes,
                 on_progress=self._scope.on_progress,
                 changes=self._recorder(call.id),
+                protected=ProtectedGuard(
+                    self._scope.protected, self._approved.get(call.id, frozenset())
+                ),
             )
             try:
                 return await tool.builtin.run(dict(call.arguments), dict(answers), ctx)

@@ -22,6 +22,7 @@ from jpd.protocol.detached import DetachedMode, PermissionKind
 from jpd.protocol.method_table import TOOL_PERMISSION
 from jpd.protocol.modes import PermissionMode
 from jpd.protocol.server_requests import PendingInfo, PermissionParams, PermissionResult
+from jpd.tools.approval_scope import approval_scope
 from jpd.tools.modes import mode_decision
 
 
@@ -33,7 +34,8 @@ class PermissionGate:
     conversation_id: str
     turn_id: str
     detached_override: DetachedMode | None = None
-    remembered: dict[tuple[PermissionKind, str], bool] = field(default_factory=dict)
+    remembered: dict[tuple[PermissionKind, str, str], bool] = field(default_factory=dict)
+    """(kind, tool, scope) -> the remembered answer (`approval_scope`)."""
     mode: PermissionMode = "ask"
 
     def mode_refusal(self, tool_name: str) -> str | None:
@@ -70,10 +72,12 @@ class PermissionGate:
         """None when allowed, else who refused: the user, or which detached policy."""
         if mode_decision(self.mode, tool_name) == "allow":
             return None
-        key = (kind, tool_name)
-        if key in self.remembered:
+        scope = approval_scope(tool_name, arguments) if kind == "run" else ""
+        key = (kind, tool_name, scope or "")
+        if scope is not None and key in self.remembered:
             return None if self.remembered[key] else "the user (remembered for this turn)"
-        request = self._request(kind, tool_name, call_id, arguments, content)
+        label = "" if scope is None else f"{tool_name}: {scope}" if scope else tool_name
+        request = self._request(kind, tool_name, call_id, arguments, content, label)
         reply = await self.pending.ask(request, wait=False, wait_limit=None)
         if reply is None:
 
@@ -98,6 +102,42 @@ class PermissionGate:
         if not isinstance(reply, Answer):
             return "the user (the request was dismissed)"
         allow = bool(reply.value)
+        if reply.remember and scope is not None:
+            self.remembered[key] = allow
+        return None if allow else "the user"
+
+    async def protected_refusal(
+        self, tool_name: str, tool: ToolConfig, call_id: str, arguments: dict[str, Any], shown: str
+    ) -> str | None:
+        """None when the user allows this call to write the protected path `shown`:
+        asked whatever the mode and the tool's `run`; remembered for that path only
+        (any writing tool);
+        with no client to ask, refused (or, under `defer`, asked of the first client
+        that comes within the timeout)."""
+        # Remembered for the path, whichever writing tool comes back to it.
+        key: tuple[PermissionKind, str, str] = ("run", "", "protected:" + shown)
+        if key in self.remembered:
+            return None if self.remembered[key] else "the user (remembered for this turn)"
+        content = (
+            f"{tool_name} writes {shown}, a protected path: programs the user runs later "
+            "read it (git hooks and config, jp's config, editor settings)"
+        )
+        request = self._request(
+            "run", tool_name, call_id, arguments, content, f"protected path {shown}"
+        )
+        reply = await self.pending.ask(request, wait=False, wait_limit=None)
+        if reply is None:
+            policy = tool.detached_policy("run", self.detached_override)
+            if policy.mode == "defer":
+                reply = await self.pending.ask(request, wait=True, wait_limit=policy.timeout)
+            if reply is None:
+                return (
+                    f"the protected-path rule: {shown} is a protected path, never written "
+                    "unattended, and no client could ask the user"
+                )
+        if not isinstance(reply, Answer):
+            return "the user (the request was dismissed)"
+        allow = bool(reply.value)
         if reply.remember:
             self.remembered[key] = allow
         return None if allow else "the user"
@@ -109,6 +149,7 @@ class PermissionGate:
         call_id: str,
         arguments: dict[str, Any],
         content: str | None,
+        remember_scope: str,
     ) -> Request:
         inquiry_id = f"{call_id}.permission.{kind}"
         params = PermissionParams(
@@ -120,6 +161,7 @@ class PermissionGate:
             arguments=arguments,
             kind=kind,
             content=content,
+            remember_scope=remember_scope,
         )
 
         def parse(result: PermissionResult) -> tuple[Any, bool]:

@@ -62,6 +62,10 @@ class FakeLink:
     def workspace_root(self) -> Path | None:
         return None
 
+    @property
+    def peer_verified(self) -> bool:
+        return True
+
     def notify(self, method: ServerNotification[P], params: P) -> None:
         self.notifications.append((method.name, params.to_wire()))
 

@@ -1,10 +1,13 @@
 """The daemon's permission requests and questions, asked in the editor.
 
 - `tool/permission` -> `session/request_permission` with allow once / allow always /
-  reject once / reject always. The "always" options name their scope, this tool in this
-  session: the session remembers the answer (per tool and permission kind) and gives
-  it to the daemon's later requests without asking, and the daemon gets
-  `remember: true` (for the rest of its turn), as with the terminal's `Y`/`N`.
+  reject once / reject always. The "always" options name their scope in this session,
+  the request's `rememberScope` (the tool, a command prefix such as `run_command: npm
+  test`, one protected path): the session remembers the answer under it (and the
+  permission kind) and gives it to the daemon's later requests of the same scope
+  without asking, and the daemon gets `remember: true` (for the rest of its turn), as
+  with the terminal's `Y`/`N`. A request whose `rememberScope` is empty offers no
+  "always" option and is never answered from memory.
 - `inquiry/prompt` -> an elicitation form when the editor declared form elicitation
   (boolean, select as an enum, text, number, multi-select as an array of an enum; a
   "remember for this turn" box when the question allows it); accept answers, decline
@@ -45,19 +48,24 @@ from jpcli.rpc import INVALID_PARAMS, REQUEST_CANCELLED
 DISMISSED = LinkError(REQUEST_CANCELLED, "dismissed by the user in the editor")
 
 
-def permission_options(tool_name: str) -> list[PermissionOption]:
-    """The choices of a permission request; the "always" ones name their scope."""
+def permission_options(scope: str | None) -> list[PermissionOption]:
+    """The choices of a permission request; the "always" ones name their scope (none
+    when an answer to it may not be remembered)."""
+    allow = PermissionOption(option_id="allow_once", name="Allow", kind="allow_once")
+    reject = PermissionOption(option_id="reject_once", name="Reject", kind="reject_once")
+    if scope is None:
+        return [allow, reject]
     return [
-        PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
+        allow,
         PermissionOption(
             option_id="allow_always",
-            name=f"Always allow {tool_name} in this session",
+            name=f"Always allow {scope} in this session",
             kind="allow_always",
         ),
-        PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+        reject,
         PermissionOption(
             option_id="reject_always",
-            name=f"Always reject {tool_name} in this session",
+            name=f"Always reject {scope} in this session",
             kind="reject_always",
         ),
     ]
@@ -118,10 +126,13 @@ async def ask_permission(
     remembered: dict[tuple[str, str], bool] | None = None,
 ) -> dict[str, Any]:
     """Answer a `tool/permission` request (protocol.md 10.3) by asking the editor, or
-    from `remembered` (the session's "always" answers, by permission kind and tool)."""
+    from `remembered` (the session's "always" answers, by permission kind and scope)."""
     name, kind = str(params.get("toolName", "tool")), params.get("kind")
-    key = (str(kind), name)
-    if remembered is not None and key in remembered:
+    # A daemon that does not name the scope: the tool, as before.
+    given = params.get("rememberScope", name)
+    scope = str(given) if given else None  # empty: an answer to it is never remembered
+    key = (str(kind), scope or "")
+    if scope is not None and remembered is not None and key in remembered:
         return {"allow": remembered[key], "remember": True}
     if kind == "deliver":
         title = f"Share the result of {name} with the model?"
@@ -136,9 +147,9 @@ async def ask_permission(
         raw_input=params.get("arguments"),
         raw_output=params.get("content"),
     )
-    options = permission_options(name)
+    options = permission_options(scope)
     allow, remember = _PERMISSION_ANSWERS[await _ask(editor, session_id, call, options)]
-    if remember and remembered is not None:
+    if remember and scope is not None and remembered is not None:
         remembered[key] = allow
     return {"allow": allow, "remember": remember} if remember else {"allow": allow}
 

@@ -81,7 +81,7 @@ class Session:
     """`turn/start` config of every prompt (the editor's MCP servers)."""
     link: DaemonLink | None = None
     always: dict[tuple[str, str], bool] = field(default_factory=dict)
-    """The "always" answers to permission requests: (kind, tool) -> allow."""
+    """The "always" answers to permission requests: (kind, scope) -> allow."""
     choices: Choices = field(default_factory=Choices)
     """Model, reasoning effort and permission mode of the next prompt."""
     translator: LiveTranslator = field(default_factory=LiveTranslator)

@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Mapping
 
-from acp import RequestError
+from acp import RequestError, text_block, tool_content
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
 from jpcli import trust
@@ -37,11 +37,13 @@ async def offer_trust(
     if real is None:
         return False
     asked.add(real)
+    shown, digest = await asyncio.to_thread(trust.describe, path, env)
     call = ToolCallUpdate(
         tool_call_id=f"trust-{session_id}",
         title=TITLE,
         status="pending",
         raw_input={"path": path},
+        content=[tool_content(text_block(shown))],
     )
     try:
         response = await editor.request_permission(session_id, call, TRUST_OPTIONS)
@@ -52,7 +54,8 @@ async def offer_trust(
     if not isinstance(outcome, AllowedOutcome) or outcome.option_id != "trust":
         return False
     try:
-        await asyncio.to_thread(trust.trust, path, env)
+        # The content shown is the content trusted: a file changed since is not.
+        await asyncio.to_thread(trust.trust, path, env, digest)
     except OSError as exc:
         log.warning("cannot trust %s: %s", path, exc)
         return False
@@ -60,8 +63,9 @@ async def offer_trust(
 
 
 def _to_ask(path: str, env: Mapping[str, str], asked: set[str]) -> str | None:
-    """The real path of `path` when it is an untrusted config not asked about yet."""
-    real = os.path.realpath(path)
-    if real in asked or not os.path.isfile(path) or trust.is_trusted(path, env):
+    """The key of `path` when it is an untrusted config not asked about yet (one that
+    links outside the workspace is never used, so never offered)."""
+    real = trust.key(path)
+    if real in asked or not os.path.isfile(path) or trust.outside(path) is not None:
         return None
-    return real
+    return None if trust.is_trusted(path, env) else real

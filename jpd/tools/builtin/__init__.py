@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from jpd.process_groups import ToolProcesses
     from jpd.tools.changes import ChangeRecorder
     from jpd.tools.mcp_call import ProgressSink
+    from jpd.tools.protected import ProtectedGuard
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class BuiltinContext:
     """Reports progress of a long call to attached clients."""
     changes: ChangeRecorder | None = None
     """Records the files this call changes, for `turn/undo` (None: outside a turn)."""
+    protected: ProtectedGuard | None = None
+    """Checked just before a file is written: a protected path only with the user's
+    leave for that path (jpd/tools/protected.py; None: direct use in tests)."""
 
 
 class BuiltinTool(Protocol):

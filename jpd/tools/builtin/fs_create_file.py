@@ -26,6 +26,7 @@ from jpd.tools.builtin.fs_common import (
 from jpd.tools.changes import ChangeRecorder, write_change
 from jpd.tools.confine import PathRefused, Workspace, special_kind
 from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
+from jpd.tools.protected import ProtectedGuard
 
 NAME = "fs_create_file"
 OVERWRITE = "overwrite"
@@ -45,7 +46,12 @@ def _exists(ws: Workspace, path_arg: str) -> tuple[bool, str]:
 
 
 def create(
-    ws: Workspace, recorder: ChangeRecorder | None, path_arg: str, content: str, overwrite: bool
+    ws: Workspace,
+    recorder: ChangeRecorder | None,
+    path_arg: str,
+    content: str,
+    overwrite: bool,
+    guard: ProtectedGuard | None = None,
 ) -> str:
     """Write the file; returns the result text. Blocking."""
     real = ws.resolve(path_arg)
@@ -56,6 +62,8 @@ def create(
             if not overwrite:
                 raise PathRefused(f"{shown!r} appeared meanwhile; call again to overwrite it")
             before = ws.read_bytes(real, MAX_FILE_BYTES)  # only a regular file is replaced
+        if guard is not None:
+            guard.check(ws, real)  # as resolved now, not as when the user was asked
         write_change(recorder, ws, real, before, content.encode("utf-8"))
     lines = len(content.splitlines())
     if before is None:
@@ -113,7 +121,7 @@ class CreateFile:
             if exists and answers.get(OVERWRITE) is not True:
                 return Failure(message=f"{shown} exists and the user chose not to overwrite it")
             result = await run_blocking(
-                create, ws, ctx.changes, path, content, exists, abandon=False
+                create, ws, ctx.changes, path, content, exists, ctx.protected, abandon=False
             )
         except PathRefused as exc:
             return Failure(message=str(exc))

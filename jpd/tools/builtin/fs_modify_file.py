@@ -26,6 +26,7 @@ from jpd.tools.builtin.fs_common import (
 from jpd.tools.changes import ChangeRecorder, write_change
 from jpd.tools.confine import PathRefused, Workspace
 from jpd.tools.outcome import Failure, Success, ToolOutcome
+from jpd.tools.protected import ProtectedGuard
 
 NAME = "fs_modify_file"
 
@@ -37,6 +38,7 @@ def modify(
     old: str,
     new: str,
     replace_all: bool,
+    guard: ProtectedGuard | None = None,
 ) -> str:
     """Apply the replacement; returns the result text. Blocking."""
     real = ws.resolve(path_arg)
@@ -60,6 +62,8 @@ def modify(
                 "surrounding lines to make it unique, or set replace_all)"
             )
         changed = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        if guard is not None:
+            guard.check(ws, real)  # as resolved now, not as when the user was asked
         write_change(recorder, ws, real, data, changed.encode("utf-8"))
     diff = unified_diff(shown, text, changed)
     times = f"{count} replacements" if count > 1 else "1 replacement"
@@ -111,7 +115,15 @@ class ModifyFile:
         replace_all = arguments.get("replace_all") is True
         try:
             result = await run_blocking(
-                modify, workspace(ctx), ctx.changes, path, old, new, replace_all, abandon=False
+                modify,
+                workspace(ctx),
+                ctx.changes,
+                path,
+                old,
+                new,
+                replace_all,
+                ctx.protected,
+                abandon=False,
             )
         except PathRefused as exc:
             return Failure(message=str(exc))
