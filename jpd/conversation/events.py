@@ -48,6 +48,9 @@ class TurnStart(_Event):
     """The client's workspace root the turn ran in (absolute), when it had one."""
     mode: PermissionMode = "ask"
     """The turn's permission mode (`turn/start` `mode`); a resumed turn keeps it."""
+    reasoning_effort: str | None = None
+    """The turn's `assistant.reasoning.effort` (absent in older logs): a client that
+    resumes the conversation picks it again."""
 
 
 class TurnResume(_Event):
@@ -113,6 +116,9 @@ class ToolCallRequest(_Event):
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    title: str | None = None
+    """The call in one line, as the `tool_call` turn event's `title` (absent in older
+    logs), so a replay shows what the live turn showed."""
 
 
 class ToolImage(BaseModel):

@@ -13,7 +13,7 @@ def test_kind_locations_and_diff_come_from_the_event() -> None:
         "diff": {"path": "/w/calc.py", "oldText": "a - b", "newText": "a + b"},
     }
     view = CallView.of("fs_modify_file", event)
-    started = tool_started("c1", "fs_modify_file", {"path": "calc.py"}, view)
+    started = tool_started("c1", view, {"path": "calc.py"})
     assert started.kind == "edit"
     assert [(loc.path, loc.line) for loc in started.locations or []] == [("/w/calc.py", None)]
     [diff] = started.content or []
@@ -59,3 +59,58 @@ def test_a_replayed_edit_shows_its_diff_from_the_log() -> None:
     assert (diff.old_text, diff.new_text) == ("a - b", "a + b")
     assert isinstance((ended.content or [])[0], FileEditToolCallContent)  # type: ignore[union-attr]
     assert read.kind == "read" and not read.content  # type: ignore[union-attr]
+    # The provider numbered calls per response: the second `call_1` is another entry.
+    assert started.tool_call_id == "call_1"  # type: ignore[union-attr]
+    assert read.tool_call_id == "call_1~2"  # type: ignore[union-attr]
+    assert read.title == "fs_read_file"  # type: ignore[union-attr]
+
+
+def test_replay_keeps_titles_read_locations_and_shows_update_plan_as_a_plan_only() -> None:
+    from jpcli.acp.updates import history
+
+    plan = {"plan": [{"step": "fix add", "status": "in_progress"}]}
+    events = [
+        {"type": "turn_start", "turn_id": "t1", "workspace": "/w"},
+        {
+            "type": "tool_call_request",
+            "id": "a",
+            "name": "fs_read_file",
+            "arguments": {"path": "src/calc.py", "start_line": 3, "end_line": 9},
+            "title": "Read src/calc.py (3-9)",
+        },
+        {"type": "tool_call_response", "id": "a", "content": "..."},
+        {"type": "tool_call_request", "id": "p", "name": "update_plan", "arguments": plan},
+        {"type": "tool_call_response", "id": "p", "content": "ok"},
+        {"type": "tool_call_request", "id": "b", "name": "run_command", "arguments": {}},
+    ]
+    read, _, shown_plan, _, cut = history(events, frozenset())
+    assert read.title == "Read src/calc.py (3-9)"  # type: ignore[union-attr]
+    [where] = read.locations or []  # type: ignore[union-attr]
+    assert (where.path, where.line) == ("/w/src/calc.py", 3)
+    assert shown_plan.session_update == "plan"
+    # A call the log never answered (the turn was cut) is not left in progress.
+    assert cut.session_update == "tool_call_update" and cut.status == "failed"  # type: ignore[union-attr]
+
+
+def test_live_calls_get_unique_ids_and_end_when_the_turn_is_cancelled() -> None:
+    from jpcli.acp.updates import LiveTranslator
+
+    first = LiveTranslator()
+    call = {"kind": "tool_call", "id": "call_1", "name": "run_command", "title": "make -j4"}
+    [started] = first.translate({**call, "arguments": {"command": "make -j4"}})
+    assert started.title == "make -j4"  # type: ignore[union-attr]
+    first.translate({"kind": "tool_result", "id": "call_1", "content": "ok", "isError": False})
+    second = LiveTranslator(ids=first.ids)
+    [again] = second.translate({**call, "arguments": {}})
+    assert again.tool_call_id == "call_1~2"  # type: ignore[union-attr]
+    [ended] = second.translate({"kind": "turn_completed", "stopReason": "cancelled"})
+    assert ended.tool_call_id == "call_1~2" and ended.status == "failed"  # type: ignore[union-attr]
+    plan = {"plan": [{"step": "x", "status": "pending"}]}
+    assert (
+        second.translate({"kind": "tool_call", "id": "p", "name": "update_plan", "arguments": plan})
+        == []
+    )
+    [shown] = second.translate(
+        {"kind": "tool_result", "id": "p", "content": "ok", "isError": False}
+    )
+    assert shown.session_update == "plan"

@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Mapping
 
-from acp import RequestError
+from acp import RequestError, update_tool_call
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
 from jpcli import trust
@@ -37,11 +37,9 @@ async def offer_trust(
     if real is None:
         return False
     asked.add(real)
+    entry = f"trust-{session_id}-{len(asked)}"
     call = ToolCallUpdate(
-        tool_call_id=f"trust-{session_id}",
-        title=TITLE,
-        status="pending",
-        raw_input={"path": path},
+        tool_call_id=entry, title=TITLE, kind="other", status="pending", raw_input={"path": path}
     )
     try:
         response = await editor.request_permission(session_id, call, TRUST_OPTIONS)
@@ -49,7 +47,12 @@ async def offer_trust(
         log.info("the editor could not ask about %s: %s", path, exc)
         return False
     outcome = response.outcome
-    if not isinstance(outcome, AllowedOutcome) or outcome.option_id != "trust":
+    trusted = isinstance(outcome, AllowedOutcome) and outcome.option_id == "trust"
+    # The request made an entry in the editor: finish it (never left in progress).
+    await editor.session_update(
+        session_id, update_tool_call(entry, status="completed" if trusted else "failed")
+    )
+    if not trusted:
         return False
     try:
         await asyncio.to_thread(trust.trust, path, env)
