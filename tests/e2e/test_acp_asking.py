@@ -252,6 +252,8 @@ async def test_without_forms_a_yes_no_question_is_a_permission_request(
         assert answer.stop_reason == "end_turn"
     asked, options = editor.permissions[0]
     assert [(o.option_id, o.name) for o in options] == [("yes", "Yes"), ("no", "No")]
-    assert "Give a boolean" in (asked.title or "")
+    # The call keeps its own title; the question is the request's content.
+    assert asked.title == 'asker(kind="boolean")'
+    assert "Give a boolean" in asked.content[0].content.text
     ends = editor.of_kind("tool_call_update")
     assert ends[-1].content[0].content.text == "got True"

@@ -231,6 +231,7 @@ async def ask_question(
     params: dict[str, Any],
     *,
     forms: bool,
+    call_title: str | None = None,
 ) -> dict[str, Any]:
     """Answer an `inquiry/prompt` request (protocol.md 10.3) by asking the editor."""
     question = params.get("question") or {}
@@ -273,7 +274,12 @@ async def ask_question(
         values = {f"choice-{i}": choice for i, choice in enumerate(choices)}
     else:
         raise LinkError(INVALID_PARAMS, f"the editor cannot answer {kind!r} questions")
+    # A shown call keeps its title (an editor applies it to the entry); the question is
+    # its content. A question of no shown call is an entry of its own, titled by it.
     call = ToolCallUpdate(
-        tool_call_id=tool_call_id or str(params.get("inquiryId")), title=message, status="pending"
+        tool_call_id=tool_call_id or str(params.get("inquiryId")),
+        title=call_title or message,
+        status="pending",
+        content=[tool_content(text_block(message))] if call_title else None,
     )
     return {"answer": values[await _ask(editor, session_id, call, options)]}

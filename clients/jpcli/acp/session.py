@@ -213,7 +213,15 @@ class Session:
     async def _on_question(self, params: Any) -> Any:
         request = self._mine(params)
         call_id = self._call_of(request)
-        asking = ask_question(self.editor, self.session_id, call_id, request, forms=self.forms)
+        view = self.translator.views.get(call_id) if call_id is not None else None
+        asking = ask_question(
+            self.editor,
+            self.session_id,
+            call_id,
+            request,
+            forms=self.forms,
+            call_title=view.title if view is not None else None,
+        )
         kind = ((request.get("question") or {}).get("answerType") or {}).get("type")
         if call_id is not None or self.forms or kind not in ("boolean", "select"):
             return await self._tracked(str(request.get("inquiryId")), call_id, asking)
