@@ -114,3 +114,19 @@ def test_live_calls_get_unique_ids_and_end_when_the_turn_is_cancelled() -> None:
         {"kind": "tool_result", "id": "p", "content": "ok", "isError": False}
     )
     assert shown.session_update == "plan"
+
+
+def test_replay_gives_resource_links_back() -> None:
+    from jpcli.acp.updates import history
+
+    message = "look at this\n\n[calc.py](file:///w/calc.py)\n\nand fix it"
+    text, link, rest = history([{"type": "chat_request", "content": message}], frozenset())
+    assert text.content.text == "look at this"  # type: ignore[union-attr]
+    assert (link.content.type, link.content.name, link.content.uri) == (  # type: ignore[union-attr]
+        "resource_link",
+        "calc.py",
+        "file:///w/calc.py",
+    )
+    assert rest.content.text == "and fix it"  # type: ignore[union-attr]
+    [plain] = history([{"type": "chat_request", "content": "[x] done (y)"}], frozenset())
+    assert plain.content.text == "[x] done (y)"  # type: ignore[union-attr]

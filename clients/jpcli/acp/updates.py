@@ -14,6 +14,7 @@ whose question is shown as a prompt) are not shown, as `jp` does not show them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from acp.schema import (
     AgentPlanUpdate,
     AgentThoughtChunk,
     Cost,
+    ResourceContentBlock,
     ToolCallProgress,
     ToolCallStart,
     Usage,
@@ -194,6 +196,29 @@ def compaction_note(event: dict[str, Any]) -> str:
     return f"\n\n*[context compacted: {what}{sizes}]*\n\n"
 
 
+_LINK = re.compile(r"\[([^\]\n]*)\]\((\S+)\)")
+
+
+def user_message(text: str) -> list[Update]:
+    """A replayed user message: its text, with the resource links the editor sent (kept
+    in the message as `[name](uri)` paragraphs, `inputs.prompt_text`) as links again."""
+    updates: list[Update] = []
+    parts: list[str] = []
+    for paragraph in text.split("\n\n"):
+        link = _LINK.fullmatch(paragraph)
+        if link is None:
+            parts.append(paragraph)
+            continue
+        if parts:
+            updates.append(update_user_message_text("\n\n".join(parts)))
+            parts = []
+        block = ResourceContentBlock(type="resource_link", name=link.group(1), uri=link.group(2))
+        updates.append(UserMessageChunk(session_update="user_message_chunk", content=block))
+    if parts or not updates:
+        updates.append(update_user_message_text("\n\n".join(parts)))
+    return updates
+
+
 def history(
     events: list[dict[str, Any]], hidden_tools: frozenset[str], ids: CallIds | None = None
 ) -> list[Update]:
@@ -221,7 +246,7 @@ def history(
             if kind == "turn_start":
                 workspace = event.get("workspace")
         elif kind == "chat_request":
-            updates.append(update_user_message_text(str(event.get("content", ""))))
+            updates.extend(user_message(str(event.get("content", ""))))
         elif kind == "chat_response" and event.get("reasoning"):
             updates.append(update_agent_thought_text(str(event["reasoning"])))
         elif kind == "chat_response" and event.get("message"):
