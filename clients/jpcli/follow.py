@@ -168,6 +168,9 @@ class Follower:
     def pause(self) -> None:
         """Before a prompt: stop the spinner and end open lines (the turn goes on)."""
         self.spinner.clear()
+        paused = getattr(self.renderer, "paused", None)
+        if paused is not None:
+            paused()
         with contextlib.suppress(OSError, ValueError):
             self._finish()
 
@@ -203,7 +206,7 @@ class Follower:
         kind = event.get("kind")
         if self.json_lines is not None:
             self.json_lines.handle_params(params)
-        elif kind != "turn_completed" and self.renderer is not None:
+        elif self.renderer is not None and (kind != "turn_completed" or mine):
             self.renderer.handle(event)
         if kind in ("text_delta", "reasoning_delta"):
             self._waiting = ""

@@ -28,6 +28,7 @@ from jpd.tools.base import ResultCallback, ToolResultData
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.changes import ChangeRecorder
+from jpd.tools.confine import Workspace
 from jpd.tools.environment import tool_environment
 from jpd.tools.local_runner import run_local_tool
 from jpd.tools.mcp_call import McpCallHooks, ProgressSink, Sampler
@@ -130,6 +131,9 @@ class Coordinator:
         if config.run == "skip":
             return (f"The {call.name} tool call was skipped by configuration (run = skip).", True)
         if config.run == "ask":
+            problem = await self._precheck(tool, call)
+            if problem is not None:
+                return problem, True
             refused = await self._gate.refusal("run", call.name, config, call.id, call.arguments)
             if refused is not None:
                 return (f"This tool call ({call.name}) was denied by {refused}.", True)
@@ -203,6 +207,16 @@ class Coordinator:
                 ToolImage(mime_type=mime, data=data) for mime, data in result.images
             )
         return result.content, result.is_error
+
+    async def _precheck(self, tool: EffectiveTool, call: ToolCallPart) -> str | None:
+        """A built-in's check of its arguments against the workspace before anyone is
+        asked (an edit whose old text is not in the file fails without a prompt)."""
+        check = getattr(tool.builtin, "precheck", None)
+        if check is None:
+            return None
+        ws = Workspace.of(self._scope.root, tool.config.options, self._scope.extra_roots)
+        problem: str | None = await check(dict(call.arguments), ws)
+        return problem
 
     def _source(self, tool: EffectiveTool) -> ev.ToolSource | ev.AssistantSource:
         # protocol.md 12.2: provenance comes from the tool itself, never from user config.

@@ -564,7 +564,7 @@ def test_tool_calls_go_to_stderr_and_reasoning_is_omitted_off_tty(
     assert (code, out) == (0, "done\n")
     call, result = err.splitlines()
     assert call == '⚙ read_file(path="a.txt")'
-    assert re.fullmatch(r"✗ read_file \d+\.\ds: no such file", result), result
+    assert re.fullmatch(r"✗ read_file\(path=\"a.txt\"\) \d+\.\ds: no such file", result), result
     assert "thinking" not in err
 
 

@@ -50,6 +50,36 @@ class _Output:
         return f"{head}\n[... {left_out} bytes left out ...]\n{tail}"
 
 
+_WRITE_REFUSED = ("Permission denied", "Read-only file system", "Operation not permitted")
+_NETWORK_REFUSED = (
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+    "Could not resolve host",
+    "Name or service not known",
+)
+_OPTIONS = "conversation.tools.run_command.options"
+
+
+def sandbox_note(policy: SandboxPolicy, code: int | None, output: str) -> str:
+    """For a failed command whose output reads like a sandbox refusal: that it was the
+    sandbox, and which setting allows what it tried (for the model and the person)."""
+    if code in (0, None):
+        return ""
+    notes = []
+    if not policy.network and any(text in output for text in _NETWORK_REFUSED):
+        notes.append(f"it has no network (`{_OPTIONS}.network = true` allows it)")
+    if policy.mode != "off" and any(text in output for text in _WRITE_REFUSED):
+        where = (
+            "writes nowhere"
+            if policy.mode == "read-only"
+            else "writes only in the workspace and $TMPDIR"
+        )
+        notes.append(f'it {where} (`{_OPTIONS}.sandbox = "off"` lifts that)')
+    if not notes:
+        return ""
+    return f"\nnote: the command ran in jpd's sandbox: {'; '.join(notes)}.\n"
+
+
 class RunCommand:
     name = "run_command"
 
@@ -168,7 +198,8 @@ class RunCommand:
             header = f"timed out after {timeout:g} s: the command and its processes were killed"
         else:
             header = f"exit code: {process.returncode}"
-        return Success(content=f"{header}\nstdout:\n{stdout.text()}\nstderr:\n{errors}")
+        note = sandbox_note(policy, process.returncode, stdout.text() + errors)
+        return Success(content=f"{header}\nstdout:\n{stdout.text()}\nstderr:\n{errors}{note}")
 
     @staticmethod
     async def _pump(stream: ByteReceiveStream, into: _Output, ctx: BuiltinContext) -> None:
