@@ -17,6 +17,7 @@ from jpcli.render import TOOL_MARK, format_tool_call
 
 _EXIT = re.compile(r"^exit code: (-?\d+)")
 _DIFF_LINE = re.compile(r"^([+-])(?![+-]{2} )", re.MULTILINE)
+_CREATED = re.compile(r"^Created .* \((\d+) lines?\)")
 _DIFF = re.compile(r"```diff\n(.*?)```", re.DOTALL)
 
 
@@ -49,7 +50,8 @@ def _counts(content: str) -> str:
     """`(+A -R)` of the diff block in an edit's result ("" without one)."""
     block = _DIFF.search(content)
     if block is None:
-        return ""
+        created = _CREATED.match(content)
+        return f" (new, {created.group(1)} lines)" if created else ""
     signs = _DIFF_LINE.findall(block.group(1))
     return f" ({'+'}{signs.count('+')} -{signs.count('-')})"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import threading
 import time
@@ -216,6 +217,7 @@ class Follower:
             self._finish()
             if self.renderer is not None and self.json_lines is None:
                 self.renderer.summary()
+                self._changed_files()
             return self._completed(event)
         return None
 
@@ -335,6 +337,20 @@ class Follower:
         message = " ".join(str(event.get("error") or f"turn ended with {reason}").split())
         self._note(f"jp: error: {message}")
         return EXIT_ERROR
+
+    def _changed_files(self) -> None:
+        """After the turn: the files it changed, in one line (nothing when none)."""
+        from jpcli.turns.changes import changed_line, turn_changes
+
+        if self.follow.turn_id is None:
+            return
+        try:
+            result = turn_changes(self.connection, self.follow.conversation_id, self.follow.turn_id)
+        except (RpcError, OSError):
+            return  # an older daemon, or the turn is gone: the list is a courtesy
+        line = changed_line(result, os.getcwd())
+        if line is not None:
+            self._note(line)
 
     def _note(self, line: str) -> None:
         if self.json_lines is not None:

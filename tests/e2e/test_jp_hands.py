@@ -1,0 +1,89 @@
+"""What a person sees of tool calls in `jp query`, in a real pseudo-terminal against the
+shared daemon: an edit that cannot apply fails without a prompt, an edit's prompt shows
+a numbered diff in context, a created file's content is shown once, a failed command
+gets ✗ and its exit code, the changed files are listed after the turn, and
+`jp turn diff` shows the turn's change."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+from pathlib import Path
+
+import pexpect
+
+from tests.e2e.sockets import Daemons, socket_env
+from tests.e2e.test_jp_socket import finish
+from tests.e2e.test_jp_undo import jp
+from tests.e2e.tools import tool_call
+
+ALLOW = r"\[y/n/Y/N\] "
+CALC = "".join(f"# line {i}\n" for i in range(1, 11)) + "def add(a, b):\n    return a - b\n"
+
+
+def spawn_in(env: dict[str, str], cwd: Path, *args: str) -> tuple[pexpect.spawn, io.StringIO]:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "jpcli", *args],
+        cwd=str(cwd),
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(24, 120),
+    )
+    transcript = io.StringIO()
+    child.logfile_read = transcript
+    return child, transcript
+
+
+async def test_tool_calls_as_a_person_sees_them(tmp_path: Path, daemons: Daemons) -> None:
+    env = socket_env(
+        tmp_path,
+        [
+            tool_call("fs_modify_file", "c1", path="calc.py", old_text="a * b", new_text="x"),
+            tool_call("fs_modify_file", "c2", path="calc.py", old_text="a - b", new_text="a + b"),
+            tool_call("fs_create_file", "c3", path="notes.md", content="first\nsecond\n"),
+            tool_call("run_command", "c4", command="echo failing >&2; exit 3"),
+            {"text": "All done."},
+        ],
+    )
+    env.update(TERM="xterm-256color", NO_COLOR="1")
+    daemons.watch(env)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "calc.py").write_text(CALC)
+
+    child, transcript = spawn_in(env, ws, "query", "fix it")
+    # The first edit cannot apply: it fails at once, nobody is asked.
+    child.expect(r"✗ Edit calc.py \d+\.\ds: old_text not found")
+    # The second is asked with the change in context, numbered as in the file.
+    child.expect(ALLOW)
+    prompt = child.before
+    assert "the assistant wants to: Edit calc.py" in prompt
+    assert "   10 │  # line 10" in prompt and "    9 │  # line 9" in prompt
+    assert "   12 │ -    return a - b" in prompt and "   12 │ +    return a + b" in prompt
+    assert "# line 8" not in prompt  # three lines of context, not the whole file
+    child.sendline("y")
+    child.expect(r"✓ Edited calc.py \(\+1 -1\) \d+\.\ds")
+    child.expect(ALLOW)
+    created = child.before
+    assert "the assistant wants to: Write notes.md" in created
+    assert created.count("second") == 1  # the content once, not also as `content:`
+    child.sendline("y")
+    child.expect(r"✓ Wrote notes.md \(new, 2 lines\)")
+    child.expect(ALLOW)
+    assert "echo failing >&2; exit 3" in child.before
+    child.sendline("y")
+    child.expect(r"✗ Ran echo failing >&2; exit 3: exit 3 \d+\.\ds")
+    child.expect("All done.")
+    child.expect(r"Changed: calc.py, notes.md \(new\)")
+    assert finish(child) == 0
+    assert "  failing" in transcript.getvalue()  # the failed command's output under it
+
+    shown = jp(env, ws, "turn", "diff")
+    assert shown.returncode == 0, shown.stderr
+    assert "--- a/calc.py" in shown.stdout and "+++ b/calc.py" in shown.stdout
+    assert "-    return a - b\n+    return a + b" in shown.stdout
+    assert "--- /dev/null\n+++ b/notes.md" in shown.stdout
+    assert re.search(r"^\+second$", shown.stdout, re.MULTILINE)
