@@ -115,8 +115,13 @@ async def test_find_read_fix_and_undo(jpd_factory: StartJpd, repo: Path, home: P
         "edit",
     ]
     assert calls["c3"]["locations"] == [{"path": calc, "line": 1}]
-    assert calls["c4"]["locations"] == [{"path": calc}]
-    assert calls["c4"]["diff"] == {"path": calc, "oldText": "a - b", "newText": "a + b"}
+    # An edit: the line it starts on, and the whole file before and after.
+    assert calls["c4"]["locations"] == [{"path": calc, "line": 2}]
+    assert calls["c4"]["diff"] == {"path": calc, "oldText": BUGGY, "newText": FIXED}
+    assert [calls[c]["title"] for c in ("c3", "c4")] == [
+        "Read calc.py (from line 1)",
+        "Edit calc.py",
+    ]
 
     [change] = [e for e in disk_events(home, conversation) if e["type"] == "file_changed"]
     assert change["path"] == calc and change["turn_id"] == turn and change["tool_call_id"] == "c4"
