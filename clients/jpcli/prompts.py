@@ -363,7 +363,12 @@ class Prompts:
             except ValueError as exc:
                 prompt = f"jp: {exc}\n{question} [y/n/Y/N] "
                 continue
-            return {"allow": allow, "remember": remember}
+            result: dict[str, Any] = {"allow": allow, "remember": remember}
+            if not allow and params.get("kind") != "sampling":
+                reason = self.io.read_line("Why not? (the assistant is told; Enter to skip) ")
+                if reason.strip():
+                    result["reason"] = reason.strip()
+            return result
 
     def _header(self, label: str) -> str:
         title = f"── {one_line(label, 60)} ──"

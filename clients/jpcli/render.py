@@ -400,6 +400,13 @@ def format_persisted_event(event: dict[str, Any]) -> str:
         return _format_inquiry_request(event)
     if kind == "inquiry_response":
         return _format_inquiry_response(event)
+    if kind == "permission_decision":
+        what = {"run": "run", "deliver": "result", "sampling": "sampling"}.get(
+            str(event.get("kind")), str(event.get("kind"))
+        )
+        verdict = "allowed" if event.get("allowed") else f"refused by {event.get('refused_by')}"
+        call = event.get("tool_call_id")
+        return f"permission ({what}) for {event.get('tool_name')}: {verdict}  [{call}]"
     if kind == "file_changed":
         what = "created" if event.get("before") is None else "changed"
         return f"{what} {event.get('path')}  [{event.get('tool_call_id')}]"

@@ -291,6 +291,20 @@ class ForcedToolRetry(_Event):
     message: str
 
 
+class PermissionDecision(_Event):
+    """Whether a call was allowed to run (`run`) or its result to reach the model
+    (`deliver`, `sampling`), and why not (protocol.md 10.5). Not sent to the model: the
+    call's result says the same to it."""
+
+    type: Literal["permission_decision"] = "permission_decision"
+    tool_call_id: str
+    tool_name: str
+    kind: str
+    allowed: bool
+    refused_by: str | None = None
+    """Who refused, as the model is told (`the user ("reason")`, a policy, the mode)."""
+
+
 class TurnEnd(_Event):
     """How a turn ended; written last in every turn (protocol.md 12.1)."""
 
@@ -374,6 +388,7 @@ Event = Annotated[
     | InquiryResponse
     | Sampling
     | ForcedToolRetry
+    | PermissionDecision
     | FileChanged
     | TurnUndone
     | ContextCompacted

@@ -135,6 +135,7 @@ class Coordinator:
             if problem is not None:
                 return problem, True
             refused = await self._gate.refusal("run", call.name, config, call.id, call.arguments)
+            self._decided(call, "run", refused)
             if refused is not None:
                 return (f"This tool call ({call.name}) was denied by {refused}.", True)
 
@@ -149,6 +150,7 @@ class Coordinator:
             refused = await self._gate.refusal(
                 "deliver", call.name, config, call.id, call.arguments, content
             )
+            self._decided(call, "deliver", refused)
             if refused is not None:
                 return (f"The result of {call.name} was withheld by {refused}.", True)
         return content, is_error
@@ -207,6 +209,19 @@ class Coordinator:
                 ToolImage(mime_type=mime, data=data) for mime, data in result.images
             )
         return result.content, result.is_error
+
+    def _decided(self, call: ToolCallPart, kind: str, refused: str | None) -> None:
+        """Record a permission decision in the conversation's log."""
+        if self._scope.record is not None:
+            self._scope.record(
+                ev.PermissionDecision(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    kind=kind,
+                    allowed=refused is None,
+                    refused_by=refused,
+                )
+            )
 
     async def _precheck(self, tool: EffectiveTool, call: ToolCallPart) -> str | None:
         """A built-in's check of its arguments against the workspace before anyone is

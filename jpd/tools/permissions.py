@@ -25,6 +25,13 @@ from jpd.protocol.server_requests import PendingInfo, PermissionParams, Permissi
 from jpd.tools.modes import mode_decision
 
 
+@dataclass(frozen=True)
+class UserReason:
+    """A refusal with the person's reason (`tool/permission` `reason`)."""
+
+    text: str
+
+
 @dataclass
 class PermissionGate:
     """Permission decisions for one turn."""
@@ -97,6 +104,10 @@ class PermissionGate:
             reply = verdict.reply
         if not isinstance(reply, Answer):
             return "the user (the request was dismissed)"
+        if isinstance(reply.value, UserReason):
+            if reply.remember:
+                self.remembered[key] = False
+            return f"the user, who said: {reply.value.text}"
         allow = bool(reply.value)
         if reply.remember:
             self.remembered[key] = allow
@@ -123,6 +134,8 @@ class PermissionGate:
         )
 
         def parse(result: PermissionResult) -> tuple[Any, bool]:
+            if not result.allow and result.reason and result.reason.strip():
+                return UserReason(result.reason.strip()), result.remember
             return result.allow, result.remember
 
         def parse_direct(value: Any, remember: bool) -> tuple[Any, bool]:

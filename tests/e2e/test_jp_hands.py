@@ -14,7 +14,7 @@ from pathlib import Path
 import pexpect
 
 from tests.e2e.sockets import Daemons, socket_env
-from tests.e2e.test_jp_socket import finish
+from tests.e2e.test_jp_socket import finish, persisted
 from tests.e2e.test_jp_undo import jp
 from tests.e2e.tools import tool_call
 
@@ -87,3 +87,45 @@ async def test_tool_calls_as_a_person_sees_them(tmp_path: Path, daemons: Daemons
     assert "-    return a - b\n+    return a + b" in shown.stdout
     assert "--- /dev/null\n+++ b/notes.md" in shown.stdout
     assert re.search(r"^\+second$", shown.stdout, re.MULTILINE)
+
+
+async def test_a_refusal_says_why_and_decisions_are_in_the_log(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = socket_env(
+        tmp_path,
+        [
+            tool_call("run_command", "c1", command="rm -rf build"),
+            tool_call("run_command", "c2", command="true"),
+            {"text": "Understood."},
+        ],
+    )
+    env.update(TERM="xterm-256color", NO_COLOR="1")
+    daemons.watch(env)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    child, _ = spawn_in(env, ws, "query", "clean up")
+    child.expect(ALLOW)
+    child.sendline("n")
+    child.expect(r"Why not\? .*\) ")
+    child.sendline("keep the build, it is slow to redo")
+    child.expect(r"✗ rm -rf build \d+\.\ds: This tool call \(run_command\) was denied by the user")
+    child.expect(ALLOW)
+    child.sendline("y")
+    child.expect(r"✓ Ran true: exit 0")
+    child.expect("Understood.")
+    assert finish(child) == 0
+
+    [conversation] = (Path(env["JP_DATA_DIR"]) / "conversations").iterdir()
+    events = persisted(env, conversation.name)
+    [refused, _] = [e for e in events if e["type"] == "tool_call_response"]
+    # The model reads the person's reason.
+    assert "the user, who said: keep the build, it is slow to redo" in refused["content"]
+    decisions = [
+        (e["tool_call_id"], e["kind"], e["allowed"])
+        for e in events
+        if e["type"] == "permission_decision"
+    ]
+    assert decisions == [("c1", "run", False), ("c2", "run", True)]
+    shown = jp(env, ws, "conversation", "show", conversation.name)
+    assert "permission (run) for run_command: refused by the user, who said:" in shown.stdout
