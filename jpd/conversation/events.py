@@ -332,6 +332,9 @@ class FileChanged(_Event):
     before: str | None = None
     """sha256 of the content before (absent: the tool created the file)."""
     after: str
+    created_dirs: list[str] | None = None
+    """Folders made for a created file (real paths, outermost first): an undo removes
+    them again when empty."""
     """sha256 of the content the tool wrote."""
 
 

@@ -169,7 +169,11 @@ async def test_undo_survives_a_restart_and_removes_created_files(
     undone = await again.request(
         "turn/undo", {"conversationId": started["conversationId"], "turnId": started["turnId"]}
     )
-    assert undone["removed"] == [str((repo / "tests" / "test_more.py").resolve())]
+    # The folder made for the created file goes too.
+    assert undone["removed"] == [
+        str((repo / "tests" / "test_more.py").resolve()),
+        str((repo / "tests").resolve()) + "/",
+    ]
     assert (repo / "calc.py").read_text() == BUGGY
     assert not (repo / "tests" / "test_more.py").exists()
 

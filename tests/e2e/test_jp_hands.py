@@ -129,3 +129,32 @@ async def test_a_refusal_says_why_and_decisions_are_in_the_log(
     assert decisions == [("c1", "run", False), ("c2", "run", True)]
     shown = jp(env, ws, "conversation", "show", conversation.name)
     assert "permission (run) for run_command: refused by the user, who said:" in shown.stdout
+
+
+async def test_undo_takes_the_latest_turn_that_changed_files_and_its_folders(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = socket_env(
+        tmp_path,
+        [
+            tool_call("fs_create_file", "c1", path="pkg/sub/new.py", content="x = 1\n"),
+            {"text": "Created."},
+            {"text": "Just talking."},
+        ],
+    )
+    config = Path(env["JP_CONFIG"])
+    config.write_text(
+        config.read_text() + '[conversation.tools.fs_create_file]\nrun = "unattended"\n'
+    )
+    daemons.watch(env)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "pkg").mkdir()  # existed before: stays
+    assert jp(env, ws, "query", "create it").returncode == 0
+    assert (ws / "pkg" / "sub" / "new.py").exists()
+    assert jp(env, ws, "query", "and now?").returncode == 0  # a turn without edits
+
+    undone = jp(env, ws, "turn", "undo")
+    assert undone.returncode == 0, undone.stderr
+    assert f"removed  {(ws / 'pkg' / 'sub').resolve()}/" in undone.stdout
+    assert not (ws / "pkg" / "sub").exists() and (ws / "pkg").is_dir()

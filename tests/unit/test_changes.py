@@ -38,11 +38,23 @@ def test_undo_restores_every_file_and_removes_created_ones(setup) -> None:  # ty
     ]
     done = undo(plan, snapshots, "t1")
     assert (a.read_text(), b.read_text(), new.exists()) == ("one\n", "two\n", False)
-    assert done.restored == [str(a), str(b)] and done.removed == [str(new)]
+    # The folder made for the new file is removed with it.
+    assert done.restored == [str(a), str(b)] and done.removed == [str(new), f"{new.parent}/"]
+    assert not new.parent.exists()
     events.append(done)
     with pytest.raises(UndoRefused, match="undone already"):
         plan_undo(events, "t1")
     assert len(turn_changes(events, "t1")) == 3
+
+
+def test_a_made_folder_that_is_not_empty_again_stays(setup) -> None:  # type: ignore[no-untyped-def]
+    w, rec, events, snapshots = setup
+    new = w.resolve("x/y/new.txt")
+    rec.write(w, new, None, b"new\n")
+    (new.parent.parent / "mine.txt").write_text("the user's\n")
+    done = undo(plan_undo(events, "t1"), snapshots, "t1")
+    assert done.removed == [str(new), f"{new.parent}/"]
+    assert (new.parent.parent / "mine.txt").exists()
 
 
 def test_a_file_changed_since_blocks_the_whole_undo(setup) -> None:  # type: ignore[no-untyped-def]
