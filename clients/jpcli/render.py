@@ -405,8 +405,8 @@ def format_persisted_event(event: dict[str, Any]) -> str:
             str(event.get("kind")), str(event.get("kind"))
         )
         verdict = "allowed" if event.get("allowed") else f"refused by {event.get('refused_by')}"
-        call = event.get("tool_call_id")
-        return f"permission ({what}) for {event.get('tool_name')}: {verdict}  [{call}]"
+        call_id = event.get("tool_call_id")
+        return f"permission ({what}) for {event.get('tool_name')}: {verdict}  [{call_id}]"
     if kind == "file_changed":
         what = "created" if event.get("before") is None else "changed"
         return f"{what} {event.get('path')}  [{event.get('tool_call_id')}]"

@@ -24,6 +24,8 @@ class RequestEnv:
     """Read for `JP_CONFIG`, provider API keys and as the tools' whole environment."""
     extra_roots: tuple[Path, ...] = ()
     """`environment.additionalRoots`: more directories the workspace tools may use."""
+    umask: int | None = None
+    """`environment.umask`: the client's, for what the tools create."""
 
     @property
     def root(self) -> Path:
@@ -46,4 +48,4 @@ def request_env(
     workspace = Path(environment.cwd) if environment.cwd else workspace_root
     env = environment.env if environment.env is not None else daemon_env
     roots = tuple(Path(os.path.normpath(root)) for root in environment.additional_roots)
-    return RequestEnv(workspace, env, roots)
+    return RequestEnv(workspace, env, roots, environment.umask)

@@ -52,6 +52,8 @@ class CallScope:
     env: Mapping[str, str]
     extra_roots: tuple[Path, ...] = ()
     """More directories the workspace tools may use (`environment.additionalRoots`)."""
+    umask: int | None = None
+    """The client's umask (`environment.umask`): what the tools create gets it."""
     detached_override: DetachedMode | None = None
     processes: ToolProcesses | None = None
     """Runs tools under the launcher, so they die with the daemon."""
@@ -229,7 +231,9 @@ class Coordinator:
         check = getattr(tool.builtin, "precheck", None)
         if check is None:
             return None
-        ws = Workspace.of(self._scope.root, tool.config.options, self._scope.extra_roots)
+        ws = Workspace.of(
+            self._scope.root, tool.config.options, self._scope.extra_roots, self._scope.umask
+        )
         problem: str | None = await check(dict(call.arguments), ws)
         return problem
 
@@ -257,6 +261,7 @@ class Coordinator:
                 tool_call_id=call.id,
                 root=self._scope.root,
                 extra_roots=self._scope.extra_roots,
+                umask=self._scope.umask,
                 mode=self._gate.mode,
                 options=dict(tool.config.options),
                 env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
@@ -281,6 +286,7 @@ class Coordinator:
             timeout=tool.config.timeout,
             env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
             processes=self._scope.processes,
+            umask=self._scope.umask,
         )
 
 

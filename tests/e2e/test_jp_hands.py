@@ -7,7 +7,10 @@ gets ✗ and its exit code, the changed files are listed after the turn, and
 from __future__ import annotations
 
 import io
+import os
 import re
+import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -158,3 +161,49 @@ async def test_undo_takes_the_latest_turn_that_changed_files_and_its_folders(
     assert undone.returncode == 0, undone.stderr
     assert f"removed  {(ws / 'pkg' / 'sub').resolve()}/" in undone.stdout
     assert not (ws / "pkg" / "sub").exists() and (ws / "pkg").is_dir()
+
+
+def jp_with_umask(
+    env: dict[str, str], cwd: Path, umask: int, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`jp` run in `cwd` from a shell whose umask is `umask`."""
+    return subprocess.run(
+        [sys.executable, "-m", "jpcli", *args],
+        cwd=cwd,
+        env=env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=lambda: os.umask(umask),
+    )
+
+
+async def test_tools_create_with_the_users_umask(tmp_path: Path, daemons: Daemons) -> None:
+    env = socket_env(
+        tmp_path,
+        [
+            tool_call("fs_create_file", "c1", path="made/here/new.txt", content="x\n"),
+            tool_call("run_command", "c2", command="mkdir -p out && touch out/ran.txt"),
+            {"text": "Done."},
+        ],
+    )
+    config = Path(env["JP_CONFIG"])
+    config.write_text(
+        config.read_text()
+        + '[conversation.tools.fs_create_file]\nrun = "unattended"\n'
+        + '[conversation.tools.run_command]\nrun = "unattended"\n'
+    )
+    daemons.watch(env)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    done = jp_with_umask(env, ws, 0o027, "query", "make files")
+    assert done.returncode == 0, done.stderr
+
+    def mode(path: Path) -> int:
+        return stat.S_IMODE(path.stat().st_mode)
+
+    assert mode(ws / "made" / "here" / "new.txt") == 0o640
+    assert mode(ws / "made") == mode(ws / "made" / "here") == 0o750
+    assert mode(ws / "out") == 0o750 and mode(ws / "out" / "ran.txt") == 0o640

@@ -149,6 +149,9 @@ class RunCommand:
         tmpdir: Path,
         ctx: BuiltinContext,
     ) -> ToolOutcome:
+        if ctx.umask is not None:
+            # The client's umask, set in the shell that runs the command.
+            command = f"umask {ctx.umask:04o}\n{command}"
         argv = policy.wrap(["/bin/sh", "-c", command], root, tmpdir)
         launch, pass_fds = ctx.processes.command(argv) if ctx.processes else (argv, ())
         env = {**ctx.env, "TMPDIR": str(tmpdir)}
