@@ -29,7 +29,11 @@ class UndoRefused(Exception):
     """The turn's changes cannot be undone; the message says why, naming files."""
 
 
-def _keep(snapshots: Path, data: bytes) -> str:
+DELETED = ""
+"""`file_changed` `after` of a file the turn deleted (a command did)."""
+
+
+def keep(snapshots: Path, data: bytes) -> str:
     """Store `data` under its hash (durably, before the tool writes); returns the hash."""
     name = digest(data)
     target = snapshots / name
@@ -57,7 +61,7 @@ class ChangeRecorder:
 
     def write(self, workspace: Workspace, path: Path, before: bytes | None, after: bytes) -> None:
         """Keep `before`, write `after` to `path` (confined), record the change."""
-        before_hash = _keep(self.snapshots, before) if before is not None else None
+        before_hash = keep(self.snapshots, before) if before is not None else None
         made = _missing_dirs(path.parent) if before is None else []
         workspace.write_file(path, after, create_dirs=before is None)
         self.record(
@@ -176,7 +180,9 @@ def _remove_empty(folders: Sequence[str]) -> list[str]:
 def undo(plan: Sequence[Restore], snapshots: Path, turn_id: str) -> ev.TurnUndone:
     """Put every file of `plan` back, or none: files changed since the turn are named in
     `UndoRefused`. Returns the event to record. Blocking: run it in a worker thread."""
-    changed = [str(r.path) for r in plan if _current(r.path) != r.after]
+    changed = [
+        str(r.path) for r in plan if _current(r.path) != (None if r.after == DELETED else r.after)
+    ]
     if changed:
         raise UndoRefused(
             "changed since the turn, so not overwritten: "
@@ -197,6 +203,8 @@ def undo(plan: Sequence[Restore], snapshots: Path, turn_id: str) -> ev.TurnUndon
             removed.append(str(item.path))
             removed += _remove_empty(item.created_dirs)
         else:
-            workspace.write_file(item.path, (snapshots / item.before).read_bytes())
+            # A file a command deleted may have lost its folder too.
+            data = (snapshots / item.before).read_bytes()
+            workspace.write_file(item.path, data, create_dirs=item.after == DELETED)
             restored.append(str(item.path))
     return ev.TurnUndone(turn_id=turn_id, restored=restored, removed=removed)

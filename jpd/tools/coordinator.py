@@ -28,6 +28,7 @@ from jpd.tools.base import ResultCallback, ToolResultData
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.changes import ChangeRecorder
+from jpd.tools.command_changes import CommandChanges
 from jpd.tools.confine import Workspace
 from jpd.tools.environment import tool_environment
 from jpd.tools.local_runner import run_local_tool
@@ -88,6 +89,11 @@ class Coordinator:
         self._gate = gate
         self._scope = scope
         self._images: dict[str, tuple[ToolImage, ...]] = {}
+        self._watch: CommandChanges | None = None
+        if scope.snapshots is not None and scope.record is not None:
+            self._watch = CommandChanges(
+                scope.root, scope.env, scope.snapshots, scope.record, scope.turn_id
+            )
 
     async def run(
         self, calls: Sequence[ToolCallPart], on_result: ResultCallback | None = None
@@ -104,10 +110,26 @@ class Coordinator:
             if on_result is not None:
                 on_result(result)
 
-        async with anyio.create_task_group() as tg:
-            for index, call in enumerate(calls):
-                tg.start_soon(one, index, call)
+        before = await self._watch.before() if self._runs_commands(calls) and self._watch else None
+        try:
+            async with anyio.create_task_group() as tg:
+                for index, call in enumerate(calls):
+                    tg.start_soon(one, index, call)
+        finally:
+            if before is not None and self._watch is not None:
+                with anyio.CancelScope(shield=True):  # a cancelled command's changes too
+                    await self._watch.after(before)
         return [r for r in results if r is not None]
+
+    def _runs_commands(self, calls: Sequence[ToolCallPart]) -> bool:
+        """Whether a call of the batch runs a command (whose changes git must see)."""
+        for call in calls:
+            tool = self._tools.get(call.name)
+            if tool is None or not tool.enabled or tool.mcp is not None:
+                continue
+            if tool.builtin is None or call.name == "run_command":
+                return True
+        return False
 
     async def run_one(self, call: ToolCallPart) -> tuple[str, bool]:
         """One call, start to finish -> (content, is_error)."""
@@ -247,7 +269,14 @@ class Coordinator:
         scope = self._scope
         if scope.snapshots is None or scope.record is None:
             return None
-        return ChangeRecorder(scope.snapshots, scope.record, scope.turn_id, call_id)
+        return ChangeRecorder(scope.snapshots, self._noted, scope.turn_id, call_id)
+
+    def _noted(self, event: ev.Event) -> None:
+        """Record a workspace tool's change; the command watch then leaves that file."""
+        if isinstance(event, ev.FileChanged) and self._watch is not None:
+            self._watch.recorded.add(event.path)
+        assert self._scope.record is not None
+        self._scope.record(event)
 
     async def _invoke(
         self, tool: EffectiveTool, call: ToolCallPart, answers: dict[str, Any]

@@ -207,3 +207,60 @@ async def test_tools_create_with_the_users_umask(tmp_path: Path, daemons: Daemon
     assert mode(ws / "made" / "here" / "new.txt") == 0o640
     assert mode(ws / "made") == mode(ws / "made" / "here") == 0o750
     assert mode(ws / "out") == 0o750 and mode(ws / "out" / "ran.txt") == 0o640
+
+
+def git_repo(ws: Path) -> None:
+    """`ws` as a git working tree with one commit (its own config only)."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(ws),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"],
+    ):
+        subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True)
+
+
+def git_status(ws: Path) -> list[str]:
+    done = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True, check=True
+    )
+    return done.stdout.splitlines()
+
+
+async def test_undo_covers_what_commands_changed(tmp_path: Path, daemons: Daemons) -> None:
+    command = "echo changed > kept.txt && rm gone.txt && mkdir -p build && echo x > build/out.o"
+    env = socket_env(
+        tmp_path,
+        [tool_call("run_command", "c1", command=command), {"text": "Ran it."}],
+    )
+    config = Path(env["JP_CONFIG"])
+    config.write_text(config.read_text() + '[conversation.tools.run_command]\nrun = "unattended"\n')
+    daemons.watch(env)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "kept.txt").write_text("original\n")
+    (ws / "gone.txt").write_text("to be deleted\n")
+    (ws / "scratch.log").write_text("untracked, ignored\n")
+    (ws / ".gitignore").write_text("*.log\n")
+    git_repo(ws)
+    (ws / "notes.md").write_text("untracked\n")  # not committed: still the user's
+
+    done = jp(env, ws, "query", "run it")
+    assert done.returncode == 0, done.stderr
+    assert "Changed: build/out.o (new), gone.txt, kept.txt" in done.stderr
+    shown = jp(env, ws, "turn", "diff")
+    assert "-original\n+changed" in shown.stdout and "+++ /dev/null" in shown.stdout
+
+    undone = jp(env, ws, "turn", "undo")
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / "kept.txt").read_text() == "original\n"
+    assert (ws / "gone.txt").read_text() == "to be deleted\n"
+    assert not (ws / "build" / "out.o").exists()
+    assert (ws / "notes.md").exists() and (ws / "scratch.log").exists()
+    # No ref, index entry or config of the repository changed.
+    assert git_status(ws) == ["?? notes.md"]
