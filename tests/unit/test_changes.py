@@ -100,3 +100,35 @@ def test_nothing_to_undo(setup) -> None:  # type: ignore[no-untyped-def]
     _, _, events, _ = setup
     with pytest.raises(UndoRefused, match="changed no files"):
         plan_undo(events, "t1")
+
+
+def test_git_snapshots_are_inert_and_leave_the_repository_alone(tmp_path: Path) -> None:
+    import subprocess
+
+    from jpd.tools import git_snapshot as gs
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=ws, env=env, check=True)
+    (ws / "a.txt").write_text("a\n")
+    (ws / ".gitattributes").write_text("* filter=evil\n")
+    marker = tmp_path / "filter-ran"
+    # A command in the sandbox may write the repository's config: its filter must not
+    # run when the daemon (unsandboxed) snapshots the tree.
+    subprocess.run(
+        [*git, "config", "filter.evil.clean", f"touch {marker}; cat"], cwd=ws, env=env, check=True
+    )
+    repo = gs.repository(ws, env)
+    assert repo is not None
+    own = gs.private(repo, tmp_path / "scratch", env)
+    before = gs.snapshot(own, env)
+    (ws / "a.txt").write_text("b\n")
+    after = gs.snapshot(own, env)
+    assert gs.changed(own, before, after, env) == ["a.txt"]
+    assert gs.content(own, before, "a.txt", env) == b"a\n"
+    assert gs.content(own, before, "missing", env) is None
+    assert not marker.exists()
+    assert not (ws / ".git" / "index").exists()  # nothing written into the repository
+    assert gs.repository(tmp_path / "scratch", env) is None
