@@ -342,8 +342,8 @@ class Follower:
         """After the turn: the files it changed, in one line (nothing when none)."""
         from jpcli.turns.changes import changed_line, turn_changes
 
-        if self.follow.turn_id is None:
-            return
+        if self.follow.turn_id is None or not self.follow.live:
+            return  # a turn shown from its backlog only: not "the end of a turn"
         try:
             result = turn_changes(self.connection, self.follow.conversation_id, self.follow.turn_id)
         except (RpcError, OSError):
