@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from acp.schema import FileEditToolCallContent
 from jpcli.acp.toolcalls import CallView, tool_ended, tool_started
 
@@ -130,3 +132,27 @@ def test_replay_gives_resource_links_back() -> None:
     assert rest.content.text == "and fix it"  # type: ignore[union-attr]
     [plain] = history([{"type": "chat_request", "content": "[x] done (y)"}], frozenset())
     assert plain.content.text == "[x] done (y)"  # type: ignore[union-attr]
+
+
+def test_replay_shows_a_messages_images_from_the_conversations_folder(tmp_path: Path) -> None:
+    from jpcli.acp.images import image_reader
+    from jpcli.acp.updates import history
+
+    folder = tmp_path / "conversations" / "c-1" / "images"
+    folder.mkdir(parents=True)
+    (folder / "a.png").write_bytes(b"PNG")
+    (tmp_path / "secret.png").write_bytes(b"not yours")
+    images = [
+        {"file": "images/a.png", "mime_type": "image/png"},
+        {"file": "../../secret.png", "mime_type": "image/png"},  # outside: never read
+    ]
+    event = {"type": "chat_request", "content": "what is this?", "images": images}
+    text, image, refused = history([event], frozenset(), None, image_reader(str(tmp_path), "c-1"))
+    assert text.content.text == "what is this?"  # type: ignore[union-attr]
+    assert (image.content.type, image.content.data) == ("image", "UE5H")  # type: ignore[union-attr]
+    assert refused.content.type == "text" and "an image" in refused.content.text  # type: ignore[union-attr]
+    # Without the folder (over --remote) the replay says an image was there.
+    [_, note] = history(
+        [event | {"images": images[:1]}], frozenset(), None, image_reader(None, "c-1")
+    )
+    assert "an image was sent" in note.content.text  # type: ignore[union-attr]

@@ -47,6 +47,7 @@ from jpcli import __version__
 from jpcli.acp import commands, session_info
 from jpcli.acp import link as daemon_link
 from jpcli.acp.asking import answer_types
+from jpcli.acp.images import image_reader
 from jpcli.acp.inputs import mcp_config, prompt_images, prompt_text
 from jpcli.acp.lines import DELETE_ROUTE
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
@@ -55,7 +56,7 @@ from jpcli.acp.session import Editor, Session, new_session_id
 from jpcli.acp.trusting import offer_trust
 from jpcli.acp.updates import history
 from jpcli.daemon import DaemonError
-from jpcli.remote import request_environment
+from jpcli.remote import remote_from_env, request_environment
 from jpcli.rpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 
 log = logging.getLogger(__name__)
@@ -189,7 +190,8 @@ class JpAgent:
                 (i for i, e in enumerate(events) if e.get("turn_id") == running[0]), len(events)
             )
             events = events[: cut + 2]
-        await session.send(history(events, hidden, session.translator.ids))
+        reader = image_reader(await self._data_dir(), session_id)
+        await session.send(history(events, hidden, session.translator.ids, reader))
         for params in live if has_start else []:
             await session.forward(params)
         self._announce(session)
@@ -418,6 +420,18 @@ class JpAgent:
         task = asyncio.create_task(session_info.announce(session))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _data_dir(self) -> str | None:
+        """The daemon's data folder when it is on this machine (images of a replay)."""
+        if remote_from_env(self.environ or os.environ) is not None:
+            return None
+        try:
+            status = await (await self._control_link()).request("daemon/status")
+        except (LinkError, LinkClosed, DaemonError) as exc:
+            log.warning("daemon/status failed; replayed images are not shown: %s", exc)
+            return None
+        data_dir = status.get("dataDir") if isinstance(status, dict) else None
+        return data_dir if isinstance(data_dir, str) else None
 
     async def _hidden_tools(self, session: Session) -> frozenset[str]:
         """Names of the tools not to show in a replay (`style.hidden`); none when the

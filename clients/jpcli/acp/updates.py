@@ -36,6 +36,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from jpcli.acp.images import ImageReader
 from jpcli.acp.live_output import LiveOutput
 from jpcli.acp.plans import PLAN_TOOL, PlanCalls
 from jpcli.acp.toolcalls import (
@@ -220,7 +221,10 @@ def user_message(text: str) -> list[Update]:
 
 
 def history(
-    events: list[dict[str, Any]], hidden_tools: frozenset[str], ids: CallIds | None = None
+    events: list[dict[str, Any]],
+    hidden_tools: frozenset[str],
+    ids: CallIds | None = None,
+    images: ImageReader | None = None,
 ) -> list[Update]:
     """The updates that replay persisted events (`conversation/get`) in an editor.
 
@@ -247,6 +251,9 @@ def history(
                 workspace = event.get("workspace")
         elif kind == "chat_request":
             updates.extend(user_message(str(event.get("content", ""))))
+            for image in event.get("images") or []:
+                if images is not None and isinstance(image, dict):
+                    updates.append(images(str(image.get("file")), str(image.get("mime_type"))))
         elif kind == "chat_response" and event.get("reasoning"):
             updates.append(update_agent_thought_text(str(event["reasoning"])))
         elif kind == "chat_response" and event.get("message"):
