@@ -10,7 +10,12 @@ import asyncio
 from pathlib import Path
 
 from acp import text_block
-from acp.schema import ClientCapabilities, FileEditToolCallContent
+from acp.schema import (
+    ClientCapabilities,
+    FileEditToolCallContent,
+    PermissionOption,
+    ToolCallUpdate,
+)
 
 from tests.e2e.acp_client import Editor, jp_acp, make_env
 from tests.e2e.sockets import Daemons
@@ -143,3 +148,31 @@ async def test_resume_picks_again_what_the_conversation_ran_with(
         current = {o.id: o.current_value for o in resumed.config_options or []}  # type: ignore[union-attr]
         assert current["mode"] == "read-only"
         assert resumed.modes is not None and resumed.modes.current_mode_id == "read-only"
+
+
+async def test_a_question_of_no_shown_call_is_an_entry_that_ends(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    ask = tool_call("ask_user", "call_1", question="Proceed?", answer_type="boolean")
+    env = make_env(tmp_path, daemons, [ask, {"text": "done"}])
+    editor = Editor()
+
+    async def yes(asked: ToolCallUpdate, options: list[PermissionOption]) -> str:
+        return "yes"
+
+    editor.choose = yes
+    async with jp_acp(env, editor, tmp_path / "acp.log") as (conn, process):
+        await conn.initialize(protocol_version=1)  # no forms: a permission request
+        sid = (await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])).session_id
+        # An editor's `$/cancel_request` for nothing in flight is ignored, quietly.
+        assert process.stdin is not None
+        process.stdin.write(
+            b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":9}}\n'
+        )
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("ask")])
+        assert answer.stop_reason == "end_turn"
+    [(asked, _)] = editor.permissions
+    assert asked.title is not None and "Proceed?" in asked.title
+    ends = [u for u in editor.of_kind("tool_call_update") if u.tool_call_id == asked.tool_call_id]
+    assert [u.status for u in ends] == ["completed"]  # the entry it made is finished
+    assert "Traceback" not in (tmp_path / "acp.log").read_text()
