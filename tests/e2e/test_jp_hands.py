@@ -264,3 +264,23 @@ async def test_undo_covers_what_commands_changed(tmp_path: Path, daemons: Daemon
     assert (ws / "notes.md").exists() and (ws / "scratch.log").exists()
     # No ref, index entry or config of the repository changed.
     assert git_status(ws) == ["?? notes.md"]
+
+
+async def test_a_cancelled_call_gets_its_line(tmp_path: Path, daemons: Daemons) -> None:
+    env = socket_env(tmp_path, [tool_call("run_command", "c1", command="sleep 30")])
+    config = Path(env["JP_CONFIG"])
+    config.write_text(config.read_text() + '[conversation.tools.run_command]\nrun = "unattended"\n')
+    env.update(TERM="xterm-256color", NO_COLOR="1")
+    daemons.watch(env)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    child, transcript = spawn_in(env, ws, "query", "wait")
+    child.expect("⚙ sleep 30")
+    child.sendintr()
+    child.expect(r"\[c\]ancel")
+    child.sendline("c")
+    child.expect(r"✗ (Ran )?sleep 30[^\r\n]*")
+    line = child.after
+    assert finish(child) == 130
+    assert "cancel" in line.lower(), line
+    assert "✓" not in transcript.getvalue()
