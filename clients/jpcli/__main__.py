@@ -7,7 +7,7 @@ Usage:
     jp [chat [--new] [-m MODEL]]
     jp attach [CONVERSATION] [--from-seq N] [--non-interactive] [-F text|json]
     jp turn ls [-F text|json] | cancel [CONVERSATION] | resume [CONVERSATION]
-           | undo [TURN] [-c CONVERSATION]
+           | undo [TURN] [-c CONVERSATION] | diff [TURN] [-c CONVERSATION]
     jp inquiry ls [-F text|json] | answer [--remember] ID [VALUE]
     jp conversation ls | show ID | use ID | rm ID
     jp daemon status [-F text|json] | stop

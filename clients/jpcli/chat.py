@@ -34,7 +34,7 @@ Ctrl-C cancels the running turn (at the prompt: clears the line); Ctrl-D leaves.
                         (bare: show it)
   /tools on|off [NAME]  enable / disable tool NAME (all tools without NAME) from now on
   /attach               re-attach to this conversation's running turn
-  /undo [TURN]          put back the files the last turn (or TURN) changed
+  /undo [TURN]          put back the files the latest turn that changed files (or TURN) changed
   /compact [FOCUS]      fold the older part of this conversation into a summary now
   /help                 this help
 """

@@ -41,7 +41,9 @@ def client_environment() -> dict[str, Any]:
         from jpcli.remote import parse_remote
 
         return parse_remote(remote).environment()
-    environment: dict[str, Any] = {"env": dict(os.environ)}
+    from jpcli.remote import current_umask
+
+    environment: dict[str, Any] = {"env": dict(os.environ), "umask": current_umask()}
     with contextlib.suppress(OSError):  # a deleted working directory
         environment["cwd"] = os.getcwd()
     return environment

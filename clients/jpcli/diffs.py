@@ -13,7 +13,7 @@ MAX_LINES = 200
 """Diff lines printed at most (the model and the log have all of it)."""
 
 
-def _paint(line: str) -> str:
+def _paint_diff(line: str) -> str:
     if line.startswith(("+++", "---")):
         return f"{_BOLD}{line}{_RESET}"
     if line.startswith("+"):
@@ -33,7 +33,7 @@ def edit_diff(content: str, *, color: bool) -> list[str]:
     lines = match.group(1).splitlines()
     more = len(lines) - MAX_LINES
     lines = lines[:MAX_LINES]
-    shown = [_paint(line) if color else line for line in lines]
+    shown = [_paint_diff(line) if color else line for line in lines]
     if more > 0:
         shown.append(f"... {more} more diff lines")
     return ["  " + line for line in shown]
@@ -62,4 +62,38 @@ def edit_preview(tool: str, arguments: Any, *, color: bool) -> list[str]:
         lines += [f"{sign}{line}" for line in body[:PREVIEW_LINES]]
         if len(body) > PREVIEW_LINES:
             lines.append(f" ... {len(body) - PREVIEW_LINES} more lines")
-    return ["  " + (_paint(line) if color else line) for line in lines]
+    return ["  " + (_paint_diff(line) if color else line) for line in lines]
+
+
+CONTEXT = 3
+"""Unchanged lines shown around each change in a permission prompt's diff."""
+
+
+def numbered_diff(old: str | None, new: str, *, color: bool) -> list[str]:
+    """The change from `old` (None: a new file) to `new` with a few lines of context
+    and line numbers (the old file's for removed lines, the new file's otherwise), for
+    a permission prompt: `  12 │ -text`."""
+    import difflib
+
+    before = (old or "").splitlines()
+    after = new.splitlines()
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    lines: list[str] = []
+    for group in matcher.get_grouped_opcodes(CONTEXT):
+        if lines:
+            lines.append("     ┆")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines += [f"{j + 1:5} │  {after[j]}" for j in range(j1, j2)]
+                continue
+            lines += [_paint(f"{i + 1:5} │ -{before[i]}", "-", color) for i in range(i1, i2)]
+            lines += [_paint(f"{j + 1:5} │ +{after[j]}", "+", color) for j in range(j1, j2)]
+    if len(lines) > MAX_LINES:
+        lines = [*lines[:MAX_LINES], f"  ... {len(lines) - MAX_LINES} more diff lines"]
+    return ["  " + line for line in lines]
+
+
+def _paint(line: str, sign: str, color: bool) -> str:
+    if not color:
+        return line
+    return f"{_GREEN if sign == '+' else _RED}{line}{_RESET}"

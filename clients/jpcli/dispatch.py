@@ -122,6 +122,17 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
             out=out,
             err=err,
         )
+    if command == "turn" and action == "diff":
+        from jpcli.turns.changes import turn_diff
+
+        return turn_diff(
+            connection,
+            args.turn,
+            conversation=args.conversation or current.get(),
+            out=out,
+            err=err,
+            color=out.isatty() and not os.environ.get("NO_COLOR"),
+        )
     if command == "turn" and action == "cancel":
         return admin.turn_cancel(
             connection, args.conversation, out=out, err=err, current=current.get()

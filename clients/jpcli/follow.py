@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import threading
 import time
@@ -168,6 +169,9 @@ class Follower:
     def pause(self) -> None:
         """Before a prompt: stop the spinner and end open lines (the turn goes on)."""
         self.spinner.clear()
+        paused = getattr(self.renderer, "paused", None)
+        if paused is not None:
+            paused()
         with contextlib.suppress(OSError, ValueError):
             self._finish()
 
@@ -203,7 +207,7 @@ class Follower:
         kind = event.get("kind")
         if self.json_lines is not None:
             self.json_lines.handle_params(params)
-        elif kind != "turn_completed" and self.renderer is not None:
+        elif self.renderer is not None and (kind != "turn_completed" or mine):
             self.renderer.handle(event)
         if kind in ("text_delta", "reasoning_delta"):
             self._waiting = ""
@@ -213,6 +217,7 @@ class Follower:
             self._finish()
             if self.renderer is not None and self.json_lines is None:
                 self.renderer.summary()
+                self._changed_files()
             return self._completed(event)
         return None
 
@@ -332,6 +337,20 @@ class Follower:
         message = " ".join(str(event.get("error") or f"turn ended with {reason}").split())
         self._note(f"jp: error: {message}")
         return EXIT_ERROR
+
+    def _changed_files(self) -> None:
+        """After the turn: the files it changed, in one line (nothing when none)."""
+        from jpcli.turns.changes import changed_line, turn_changes
+
+        if self.follow.turn_id is None or not self.follow.live:
+            return  # a turn shown from its backlog only: not "the end of a turn"
+        try:
+            result = turn_changes(self.connection, self.follow.conversation_id, self.follow.turn_id)
+        except (RpcError, OSError):
+            return  # an older daemon, or the turn is gone: the list is a courtesy
+        line = changed_line(result, os.getcwd())
+        if line is not None:
+            self._note(line)
 
     def _note(self, line: str) -> None:
         if self.json_lines is not None:

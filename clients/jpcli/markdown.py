@@ -117,6 +117,10 @@ class MarkdownRenderer:
             self._print(block)
         self._show_pending(force=self._live is None)
 
+    def paused(self) -> None:
+        """A prompt is about to be shown (its time is not the calls')."""
+        self._plain.paused()
+
     def note(self, line: str) -> None:
         """One whole line on stderr."""
         self._flush()

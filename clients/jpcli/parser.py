@@ -176,6 +176,15 @@ def build_parser() -> argparse.ArgumentParser:
     turn_undo.add_argument(
         "-c", "--conversation", metavar="ID", help="conversation (default: this workspace's)"
     )
+    turn_diff = turn_actions.add_parser(
+        "diff", help="show what a turn changed, as diffs against the files now"
+    )
+    turn_diff.add_argument(
+        "turn", nargs="?", metavar="TURN", help="turn id (default: the conversation's last turn)"
+    )
+    turn_diff.add_argument(
+        "-c", "--conversation", metavar="ID", help="conversation (default: this workspace's)"
+    )
 
     inquiry = commands.add_parser("inquiry", help="questions waiting for an answer")
     inquiry_actions = inquiry.add_subparsers(dest="action", metavar="ACTION")
@@ -280,8 +289,9 @@ EXAMPLES = {
     ),
     "jp chat": ("jp chat", "jp chat --new -m anthropic/claude-sonnet-4-5"),
     "jp attach": ("jp attach", "jp attach c-2026 --from-seq 0"),
-    "jp turn": ("jp turn ls", "jp turn cancel", "jp turn resume", "jp turn undo"),
+    "jp turn": ("jp turn ls", "jp turn cancel", "jp turn resume", "jp turn undo", "jp turn diff"),
     "jp turn undo": ("jp turn undo", "jp turn undo t-e7b89e35e50a -c c-2026"),
+    "jp turn diff": ("jp turn diff", "jp turn diff t-e7b89e35e50a -c c-2026"),
     "jp turn ls": ("jp turn ls", "jp turn ls -F json"),
     "jp turn cancel": ("jp turn cancel", "jp turn cancel c-2026"),
     "jp turn resume": ("jp turn resume", "jp turn resume c-2026"),

@@ -28,6 +28,9 @@ NOT_MINE = -32603
 
 OpenIO = Callable[[Callable[[], str | None]], AbstractContextManager[PromptIO]]
 
+_CALLS_KEPT = 256
+"""`tool_call` events remembered for permission prompts (the newest)."""
+
 _OUTCOMES = {
     "answered": "answered elsewhere",
     "cancelled": "cancelled elsewhere",
@@ -72,6 +75,8 @@ class TerminalPrompter:
         self._arrivals: dict[tuple[str, str], int] = {}
         self._taken: dict[tuple[str, str], int] = {}
         self._resolved: dict[tuple[str, str], tuple[int, str]] = {}
+        # The calls seen starting (`tool_call` events), for the permission prompt.
+        self._calls: dict[tuple[str, str], dict[str, Any]] = {}
 
     def install(self, connection: Connection) -> None:
         """Register the handlers (before `initialize`, so no request finds none)."""
@@ -80,6 +85,7 @@ class TerminalPrompter:
         connection.on_message("inquiry/prompt", self._arrived(_inquiry_key))
         connection.on_message("tool/permission", self._arrived(permission_key))
         connection.on_message("inquiry/resolved", self._on_resolved)
+        connection.on_message("turn/event", self._on_event)
 
     # --- reader thread ---------------------------------------------------------------
 
@@ -93,6 +99,16 @@ class TerminalPrompter:
                     self._arrivals[slot] = self._arrivals.get(slot, 0) + 1
 
         return watcher
+
+    def _on_event(self, params: Any) -> None:
+        event = params.get("event") if isinstance(params, dict) else None
+        if not isinstance(event, dict) or event.get("kind") != "tool_call":
+            return
+        key = (str(params.get("conversationId")), str(event.get("id")))
+        with self._lock:
+            self._calls[key] = event
+            while len(self._calls) > _CALLS_KEPT:
+                del self._calls[next(iter(self._calls))]
 
     def _on_resolved(self, params: Any) -> None:
         if not isinstance(params, dict):
@@ -110,7 +126,12 @@ class TerminalPrompter:
         return self._ask(params, _inquiry_key(params), lambda p: p.inquiry(params))
 
     def _on_permission(self, params: Any) -> Any:
-        return self._ask(params, permission_key(params), lambda p: p.permission(params))
+        call = None
+        if isinstance(params, dict):
+            with self._lock:
+                key = (str(params.get("conversationId")), str(params.get("toolCallId")))
+                call = self._calls.get(key)
+        return self._ask(params, permission_key(params), lambda p: p.permission(params, call))
 
     def _ask(self, params: Any, key: str | None, ask: Callable[[Prompts], Any]) -> Any:
         conversation = params.get("conversationId") if isinstance(params, dict) else None

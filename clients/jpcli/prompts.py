@@ -298,8 +298,10 @@ class Prompts:
 
     # --- tool/permission -------------------------------------------------------------
 
-    def permission(self, params: Any) -> dict[str, Any]:
-        """Ask a `tool/permission` request; returns the result `{allow, remember}`."""
+    def permission(self, params: Any, seen: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Ask a `tool/permission` request; returns the result `{allow, remember}`.
+        `seen` is the call's `tool_call` event when it was seen (its title and, for an
+        edit, the whole file before and after: shown as a diff with line numbers)."""
         if not isinstance(params, dict) or not isinstance(params.get("toolName"), str):
             raise BadPrompt("tool/permission needs toolName")
         call = format_tool_call(params["toolName"], params.get("arguments"), 200)
@@ -322,12 +324,26 @@ class Prompts:
             ]
             question = "Let the model answer it?"
         else:
-            from jpcli.diffs import edit_preview
+            from jpcli.diffs import edit_preview, numbered_diff
 
             # The whole call, nothing cut: the user approves what they read.
             name, arguments = params["toolName"], params.get("arguments")
             short = short_call(name, arguments)
-            if short is not None:
+            diff = (seen or {}).get("diff")
+            title = (seen or {}).get("title")
+            if (
+                isinstance(diff, dict)
+                and isinstance(diff.get("newText"), str)
+                and isinstance(title, str)
+                and name in ("fs_modify_file", "fs_create_file")
+            ):
+                # The title names the file; the diff is the whole change, once.
+                lines = [self._header("Permission"), f"the assistant wants to: {title}"]
+                old = diff.get("oldText")
+                lines += numbered_diff(
+                    old if isinstance(old, str) else None, diff["newText"], color=self.color
+                )
+            elif short is not None:
                 lines = [self._header("Permission"), f"the assistant wants to run {short}"]
             else:
                 lines = [
@@ -335,7 +351,9 @@ class Prompts:
                     "the assistant wants to run:",
                     *call_lines(name, arguments),
                 ]
-            lines += edit_preview(name, arguments, color=self.color)
+            # A created file's content is shown whole above: not a second time.
+            if name != "fs_create_file" and not lines[1].startswith("the assistant wants to: "):
+                lines += edit_preview(name, arguments, color=self.color)
             if isinstance(params.get("content"), str):
                 lines.append(params["content"])  # e.g. why a protected path is asked
             question = f"Allow running {params['toolName']}?"
@@ -347,7 +365,12 @@ class Prompts:
             except ValueError as exc:
                 prompt = f"jp: {exc}\n{question} [y/n/Y/N] "
                 continue
-            return {"allow": allow, "remember": remember}
+            result: dict[str, Any] = {"allow": allow, "remember": remember}
+            if not allow and params.get("kind") != "sampling":
+                reason = self.io.read_line("Why not? (the assistant is told; Enter to skip) ")
+                if reason.strip():
+                    result["reason"] = reason.strip()
+            return result
 
     def _header(self, label: str) -> str:
         title = f"── {one_line(label, 60)} ──"

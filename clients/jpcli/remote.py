@@ -207,11 +207,18 @@ class RemoteDaemon:
                 process.wait()
 
 
+def current_umask() -> int:
+    """This process's umask (the tools create files as this shell would)."""
+    mask = os.umask(0o022)  # reading it means setting it: put it straight back
+    os.umask(mask)
+    return mask
+
+
 def request_environment(cwd: str, environ: Mapping[str, str]) -> dict[str, Any]:
     """The `environment` of a request the ACP bridge sends for a session in `cwd`: that
     workspace and the bridge's variables locally; over `$JP_REMOTE`, the remote workspace
     (`HOST:/path`, else `cwd` taken as a path there) and none of this machine's variables."""
     remote = remote_from_env(environ)
     if remote is None:
-        return {"cwd": cwd, "env": dict(environ)}
+        return {"cwd": cwd, "env": dict(environ), "umask": current_umask()}
     return {"cwd": remote.path or cwd}

@@ -14,6 +14,8 @@ from typing import Any, TextIO
 DIM = "\x1b[2m"
 RESET = "\x1b[0m"
 TOOL_MARK = "⚙"
+_FAILED_TAIL = 10
+"""Last lines of a failed command's output shown under its line."""
 _MAX_ARGS = 80
 
 
@@ -88,6 +90,8 @@ class TurnRenderer:
         self._err_open = False  # ... after reasoning text
         self._out_last = ""  # last character written to stdout, for the final newline
         self._tool_names: dict[str, str] = {}
+        self._tool_titles: dict[str, str] = {}
+        self._paused_at: float | None = None
         self._tool_started: dict[str, float] = {}
         self._tool_partial: dict[str, str] = {}  # live output after its last newline
         self.usage: dict[str, int] = {}
@@ -97,8 +101,17 @@ class TurnRenderer:
         """How full the model's context is after the latest call (`{used, window}`)."""
 
     def handle(self, event: dict[str, Any]) -> None:
-        """Render one event (`turn_completed` is the caller's business; it is ignored here)."""
+        """Render one event (`turn_completed` only ends the calls that got no result)."""
         kind = event.get("kind")
+        if self._paused_at is not None:
+            # Time at a prompt is the person's, not the calls'.
+            waited = time.monotonic() - self._paused_at
+            self._paused_at = None
+            for call_id in self._tool_started:
+                self._tool_started[call_id] += waited
+        if kind == "turn_completed":
+            self._unfinished(str(event.get("stopReason")))
+            return
         if event.get("hidden"):
             return  # the tool's `style.hidden`: not shown (e.g. `ask_user`, whose prompt is)
         if kind == "text_delta":
@@ -106,11 +119,14 @@ class TurnRenderer:
         elif kind == "reasoning_delta":
             self.reasoning(str(event.get("text", "")))
         elif kind == "tool_call":
+            from jpcli.call_summary import call_line, title_of
+
             name = str(event.get("name", "?"))
             self._tool_names[str(event.get("id"))] = name
+            self._tool_titles[str(event.get("id"))] = title_of(event)
             self._tool_started[str(event.get("id"))] = time.monotonic()
             plan = format_plan(event.get("arguments")) if name == "update_plan" else None
-            self.note(plan or format_tool_call(name, event.get("arguments")))
+            self.note(plan or call_line(event))
         elif kind == "tool_progress":
             self._tool_output(str(event.get("id")), event.get("message"))
         elif kind == "tool_result":
@@ -179,19 +195,37 @@ class TurnRenderer:
             self.note(f"{DIM}{shown}{RESET}" if self.color else shown)
 
     def _tool_end(self, event: dict[str, Any]) -> str:
-        """`✓ name 0.4s: first line…` for a success, `✗ name 0.4s:` and the whole
-        output for an error."""
+        """One deliberate line (`✓ Read kv.py (1-40) 0.1s`, `✗ Ran make: exit 2 1.2s`);
+        under a failure, its output (the last lines of a failed command's)."""
+        from jpcli.call_summary import end_line
+
         call_id = str(event.get("id"))
-        name = self._tool_names.get(call_id, "tool")
+        name = self._tool_names.pop(call_id, "tool")
+        title = self._tool_titles.pop(call_id, name)
         started = self._tool_started.pop(call_id, None)
         took = f" {time.monotonic() - started:.1f}s" if started is not None else ""
         content = str(event.get("content", ""))
-        if event.get("isError"):
-            lines = content.strip().splitlines() or [""]
-            if len(lines) == 1:
-                return f"✗ {name}{took}: {lines[0]}"
-            return f"✗ {name}{took}:\n" + "\n".join("  " + line for line in lines)
-        return f"✓ {name}{took}: {one_line(content, 100)}".rstrip(": ")
+        line, failed = end_line(name, title, content, bool(event.get("isError")), took)
+        if not failed:
+            return line
+        lines = content.strip().splitlines()
+        if not event.get("isError"):
+            lines = lines[-_FAILED_TAIL:]
+        if len(lines) == 1 and event.get("isError"):
+            return f"{line}: {lines[0]}"
+        return "\n".join([line, *("  " + text for text in lines)])
+
+    def paused(self) -> None:
+        """A prompt is about to be shown: its time is not counted in the calls'."""
+        self._paused_at = time.monotonic()
+
+    def _unfinished(self, stop_reason: str) -> None:
+        """A line for each call the turn ended without a result (cancelled)."""
+        why = "cancelled" if stop_reason == "cancelled" else "stopped"
+        for call_id in list(self._tool_titles):
+            self.note(f"✗ {self._tool_titles.pop(call_id)}: {why}")
+            self._tool_names.pop(call_id, None)
+            self._tool_started.pop(call_id, None)
 
     def summary(self) -> None:
         """After the turn, on a terminal: its token usage."""
@@ -366,6 +400,13 @@ def format_persisted_event(event: dict[str, Any]) -> str:
         return _format_inquiry_request(event)
     if kind == "inquiry_response":
         return _format_inquiry_response(event)
+    if kind == "permission_decision":
+        what = {"run": "run", "deliver": "result", "sampling": "sampling"}.get(
+            str(event.get("kind")), str(event.get("kind"))
+        )
+        verdict = "allowed" if event.get("allowed") else f"refused by {event.get('refused_by')}"
+        call_id = event.get("tool_call_id")
+        return f"permission ({what}) for {event.get('tool_name')}: {verdict}  [{call_id}]"
     if kind == "file_changed":
         what = "created" if event.get("before") is None else "changed"
         return f"{what} {event.get('path')}  [{event.get('tool_call_id')}]"

@@ -48,6 +48,9 @@ class TurnStart(_Event):
     """The client's workspace root the turn ran in (absolute), when it had one."""
     mode: PermissionMode = "ask"
     """The turn's permission mode (`turn/start` `mode`); a resumed turn keeps it."""
+    reasoning_effort: str | None = None
+    """The turn's `assistant.reasoning.effort` (absent in older logs): a client that
+    resumes the conversation picks it again."""
 
 
 class TurnResume(_Event):
@@ -113,6 +116,9 @@ class ToolCallRequest(_Event):
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    title: str | None = None
+    """The call in one line, as the `tool_call` turn event's `title` (absent in older
+    logs), so a replay shows what the live turn showed."""
 
 
 class ToolImage(BaseModel):
@@ -285,6 +291,20 @@ class ForcedToolRetry(_Event):
     message: str
 
 
+class PermissionDecision(_Event):
+    """Whether a call was allowed to run (`run`) or its result to reach the model
+    (`deliver`, `sampling`), and why not (protocol.md 10.5). Not sent to the model: the
+    call's result says the same to it."""
+
+    type: Literal["permission_decision"] = "permission_decision"
+    tool_call_id: str
+    tool_name: str
+    kind: str
+    allowed: bool
+    refused_by: str | None = None
+    """Who refused, as the model is told (`the user ("reason")`, a policy, the mode)."""
+
+
 class TurnEnd(_Event):
     """How a turn ended; written last in every turn (protocol.md 12.1)."""
 
@@ -312,6 +332,9 @@ class FileChanged(_Event):
     before: str | None = None
     """sha256 of the content before (absent: the tool created the file)."""
     after: str
+    created_dirs: list[str] | None = None
+    """Folders made for a created file (real paths, outermost first): an undo removes
+    them again when empty."""
     """sha256 of the content the tool wrote."""
 
 
@@ -382,6 +405,7 @@ Event = Annotated[
     | InquiryResponse
     | Sampling
     | ForcedToolRetry
+    | PermissionDecision
     | FileChanged
     | TurnUndone
     | ContextCompacted

@@ -16,6 +16,7 @@ from jpd.conversation.events import (
     FileChanged,
     InquiryRequest,
     InquiryResponse,
+    PermissionDecision,
     ToolCallRequest,
     ToolCallResponse,
     TurnStart,
@@ -24,8 +25,16 @@ from jpd.conversation.events import (
 INTERRUPTED_CONTENT = "Tool call was interrupted before it returned a result."
 
 # Events that belong to a tool-call batch: the requests of one assistant step, the
-# questions asked while running them, the files they changed, and their results.
-_BATCH_TYPES = (ToolCallRequest, ToolCallResponse, InquiryRequest, InquiryResponse, FileChanged)
+# questions asked and permissions decided while running them, the files they changed,
+# and their results.
+_BATCH_TYPES = (
+    ToolCallRequest,
+    ToolCallResponse,
+    InquiryRequest,
+    InquiryResponse,
+    FileChanged,
+    PermissionDecision,
+)
 
 
 def sanitize(events: list[Event]) -> list[Event]:

@@ -30,6 +30,8 @@ class RequestEnv:
     """Read for `JP_CONFIG`, provider API keys and as the tools' whole environment."""
     extra_roots: tuple[Path, ...] = ()
     """`environment.additionalRoots`: more directories the workspace tools may use."""
+    umask: int | None = None
+    """`environment.umask`: the client's, for what the tools create."""
 
     @property
     def root(self) -> Path:
@@ -68,7 +70,7 @@ def request_env(
     if not peer_verified and env is not daemon_env:
         env = _daemon_selectors(env, daemon_env)
     roots = tuple(Path(os.path.normpath(root)) for root in environment.additional_roots)
-    return RequestEnv(workspace, env, roots)
+    return RequestEnv(workspace, env, roots, environment.umask)
 
 
 def _daemon_selectors(env: Mapping[str, str], daemon_env: Mapping[str, str]) -> dict[str, str]:

@@ -131,6 +131,7 @@ class Toolbox:
             root=renv.root,
             env=renv.env,
             extra_roots=renv.extra_roots,
+            umask=renv.umask,
             detached=detached,
             mode=mode,
             processes=self.processes,

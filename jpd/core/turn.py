@@ -78,6 +78,8 @@ class TurnSpec:
     """`tool_choice` of the turn's first model call; later calls use `auto`."""
     workspace: str | None = None
     """The client's workspace root, recorded in `turn_start`."""
+    extra_roots: tuple[Path, ...] = ()
+    """The client's additional directories (`environment.additionalRoots`)."""
     price: Price | None = None
     """`[prices]` of the model, for the cost in `usage` events."""
     mode: PermissionMode = "ask"
@@ -179,6 +181,7 @@ class Turn:
                     model=spec.model_id,
                     workspace=spec.workspace,
                     mode=spec.mode,
+                    reasoning_effort=spec.reasoning_effort,
                 )
             )
             self._record(ev.ChatRequest(content=spec.message, images=spec.images or None))
@@ -215,20 +218,27 @@ class Turn:
             await self.spec.tools.run(calls, on_result=functools.partial(self._call_ended, names))
             self._open_calls = []
 
+    def _title(self, call: llm.ToolCallPart) -> str:
+        from jpd.tools.titles import call_title
+
+        root = Path(self.spec.workspace) if self.spec.workspace else Path.cwd()
+        return call_title(call.name, call.arguments, root)
+
     def _call_started(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolCallStarted:
         """The `tool_call` event: what editors show of a call (kind, places, edit)."""
         from jpd.tools.call_view import call_view
 
         root = Path(self.spec.workspace) if self.spec.workspace else Path.cwd()
-        kind, locations, diff = call_view(name, arguments, root)
+        view = call_view(name, arguments, root, self.spec.extra_roots)
         return ToolCallStarted(
             id=call_id,
             name=name,
             arguments=arguments,
             hidden=self.spec.tools.hidden(name),
-            tool_kind=kind,
-            locations=locations,
-            diff=diff,
+            title=view.title,
+            tool_kind=view.kind,
+            locations=view.locations,
+            diff=view.diff,
         )
 
     def _call_ended(self, names: dict[str, str], result: ToolResultData) -> None:
@@ -392,7 +402,11 @@ class Turn:
             self._record(ev.ChatResponse(message=partial.text, usage=usage, cost=price_of))
             usage = None
         for call in partial.calls:
-            self._record(ev.ToolCallRequest(id=call.id, name=call.name, arguments=call.arguments))
+            self._record(
+                ev.ToolCallRequest(
+                    id=call.id, name=call.name, arguments=call.arguments, title=self._title(call)
+                )
+            )
         return partial.calls
 
     async def _finish(self, stop: StopReason, error: str | None) -> None:

@@ -226,6 +226,7 @@ class TurnStarter:
         )
         spec.resume = resume
         spec.mode = mode
+        spec.extra_roots = renv.extra_roots
         if named_now:
             self._parts.hub.prepare_new(conversation_id)
         else:

@@ -58,7 +58,11 @@ class TurnUndo:
             )
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
-        target = turn_id or last_turn(events)
+        from jpd.tools.changes import last_changing_turn
+
+        # Without a turn: the latest turn that changed files (a later one that only
+        # talked is not meant), else the last turn.
+        target = turn_id or last_changing_turn(events) or last_turn(events)
         if target is None:
             raise UndoRefusedError(f"conversation {conversation_id} has no turns")
         if not any(isinstance(e, ev.TurnStart) and e.turn_id == target for e in events):

@@ -67,6 +67,9 @@ class ClientEnvironment(WireParams):
     additional_roots: list[str] = Field(default_factory=list)
     """Absolute directories the workspace tools may use besides `cwd` (an editor's
     `additionalDirectories`); config layering still follows `cwd` alone."""
+    umask: int | None = Field(default=None, ge=0, le=0o777)
+    """The client's umask: files, folders and processes of the tools get it (absent: the
+    workspace tools write files 0644 and processes keep the daemon's)."""
 
     @field_validator("cwd")
     @classmethod

@@ -66,6 +66,8 @@ class PermissionResult(WireParams):
     # Strict: only a JSON boolean allows a tool to run (protocol.md 10.3).
     allow: StrictBool
     remember: StrictBool = False
+    reason: str | None = None
+    """With `allow: false`: why, in the person's words (the model is told)."""
 
 
 class PendingInfo(WireModel):

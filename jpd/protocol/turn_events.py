@@ -54,11 +54,15 @@ class ToolCallStarted(WireModel):
     arguments: dict[str, Any]
     hidden: bool = False
     """The tool's `style.hidden`: clients need not show this call."""
+    title: str = ""
+    """The call in one line, as people write it (`Read src/a.py (1-50)`, the command
+    itself, never cut; paths relative to the workspace): jpd/tools/titles.py."""
     tool_kind: str = "other"
     """What the call does: `read`, `search`, `edit`, `execute`, ... (jpd/tools/kinds.py)."""
     locations: list[ToolLocation] = Field(default_factory=list)
     diff: FileDiff | None = None
-    """For an edit: the text it replaces and the new text."""
+    """For an edit: the whole file before (absent: a new file) and after; the call's own
+    fragment when the file could not be read or does not hold the old text."""
 
 
 class ToolResult(WireModel):

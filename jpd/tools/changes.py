@@ -29,7 +29,11 @@ class UndoRefused(Exception):
     """The turn's changes cannot be undone; the message says why, naming files."""
 
 
-def _keep(snapshots: Path, data: bytes) -> str:
+DELETED = ""
+"""`file_changed` `after` of a file the turn deleted (a command did)."""
+
+
+def keep(snapshots: Path, data: bytes) -> str:
     """Store `data` under its hash (durably, before the tool writes); returns the hash."""
     name = digest(data)
     target = snapshots / name
@@ -57,7 +61,8 @@ class ChangeRecorder:
 
     def write(self, workspace: Workspace, path: Path, before: bytes | None, after: bytes) -> None:
         """Keep `before`, write `after` to `path` (confined), record the change."""
-        before_hash = _keep(self.snapshots, before) if before is not None else None
+        before_hash = keep(self.snapshots, before) if before is not None else None
+        made = _missing_dirs(path.parent) if before is None else []
         workspace.write_file(path, after, create_dirs=before is None)
         self.record(
             ev.FileChanged(
@@ -66,8 +71,18 @@ class ChangeRecorder:
                 path=str(path),
                 before=before_hash,
                 after=digest(after),
+                created_dirs=[str(folder) for folder in made] or None,
             )
         )
+
+
+def _missing_dirs(folder: Path) -> list[Path]:
+    """The folders of `folder`'s chain that do not exist yet, outermost first."""
+    missing: list[Path] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing[::-1]
 
 
 def write_change(
@@ -91,6 +106,7 @@ class Restore:
     path: Path
     before: str | None
     after: str
+    created_dirs: tuple[str, ...] = ()
 
 
 def turn_changes(events: Sequence[ev.Event], turn_id: str) -> list[Restore]:
@@ -102,7 +118,23 @@ def turn_changes(events: Sequence[ev.Event], turn_id: str) -> list[Restore]:
         if isinstance(event, ev.FileChanged) and event.turn_id == turn_id:
             firsts.setdefault(event.path, event)
             lasts[event.path] = event
-    return [Restore(path=Path(p), before=firsts[p].before, after=lasts[p].after) for p in firsts]
+    return [
+        Restore(
+            path=Path(p),
+            before=firsts[p].before,
+            after=lasts[p].after,
+            created_dirs=tuple(firsts[p].created_dirs or ()),
+        )
+        for p in firsts
+    ]
+
+
+def last_changing_turn(events: Sequence[ev.Event]) -> str | None:
+    """The latest turn that changed files (what `undo` without a turn means)."""
+    for event in reversed(events):
+        if isinstance(event, ev.FileChanged):
+            return event.turn_id
+    return None
 
 
 def plan_undo(events: Sequence[ev.Event], turn_id: str) -> list[Restore]:
@@ -133,10 +165,24 @@ def _current(path: Path) -> str | None:
         return None
 
 
+def _remove_empty(folders: Sequence[str]) -> list[str]:
+    """Remove the folders a turn made (innermost first) that are empty again."""
+    removed = []
+    for folder in reversed(folders):
+        try:
+            os.rmdir(folder)  # only an empty folder; a symlink is refused (ENOTDIR)
+        except OSError:
+            break  # not empty (or gone): its parents are not empty either
+        removed.append(folder + os.sep)
+    return removed
+
+
 def undo(plan: Sequence[Restore], snapshots: Path, turn_id: str) -> ev.TurnUndone:
     """Put every file of `plan` back, or none: files changed since the turn are named in
     `UndoRefused`. Returns the event to record. Blocking: run it in a worker thread."""
-    changed = [str(r.path) for r in plan if _current(r.path) != r.after]
+    changed = [
+        str(r.path) for r in plan if _current(r.path) != (None if r.after == DELETED else r.after)
+    ]
     if changed:
         raise UndoRefused(
             "changed since the turn, so not overwritten: "
@@ -155,7 +201,10 @@ def undo(plan: Sequence[Restore], snapshots: Path, turn_id: str) -> ev.TurnUndon
         if item.before is None:
             workspace.remove_file(item.path)
             removed.append(str(item.path))
+            removed += _remove_empty(item.created_dirs)
         else:
-            workspace.write_file(item.path, (snapshots / item.before).read_bytes())
+            # A file a command deleted may have lost its folder too.
+            data = (snapshots / item.before).read_bytes()
+            workspace.write_file(item.path, data, create_dirs=item.after == DELETED)
             restored.append(str(item.path))
     return ev.TurnUndone(turn_id=turn_id, restored=restored, removed=removed)

@@ -72,10 +72,16 @@ class Workspace:
     (all real paths, symlinks resolved)."""
 
     roots: tuple[str, ...]
+    umask: int | None = None
+    """The client's umask for created files and folders (None: files 0644)."""
 
     @classmethod
     def of(
-        cls, root: Path, options: Mapping[str, Any] | None = None, more: Iterable[Path] = ()
+        cls,
+        root: Path,
+        options: Mapping[str, Any] | None = None,
+        more: Iterable[Path] = (),
+        umask: int | None = None,
     ) -> Workspace:
         """The workspace at `root` plus the `roots` option (relative ones are taken
         from the workspace; `~` is expanded) and the `more` folders (the client's
@@ -89,7 +95,7 @@ class Workspace:
             if isinstance(item, str) and item and "\0" not in item:
                 roots.append(os.path.realpath(os.path.join(base, os.path.expanduser(item))))
         roots += [os.path.realpath(folder) for folder in more]
-        return cls(tuple(roots))
+        return cls(tuple(roots), umask)
 
     @property
     def root(self) -> Path:
@@ -209,9 +215,15 @@ class Workspace:
                 except FileNotFoundError:
                     if not create:
                         raise
-                    with contextlib.suppress(FileExistsError):  # made meanwhile: opened next
+                    made = True
+                    try:
                         os.mkdir(part, 0o777, dir_fd=fd)
+                    except FileExistsError:  # made meanwhile: opened next
+                        made = False
                     child = os.open(part, flags, dir_fd=fd)
+                    if made and self.umask is not None:
+                        # mkdir's mode is masked by the daemon's own umask (077).
+                        os.fchmod(child, 0o777 & ~self.umask)
                 os.close(fd)
                 fd = child
         except OSError as exc:
@@ -233,7 +245,7 @@ class Workspace:
             try:
                 mode = os.stat(real.name, dir_fd=dfd, follow_symlinks=False).st_mode & 0o7777
             except FileNotFoundError:
-                mode = 0o644
+                mode = 0o644 if self.umask is None else 0o666 & ~self.umask
             temp = f".{real.name}.jp-{secrets.token_hex(4)}"
             fd = os.open(
                 temp,

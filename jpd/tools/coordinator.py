@@ -29,6 +29,7 @@ from jpd.tools.base import ResultCallback, ToolResultData
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.catalog import EffectiveTool
 from jpd.tools.changes import ChangeRecorder
+from jpd.tools.command_changes import CommandChanges
 from jpd.tools.confine import Workspace
 from jpd.tools.environment import tool_environment
 from jpd.tools.local_runner import run_local_tool
@@ -54,6 +55,8 @@ class CallScope:
     env: Mapping[str, str]
     extra_roots: tuple[Path, ...] = ()
     """More directories the workspace tools may use (`environment.additionalRoots`)."""
+    umask: int | None = None
+    """The client's umask (`environment.umask`): what the tools create gets it."""
     detached_override: DetachedMode | None = None
     processes: ToolProcesses | None = None
     """Runs tools under the launcher, so they die with the daemon."""
@@ -92,6 +95,11 @@ class Coordinator:
         self._images: dict[str, tuple[ToolImage, ...]] = {}
         self._approved: dict[str, frozenset[str]] = {}
         """Call id -> the protected paths the user allowed it to write."""
+        self._watch: CommandChanges | None = None
+        if scope.snapshots is not None and scope.record is not None:
+            self._watch = CommandChanges(
+                scope.root, scope.env, scope.snapshots, scope.record, scope.turn_id
+            )
 
     async def run(
         self, calls: Sequence[ToolCallPart], on_result: ResultCallback | None = None
@@ -108,10 +116,26 @@ class Coordinator:
             if on_result is not None:
                 on_result(result)
 
-        async with anyio.create_task_group() as tg:
-            for index, call in enumerate(calls):
-                tg.start_soon(one, index, call)
+        before = await self._watch.before() if self._runs_commands(calls) and self._watch else None
+        try:
+            async with anyio.create_task_group() as tg:
+                for index, call in enumerate(calls):
+                    tg.start_soon(one, index, call)
+        finally:
+            if before is not None and self._watch is not None:
+                with anyio.CancelScope(shield=True):  # a cancelled command's changes too
+                    await self._watch.after(before)
         return [r for r in results if r is not None]
+
+    def _runs_commands(self, calls: Sequence[ToolCallPart]) -> bool:
+        """Whether a call of the batch runs a command (whose changes git must see)."""
+        for call in calls:
+            tool = self._tools.get(call.name)
+            if tool is None or not tool.enabled or tool.mcp is not None:
+                continue
+            if tool.builtin is None or call.name == "run_command":
+                return True
+        return False
 
     async def run_one(self, call: ToolCallPart) -> tuple[str, bool]:
         """One call, start to finish -> (content, is_error)."""
@@ -137,16 +161,23 @@ class Coordinator:
         if config.run == "skip":
             return (f"The {call.name} tool call was skipped by configuration (run = skip).", True)
         target = self._protected_target(tool, call)
+        if target is not None or config.run == "ask":
+            # An edit that cannot apply fails before anyone is asked.
+            problem = await self._precheck(tool, call)
+            if problem is not None:
+                return problem, True
         if target is not None:
             real, shown = target
             refused = await self._gate.protected_refusal(
                 call.name, config, call.id, call.arguments, shown
             )
+            self._decided(call, "run", refused)
             if refused is not None:
                 return (f"This tool call ({call.name}) was denied by {refused}.", True)
             self._approved[call.id] = frozenset({str(real)})
         elif config.run == "ask":
             refused = await self._gate.refusal("run", call.name, config, call.id, call.arguments)
+            self._decided(call, "run", refused)
             if refused is not None:
                 return (f"This tool call ({call.name}) was denied by {refused}.", True)
 
@@ -166,6 +197,7 @@ class Coordinator:
             refused = await self._gate.refusal(
                 "deliver", call.name, config, call.id, call.arguments, content
             )
+            self._decided(call, "deliver", refused)
             if refused is not None:
                 return (f"The result of {call.name} was withheld by {refused}.", True)
         return content, is_error
@@ -244,6 +276,31 @@ class Coordinator:
             )
         return result.content, result.is_error
 
+    def _decided(self, call: ToolCallPart, kind: str, refused: str | None) -> None:
+        """Record a permission decision in the conversation's log."""
+        if self._scope.record is not None:
+            self._scope.record(
+                ev.PermissionDecision(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    kind=kind,
+                    allowed=refused is None,
+                    refused_by=refused,
+                )
+            )
+
+    async def _precheck(self, tool: EffectiveTool, call: ToolCallPart) -> str | None:
+        """A built-in's check of its arguments against the workspace before anyone is
+        asked (an edit whose old text is not in the file fails without a prompt)."""
+        check = getattr(tool.builtin, "precheck", None)
+        if check is None:
+            return None
+        ws = Workspace.of(
+            self._scope.root, tool.config.options, self._scope.extra_roots, self._scope.umask
+        )
+        problem: str | None = await check(dict(call.arguments), ws)
+        return problem
+
     def _source(self, tool: EffectiveTool) -> ev.ToolSource | ev.AssistantSource:
         # protocol.md 12.2: provenance comes from the tool itself, never from user config.
         if tool.builtin is not None:
@@ -254,7 +311,14 @@ class Coordinator:
         scope = self._scope
         if scope.snapshots is None or scope.record is None:
             return None
-        return ChangeRecorder(scope.snapshots, scope.record, scope.turn_id, call_id)
+        return ChangeRecorder(scope.snapshots, self._noted, scope.turn_id, call_id)
+
+    def _noted(self, event: ev.Event) -> None:
+        """Record a workspace tool's change; the command watch then leaves that file."""
+        if isinstance(event, ev.FileChanged) and self._watch is not None:
+            self._watch.recorded.add(event.path)
+        assert self._scope.record is not None
+        self._scope.record(event)
 
     async def _invoke(
         self, tool: EffectiveTool, call: ToolCallPart, answers: dict[str, Any]
@@ -268,6 +332,7 @@ class Coordinator:
                 tool_call_id=call.id,
                 root=self._scope.root,
                 extra_roots=self._scope.extra_roots,
+                umask=self._scope.umask,
                 mode=self._gate.mode,
                 options=dict(tool.config.options),
                 env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
@@ -296,6 +361,7 @@ class Coordinator:
             max_output=tool.config.max_output,
             env=tool_environment(self._scope.env, tool.config.env, self._scope.provider_keys),
             processes=self._scope.processes,
+            umask=self._scope.umask,
         )
 
 

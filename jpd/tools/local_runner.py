@@ -267,6 +267,7 @@ async def run_local_tool(
     max_output: int = 1_000_000,
     env: Mapping[str, str] | None = None,
     processes: ToolProcesses | None = None,
+    umask: int | None = None,
 ) -> ToolOutcome:
     """Run the local tool `name` once and return its outcome.
 
@@ -288,6 +289,9 @@ async def run_local_tool(
     if not await workdir.is_dir():
         return Failure(message=f"tool {name!r}: working directory does not exist: {root}")
     payload = _context(name, arguments, answers, options, root, conversation_id)
+    if umask is not None:
+        # The client's umask, set by a shell that then becomes the tool.
+        argv = ["/bin/sh", "-c", f'umask {umask:04o} && exec "$@"', "sh", *argv]
     launch, pass_fds = processes.command(argv) if processes is not None else (argv, ())
 
     try:
@@ -330,7 +334,9 @@ async def run_local_tool(
     if status in (126, 127) and stderr.text().startswith(EXEC_FAILED):
         problem = "command not found" if status == 127 else "permission denied"
         return Failure(message=f"tool {name!r}: {problem}: {program}")
-    if command_is_shell(command) and status in (126, 127) and not stdout.data:
+    # Through a shell (its own, or the umask wrapper), exec failures are 126/127 too.
+    shell = command_is_shell(command) or umask is not None
+    if shell and status in (126, 127) and not stdout.data:
         problem = "command not found" if status == 127 else "permission denied"
         return Failure(message=f"tool {name!r}: {problem}: {program}")
     if stdout.omitted:

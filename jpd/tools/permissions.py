@@ -26,6 +26,13 @@ from jpd.tools.approval_scope import approval_scope
 from jpd.tools.modes import mode_decision
 
 
+@dataclass(frozen=True)
+class UserReason:
+    """A refusal with the person's reason (`tool/permission` `reason`)."""
+
+    text: str
+
+
 @dataclass
 class PermissionGate:
     """Permission decisions for one turn."""
@@ -101,6 +108,10 @@ class PermissionGate:
             reply = verdict.reply
         if not isinstance(reply, Answer):
             return "the user (the request was dismissed)"
+        if isinstance(reply.value, UserReason):
+            if reply.remember:
+                self.remembered[key] = False
+            return f"the user, who said: {reply.value.text}"
         allow = bool(reply.value)
         if reply.remember and scope is not None:
             self.remembered[key] = allow
@@ -165,6 +176,8 @@ class PermissionGate:
         )
 
         def parse(result: PermissionResult) -> tuple[Any, bool]:
+            if not result.allow and result.reason and result.reason.strip():
+                return UserReason(result.reason.strip()), result.remember
             return result.allow, result.remember
 
         def parse_direct(value: Any, remember: bool) -> tuple[Any, bool]:

@@ -66,7 +66,8 @@ async def test_prompt_streams_and_sessions_are_conversations(
         )
         answer = await conn.prompt(session_id=sid, prompt=[text_block("Say hello"), resource])
         assert answer.stop_reason == "end_turn"
-        assert answer.usage is not None and answer.usage.output_tokens == 5
+        # `usage` is unstable: only for an editor that declares `_meta.usage`.
+        assert answer.usage is None
         assert editor.text() == "Hello there, friend."
         assert editor.text("agent_thought_chunk") == "thinking"
         assert len(editor.of_kind("agent_message_chunk")) > 2  # streamed in pieces
@@ -159,10 +160,10 @@ async def test_bad_input_gets_errors_and_everything_keeps_running(
         await conn.initialize(protocol_version=1)
         with pytest.raises(RequestError) as unknown:
             await conn.prompt(session_id="c-nope", prompt=[text_block("hi")])
-        assert unknown.value.code == -32602 and "unknown session" in str(unknown.value)
+        assert unknown.value.code == -32002 and "unknown session" in str(unknown.value)
         with pytest.raises(RequestError) as bad_load:
             await conn.load_session(cwd=str(tmp_path / "ws"), session_id="c-nope", mcp_servers=[])
-        assert bad_load.value.code == -32001
+        assert bad_load.value.code == -32002
 
         assert process.stdin is not None
         before = len(editor.incoming)

@@ -33,14 +33,20 @@ async def test_editor_sees_kind_locations_and_diff(tmp_path: Path, daemons: Daem
     read, edit = editor.of_kind("tool_call")
     assert (read.tool_call_id, read.kind, read.status) == ("c1", "read", "in_progress")
     assert [(loc.path, loc.line) for loc in read.locations] == [(path, 2)]
+    assert (read.title, edit.title) == ("Read calc.py (from line 2)", "Edit calc.py")
     assert (edit.tool_call_id, edit.kind) == ("c2", "edit")
-    assert [(loc.path, loc.line) for loc in edit.locations] == [(path, None)]
+    # The location is the edited line; the diff is of the whole file.
+    assert [(loc.path, loc.line) for loc in edit.locations] == [(path, 2)]
     [diff] = edit.content
     assert isinstance(diff, FileEditToolCallContent)
-    assert (diff.path, diff.old_text, diff.new_text) == (path, "a - b", "a + b")
-    # The editor was asked before the write (the call it approved shows the diff).
+    before, after = "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
+    assert (diff.path, diff.old_text, diff.new_text) == (path, before, after)
+    # The editor was asked before the write: the request keeps the call's own title,
+    # kind, locations and diff (Zed applies them to the call's entry).
     [(asked, _)] = editor.permissions
-    assert "fs_modify_file" in (asked.title or "")
+    assert (asked.tool_call_id, asked.title, asked.kind) == ("c2", "Edit calc.py", "edit")
+    assert [(loc.path, loc.line) for loc in asked.locations or []] == [(path, 2)]
+    assert [(d.old_text, d.new_text) for d in asked.content or []] == [(before, after)]
     done = {u.tool_call_id: u for u in editor.of_kind("tool_call_update") if u.status}
     assert done["c1"].status == "completed" and done["c1"].kind == "read"
     assert done["c2"].status == "completed" and done["c2"].kind == "edit"

@@ -83,10 +83,12 @@ def test_the_turn_environment_names_the_additional_roots() -> None:
         exists=False,
         extra_roots=["/lib"],
     )
-    assert agent._environment(session) == {
+    environment = agent._environment(session)
+    assert environment == {
         "cwd": "/ws",
         "env": {"HOME": "/home/x"},
         "additionalRoots": ["/lib"],
+        "umask": environment["umask"],  # the bridge's, as `jp` sends its shell's
     }
 
 

@@ -39,14 +39,17 @@ async def test_live_output_as_terminal_meta(tmp_path: Path, daemons: Daemons) ->
     [exit_meta] = [m["terminal_exit"] for m in metas if "terminal_exit" in m]
     assert exit_meta["exit_code"] == 0
     assert updates[-1].status == "completed"
+    # The terminal stays when the command ends (not replaced by a text block).
+    assert [c.type for c in updates[-1].content] == ["terminal"]
 
 
-async def test_live_output_as_console_text(tmp_path: Path, daemons: Daemons) -> None:
+async def test_without_the_terminal_the_output_comes_once(tmp_path: Path, daemons: Daemons) -> None:
     editor = Editor()
     async with acp_session(_env(tmp_path, daemons), editor, tmp_path) as (conn, _, sid):
         answer = await conn.prompt(session_id=sid, prompt=[text_block("run")])
         assert answer.stop_reason == "end_turn"
-    updates = editor.of_kind("tool_call_update")
-    live = [u for u in updates[:-1] if u.content]
-    assert live and "```console" in live[-1].content[0].content.text
-    assert "LIVE-1" in updates[-1].content[0].content.text
+    [started] = editor.of_kind("tool_call")
+    assert started.title == COMMAND  # the command itself, whole
+    [update] = editor.of_kind("tool_call_update")
+    assert update.status == "completed"
+    assert "LIVE-1" in update.content[0].content.text

@@ -115,8 +115,13 @@ async def test_find_read_fix_and_undo(jpd_factory: StartJpd, repo: Path, home: P
         "edit",
     ]
     assert calls["c3"]["locations"] == [{"path": calc, "line": 1}]
-    assert calls["c4"]["locations"] == [{"path": calc}]
-    assert calls["c4"]["diff"] == {"path": calc, "oldText": "a - b", "newText": "a + b"}
+    # An edit: the line it starts on, and the whole file before and after.
+    assert calls["c4"]["locations"] == [{"path": calc, "line": 2}]
+    assert calls["c4"]["diff"] == {"path": calc, "oldText": BUGGY, "newText": FIXED}
+    assert [calls[c]["title"] for c in ("c3", "c4")] == [
+        "Read calc.py (from line 1)",
+        "Edit calc.py",
+    ]
 
     [change] = [e for e in disk_events(home, conversation) if e["type"] == "file_changed"]
     assert change["path"] == calc and change["turn_id"] == turn and change["tool_call_id"] == "c4"
@@ -164,7 +169,11 @@ async def test_undo_survives_a_restart_and_removes_created_files(
     undone = await again.request(
         "turn/undo", {"conversationId": started["conversationId"], "turnId": started["turnId"]}
     )
-    assert undone["removed"] == [str((repo / "tests" / "test_more.py").resolve())]
+    # The folder made for the created file goes too.
+    assert undone["removed"] == [
+        str((repo / "tests" / "test_more.py").resolve()),
+        str((repo / "tests").resolve()) + "/",
+    ]
     assert (repo / "calc.py").read_text() == BUGGY
     assert not (repo / "tests" / "test_more.py").exists()
 

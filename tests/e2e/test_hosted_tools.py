@@ -96,6 +96,7 @@ async def test_tool_call_with_split_argument_deltas_runs_a_local_tool(
         "name": "echo",
         "arguments": {"text": "héllo wörld"},
         "hidden": False,
+        "title": 'echo(text="héllo wörld")',
         "toolKind": "other",
         "locations": [],
     }

@@ -296,5 +296,5 @@ async def test_attach_on_a_terminal_answers_a_deferred_question(
     child.expect("welcome back")
     assert finish(child) == 0
     shown = transcript.getvalue()
-    assert shown.index("asker(") < shown.index("Proceed?")  # the replay came first
+    assert shown.index("⚙ asker") < shown.index("Proceed?")  # the replay came first
     assert [r["content"].strip() for r in tool_results(env)] == ["got=false"]

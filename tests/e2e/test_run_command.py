@@ -29,5 +29,8 @@ async def test_run_command_sandboxed_with_live_output(
     assert "LIVE-OUT" in result["content"]
     assert (workspace / "inside.txt").read_text() == "ok\n"
     assert not outside.exists()
+    # The refused write is explained: it was the sandbox, and which setting lifts it.
+    assert "note: the command ran in jpd's sandbox" in result["content"]
+    assert 'conversation.tools.run_command.options.sandbox = "off"' in result["content"]
     progress = [e for e in kinds if e["kind"] == "tool_progress" and e["id"] == "call_1"]
     assert "LIVE-OUT" in "".join(e.get("message") or "" for e in progress)

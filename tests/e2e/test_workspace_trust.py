@@ -122,6 +122,10 @@ async def test_jp_acp_asks_before_the_first_prompt(tmp_path: Path, daemons: Daem
         assert not marker.exists()  # session/new listed tools: the file was ignored
         await conn.prompt(session_id=sid, prompt=[TextContentBlock(type="text", text="hi")])
         assert [c.title for c, _ in editor.permissions] == ["Trust this workspace's config?"]
+        # The entry the request made in the editor is finished, not left in progress.
+        [asked] = [c.tool_call_id for c, _ in editor.permissions]
+        ends = [u for u in editor.of_kind("tool_call_update") if u.tool_call_id == asked]
+        assert [u.status for u in ends] == ["failed"]
         assert not marker.exists()  # "ignore": still ignored
         await conn.prompt(session_id=sid, prompt=[TextContentBlock(type="text", text="hi")])
         assert len(editor.permissions) == 1  # asked once per file

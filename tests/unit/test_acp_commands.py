@@ -78,10 +78,10 @@ async def test_compact_calls_the_daemon_with_the_instructions() -> None:
     assert bare.requests == [("conversation/compact", {"conversationId": "c-1"})]
 
 
-async def test_undo_undoes_the_last_turn() -> None:
-    session = FakeSession(answers={"conversation/get": {"events": EVENTS}})
-    assert "Undid the last turn (t-2)" in await run(session, "/undo")
-    assert session.requests[-1] == ("turn/undo", {"conversationId": "c-1", "turnId": "t-2"})
+async def test_undo_leaves_the_turn_to_the_daemon() -> None:
+    session = FakeSession(answers={"turn/undo": {"turnId": "t-1", "restored": [], "removed": []}})
+    assert "Undid turn t-1" in await run(session, "/undo")
+    assert session.requests == [("turn/undo", {"conversationId": "c-1"})]
 
 
 async def test_a_daemon_without_the_method_gets_a_clear_message() -> None:
@@ -89,7 +89,7 @@ async def test_a_daemon_without_the_method_gets_a_clear_message() -> None:
     session = FakeSession(answers={"conversation/compact": missing})
     said = await run(session, "/compact")
     assert "/compact is not available" in said and "`conversation/compact`" in said
-    session = FakeSession(answers={"conversation/get": {"events": EVENTS}, "turn/undo": missing})
+    session = FakeSession(answers={"turn/undo": missing})
     assert "no `turn/undo` method" in await run(session, "/undo")
 
 

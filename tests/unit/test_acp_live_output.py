@@ -19,15 +19,15 @@ def progress(message: str) -> dict[str, Any]:
     return {"kind": "tool_progress", "id": "c", "progress": 1, "message": message}
 
 
-def test_without_terminal_output_the_output_so_far_is_the_content() -> None:
+def test_without_terminal_output_the_output_comes_once_as_the_result() -> None:
     translator = LiveTranslator()
     dumped(translator, CALL)
-    dumped(translator, progress("one\n"))
-    [update] = dumped(translator, progress("two\n"))
-    assert update["sessionUpdate"] == "tool_call_update"
-    assert update["content"][0]["content"]["text"] == "```console\none\ntwo\n\n```"
-    [final] = dumped(translator, {"kind": "tool_result", "id": "c", "content": "exit code: 0"})
+    assert dumped(translator, progress("one\n")) == []
+    assert dumped(translator, progress("two\n")) == []
+    result = "exit code: 0\none\ntwo\n"
+    [final] = dumped(translator, {"kind": "tool_result", "id": "c", "content": result})
     assert final["status"] == "completed"
+    assert final["content"] == [{"type": "content", "content": {"type": "text", "text": result}}]
 
 
 def test_with_terminal_output_meta() -> None:
@@ -45,6 +45,8 @@ def test_with_terminal_output_meta() -> None:
     end = dumped(translator, {"kind": "tool_result", "id": "c", "content": "exit code: 2\n..."})
     assert end[0]["_meta"]["terminal_exit"] == {"terminal_id": "c", "exit_code": 2, "signal": None}
     assert end[1]["status"] == "completed"
+    # The command's terminal stays (not replaced by a text block).
+    assert end[1]["content"] == [{"type": "terminal", "terminalId": "c"}]
 
 
 def test_progress_of_unknown_or_hidden_call_is_dropped() -> None:

@@ -12,7 +12,7 @@ from tests.unit.test_jp_prompts import FakeIO
 
 
 def ask(arguments: Any, name: str = "run_command") -> str:
-    fake = FakeIO("n")
+    fake = FakeIO("n", "")  # refused, no reason given
     params = {"toolName": name, "arguments": arguments, "toolCallId": "c1", "kind": "run"}
     Prompts(fake, color=False).permission(params)
     return fake.prompts[0]

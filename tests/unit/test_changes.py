@@ -38,11 +38,23 @@ def test_undo_restores_every_file_and_removes_created_ones(setup) -> None:  # ty
     ]
     done = undo(plan, snapshots, "t1")
     assert (a.read_text(), b.read_text(), new.exists()) == ("one\n", "two\n", False)
-    assert done.restored == [str(a), str(b)] and done.removed == [str(new)]
+    # The folder made for the new file is removed with it.
+    assert done.restored == [str(a), str(b)] and done.removed == [str(new), f"{new.parent}/"]
+    assert not new.parent.exists()
     events.append(done)
     with pytest.raises(UndoRefused, match="undone already"):
         plan_undo(events, "t1")
     assert len(turn_changes(events, "t1")) == 3
+
+
+def test_a_made_folder_that_is_not_empty_again_stays(setup) -> None:  # type: ignore[no-untyped-def]
+    w, rec, events, snapshots = setup
+    new = w.resolve("x/y/new.txt")
+    rec.write(w, new, None, b"new\n")
+    (new.parent.parent / "mine.txt").write_text("the user's\n")
+    done = undo(plan_undo(events, "t1"), snapshots, "t1")
+    assert done.removed == [str(new), f"{new.parent}/"]
+    assert (new.parent.parent / "mine.txt").exists()
 
 
 def test_a_file_changed_since_blocks_the_whole_undo(setup) -> None:  # type: ignore[no-untyped-def]
@@ -88,3 +100,35 @@ def test_nothing_to_undo(setup) -> None:  # type: ignore[no-untyped-def]
     _, _, events, _ = setup
     with pytest.raises(UndoRefused, match="changed no files"):
         plan_undo(events, "t1")
+
+
+def test_git_snapshots_are_inert_and_leave_the_repository_alone(tmp_path: Path) -> None:
+    import subprocess
+
+    from jpd.tools import git_snapshot as gs
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=ws, env=env, check=True)
+    (ws / "a.txt").write_text("a\n")
+    (ws / ".gitattributes").write_text("* filter=evil\n")
+    marker = tmp_path / "filter-ran"
+    # A command in the sandbox may write the repository's config: its filter must not
+    # run when the daemon (unsandboxed) snapshots the tree.
+    subprocess.run(
+        [*git, "config", "filter.evil.clean", f"touch {marker}; cat"], cwd=ws, env=env, check=True
+    )
+    repo = gs.repository(ws, env)
+    assert repo is not None
+    own = gs.private(repo, tmp_path / "scratch", env)
+    before = gs.snapshot(own, env)
+    (ws / "a.txt").write_text("b\n")
+    after = gs.snapshot(own, env)
+    assert gs.changed(own, before, after, env) == ["a.txt"]
+    assert gs.content(own, before, "a.txt", env) == b"a\n"
+    assert gs.content(own, before, "missing", env) is None
+    assert not marker.exists()
+    assert not (ws / ".git" / "index").exists()  # nothing written into the repository
+    assert gs.repository(tmp_path / "scratch", env) is None

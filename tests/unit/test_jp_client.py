@@ -458,7 +458,13 @@ def test_query_streams_text_and_shuts_down(fake: Path, capsys: pytest.CaptureFix
     ]
     # The turn runs with this process's environment and working directory.
     started = [m["params"] for m in messages if m.get("method") == "turn/start"]
-    assert started[0]["environment"] == {"env": dict(os.environ), "cwd": os.getcwd()}
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert started[0]["environment"] == {
+        "env": dict(os.environ),
+        "cwd": os.getcwd(),
+        "umask": mask,  # what tools create gets this shell's umask
+    }
 
 
 def test_query_new_or_no_conversation_starts_fresh(
@@ -564,7 +570,7 @@ def test_tool_calls_go_to_stderr_and_reasoning_is_omitted_off_tty(
     assert (code, out) == (0, "done\n")
     call, result = err.splitlines()
     assert call == '⚙ read_file(path="a.txt")'
-    assert re.fullmatch(r"✗ read_file \d+\.\ds: no such file", result), result
+    assert re.fullmatch(r"✗ read_file\(path=\"a.txt\"\) \d+\.\ds: no such file", result), result
     assert "thinking" not in err
 
 

@@ -17,4 +17,4 @@ def test_live_output_lines_under_the_call() -> None:
     renderer.handle({"kind": "tool_result", "id": "c", "content": "exit code: 0"})
     lines = err.getvalue().splitlines()
     assert lines[1:4] == ["  │ one", "  │ two", "  │ tail"]
-    assert lines[4].startswith("✓ run_command")
+    assert lines[4].startswith("✓ Ran run_command(): exit 0")

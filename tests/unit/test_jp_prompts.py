@@ -269,16 +269,37 @@ def permission(kind: str = "run", content: str | None = None) -> dict[str, Any]:
     ],
 )
 def test_permission_answers(line: str, expected: dict[str, bool]) -> None:
-    fake = FakeIO(line)
+    fake = FakeIO(line, "")  # "" : no reason given for a refusal
     assert Prompts(fake, color=False).permission(permission()) == expected
     assert 'the assistant wants to run ⚙ rm(path="build/")' in fake.prompts[0]
     assert fake.prompts[0].endswith("Allow running rm? [y/n/Y/N] ")
 
 
 def test_permission_has_no_default() -> None:
-    fake = FakeIO("", "n")
+    fake = FakeIO("", "n", "")
     assert Prompts(fake, color=False).permission(permission())["allow"] is False
     assert fake.prompts[1].startswith("jp: please answer y or n")
+
+
+def test_a_refusal_may_say_why() -> None:
+    fake = FakeIO("n", "  use make clean instead ")
+    answer = Prompts(fake, color=False).permission(permission())
+    assert answer == {"allow": False, "remember": False, "reason": "use make clean instead"}
+    assert fake.prompts[1].startswith("Why not?")
+
+
+def test_an_edit_prompt_shows_the_title_and_a_numbered_diff_once() -> None:
+    seen = {
+        "title": "Write notes.md",
+        "diff": {"path": "/w/notes.md", "oldText": "a\nb\n", "newText": "a\nc\n"},
+    }
+    params = {**permission(), "toolName": "fs_create_file", "arguments": {"content": "a\nc\n"}}
+    fake = FakeIO("y")
+    Prompts(fake, color=False).permission(params, seen)
+    shown = fake.prompts[0]
+    assert "the assistant wants to: Write notes.md" in shown
+    assert "    1 │  a\n" in shown and "    2 │ -b\n" in shown and "    2 │ +c\n" in shown
+    assert "content" not in shown  # the content once, as the diff
 
 
 def test_deliver_permission_previews_the_result() -> None:
@@ -420,7 +441,7 @@ def _receive_all(connection: Connection, peer: Peer) -> None:
 
 def test_prompter_answers_inquiries_and_permissions(connected: tuple[Connection, Peer]) -> None:
     connection, peer = connected
-    fakes = [FakeIO("Y"), FakeIO("n")]
+    fakes = [FakeIO("Y"), FakeIO("n", "")]
     paused: list[bool] = []
     prompter = prompter_with(lambda check: fakes.pop(0))
     prompter.before_prompt = lambda: paused.append(True)

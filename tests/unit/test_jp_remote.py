@@ -66,7 +66,8 @@ def test_a_remote_request_carries_nothing_of_this_machine(
     assert client_environment() == {}
     assert request_environment("/home/me/app", {"JP_REMOTE": "devbox"}) == {"cwd": "/home/me/app"}
     local = request_environment("/home/me/app", {"A": "1"})
-    assert local == {"cwd": "/home/me/app", "env": {"A": "1"}}
+    assert local == {"cwd": "/home/me/app", "env": {"A": "1"}, "umask": local["umask"]}
+    assert isinstance(local["umask"], int)
     monkeypatch.delenv("JP_REMOTE")
     assert client_environment()["env"]["LAPTOP_SECRET"] == "x"
 

@@ -391,3 +391,13 @@ async def test_cancellation_kills_the_process_group(tmp_path: Path) -> None:
     pids = read_pids(tmp_path)
     assert len(pids) == 2
     assert not any(running(pid) for pid in pids)
+
+
+async def test_the_clients_umask_and_a_missing_program_under_it(tmp_path: Path) -> None:
+    made = tmp_path / "made.txt"
+    command = f"{shlex.quote(sys.executable)} -c \"open('{made}', 'w').write('x')\""
+    outcome = await run(command, tmp_path, umask=0o027)
+    assert not isinstance(outcome, Failure), outcome
+    assert made.stat().st_mode & 0o777 == 0o640
+    missing = await run("/nonexistent/prog", tmp_path, umask=0o022)
+    assert isinstance(missing, Failure) and "command not found" in missing.message

@@ -286,3 +286,15 @@ def test_off_without_network_writes_anywhere_but_has_no_network(
             run(workspace, f"echo x > {outside}; {script}", {"sandbox": "off", "cage": cage})
         )
     assert outside.read_text() == "x\n" and "CONNECTED" not in out, out
+
+
+def test_a_sandbox_refusal_is_explained() -> None:
+    from jpd.tools.builtin.run_command import sandbox_note
+    from jpd.tools.sandbox import SandboxPolicy
+
+    confined = SandboxPolicy()
+    note = sandbox_note(confined, 7, "curl: (7) Couldn't connect: Network is unreachable")
+    assert "jpd's sandbox" in note and "options.network = true" in note
+    assert 'sandbox = "off"' in sandbox_note(confined, 1, "sh: x: Permission denied")
+    assert sandbox_note(confined, 0, "Permission denied") == ""
+    assert sandbox_note(SandboxPolicy(mode="off", network=True), 1, "Permission denied") == ""

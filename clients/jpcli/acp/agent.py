@@ -47,7 +47,7 @@ from jpcli import __version__
 from jpcli.acp import commands, session_info
 from jpcli.acp import link as daemon_link
 from jpcli.acp.asking import answer_types
-from jpcli.acp.config_options import MODES
+from jpcli.acp.images import image_reader
 from jpcli.acp.inputs import mcp_config, prompt_images, prompt_text
 from jpcli.acp.lines import DELETE_ROUTE
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
@@ -56,18 +56,22 @@ from jpcli.acp.session import Editor, Session, new_session_id
 from jpcli.acp.trusting import offer_trust
 from jpcli.acp.updates import history
 from jpcli.daemon import DaemonError
-from jpcli.remote import request_environment
+from jpcli.remote import remote_from_env, request_environment
 from jpcli.rpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 
 log = logging.getLogger(__name__)
 
 BUSY = -32005  # the daemon's code for "the conversation already has a running turn"
+RESOURCE_NOT_FOUND = -32002  # ACP's code for an unknown session
+CONVERSATION_NOT_FOUND = -32001  # the daemon's (protocol.md 11)
 
 
 def _error(exc: LinkError | DaemonError | LinkClosed) -> RequestError:
     """A daemon failure as the JSON-RPC error the editor gets."""
     if isinstance(exc, LinkError):
-        return RequestError(exc.code, exc.message, exc.data)
+        # The daemon's "no such conversation" is ACP's "resource not found".
+        code = RESOURCE_NOT_FOUND if exc.code == CONVERSATION_NOT_FOUND else exc.code
+        return RequestError(code, exc.message, exc.data)
     return RequestError(INTERNAL_ERROR, f"jpd: {exc}")
 
 
@@ -94,6 +98,8 @@ class JpAgent:
         self.environ = environ
         self.forms = False
         self.terminal_output = False
+        self.usage = False
+        """The editor declared `_meta.usage`: `session/prompt` answers carry `usage`."""
         self.sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._control: DaemonLink | None = None
@@ -114,6 +120,8 @@ class JpAgent:
         elicitation = client_capabilities.elicitation if client_capabilities else None
         self.forms = elicitation is not None and elicitation.form is not None
         self.terminal_output = declares_terminal_output(client_capabilities)
+        meta = getattr(client_capabilities, "field_meta", None)
+        self.usage = isinstance(meta, dict) and meta.get("usage") is True
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -170,9 +178,7 @@ class JpAgent:
             raise _error(exc) from None
         hidden = await self._hidden_tools(session)
         events = stored.get("events", [])
-        modes = [e.get("mode") for e in events if e.get("type") == "turn_start"]
-        if modes and modes[-1] in MODES:
-            session.choices.mode = modes[-1]  # the mode the conversation last ran in
+        session.choices.restore(events)  # what the conversation last ran with
         running = [t["turnId"] for t in attached.get("runningTurns", [])]
         held, session.held = session.held, None
         live = [e for e in held if e.get("turnId") in running]
@@ -184,7 +190,8 @@ class JpAgent:
                 (i for i, e in enumerate(events) if e.get("turn_id") == running[0]), len(events)
             )
             events = events[: cut + 2]
-        await session.send(history(events, hidden))
+        reader = image_reader(await self._data_dir(), session_id)
+        await session.send(history(events, hidden, session.translator.ids, reader))
         for params in live if has_start else []:
             await session.forward(params)
         self._announce(session)
@@ -218,9 +225,13 @@ class JpAgent:
                         "environment": self._environment(session),
                     },
                 )
+            stored = await session.daemon.request(
+                "conversation/get", {"conversationId": session_id}
+            )
         except (LinkError, LinkClosed) as exc:
             await self._forget(session)
             raise _error(exc) from None
+        session.choices.restore(stored.get("events", []))
         self._announce(session)
         return ResumeSessionResponse(
             config_options=session.choices.options(), modes=session.choices.modes()
@@ -342,7 +353,9 @@ class JpAgent:
         await session_info.send_title(session)
         if ended.stop_reason == "error":
             raise RequestError(INTERNAL_ERROR, f"the turn failed: {ended.error}")
-        return PromptResponse(stop_reason=ended.stop_reason, usage=session.translator.usage())
+        # `usage` is unstable in ACP: only for an editor that declares it (`_meta.usage`).
+        usage = session.translator.usage() if self.usage else None
+        return PromptResponse(stop_reason=ended.stop_reason, usage=usage)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """Cancel the session's running turn (the prompt then answers `cancelled`)."""
@@ -408,6 +421,18 @@ class JpAgent:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def _data_dir(self) -> str | None:
+        """The daemon's data folder when it is on this machine (images of a replay)."""
+        if remote_from_env(self.environ or os.environ) is not None:
+            return None
+        try:
+            status = await (await self._control_link()).request("daemon/status")
+        except (LinkError, LinkClosed, DaemonError) as exc:
+            log.warning("daemon/status failed; replayed images are not shown: %s", exc)
+            return None
+        data_dir = status.get("dataDir") if isinstance(status, dict) else None
+        return data_dir if isinstance(data_dir, str) else None
+
     async def _hidden_tools(self, session: Session) -> frozenset[str]:
         """Names of the tools not to show in a replay (`style.hidden`); none when the
         workspace's config cannot be read (the replay must not fail over it)."""
@@ -428,7 +453,7 @@ class JpAgent:
         session = self.sessions.get(session_id)
         if session is None:
             raise RequestError(
-                INVALID_PARAMS,
+                RESOURCE_NOT_FOUND,
                 f"unknown session {session_id!r}: create it with session/new, or open it "
                 "with session/load or session/resume",
             )

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from acp import RequestError
+from acp import RequestError, text_block, tool_content
 from acp.schema import (
     AcceptElicitationResponse,
     AllowedOutcome,
@@ -42,7 +42,7 @@ from acp.schema import (
 )
 
 from jpcli.acp.link import LinkError
-from jpcli.acp.updates import tool_title
+from jpcli.acp.toolcalls import CallView
 from jpcli.rpc import INVALID_PARAMS, REQUEST_CANCELLED
 
 DISMISSED = LinkError(REQUEST_CANCELLED, "dismissed by the user in the editor")
@@ -119,14 +119,45 @@ async def _ask(
     return _chosen(response, options)
 
 
+def permission_call(params: dict[str, Any], call_id: str, view: CallView | None) -> ToolCallUpdate:
+    """The tool call a permission request shows: the call's own title, kind, locations
+    and content (an editor applies these fields to the call's entry), so a command is
+    shown whole and an edit with its diff. Sharing a result or sampling says so in the
+    content."""
+    name, kind = str(params.get("toolName", "tool")), params.get("kind")
+    view = view or CallView.of(name, {"arguments": params.get("arguments")})
+    content: list[Any] = list(view.diff)
+    if kind == "deliver":
+        content = [
+            tool_content(
+                text_block(f"Share this result with the model?\n\n{params.get('content') or ''}")
+            )
+        ]
+    elif kind == "sampling":
+        content = [tool_content(text_block(f"Let {name} ask the model for a completion?"))]
+    elif isinstance(params.get("content"), str):  # e.g. why a protected path is asked
+        content.append(tool_content(text_block(params["content"])))
+    return ToolCallUpdate(
+        tool_call_id=call_id,
+        title=view.title,
+        kind=view.kind,
+        status="pending",
+        content=content or None,
+        locations=view.locations or None,
+        raw_input=params.get("arguments"),
+    )
+
+
 async def ask_permission(
     editor: EditorPort,
     session_id: str,
     params: dict[str, Any],
     remembered: dict[tuple[str, str], bool] | None = None,
+    call: ToolCallUpdate | None = None,
 ) -> dict[str, Any]:
     """Answer a `tool/permission` request (protocol.md 10.3) by asking the editor, or
-    from `remembered` (the session's "always" answers, by permission kind and scope)."""
+    from `remembered` (the session's "always" answers, by permission kind and scope);
+    `call` is the tool call to show (`permission_call`)."""
     name, kind = str(params.get("toolName", "tool")), params.get("kind")
     # A daemon that does not name the scope: the tool, as before.
     given = params.get("rememberScope", name)
@@ -134,19 +165,8 @@ async def ask_permission(
     key = (str(kind), scope or "")
     if scope is not None and remembered is not None and key in remembered:
         return {"allow": remembered[key], "remember": True}
-    if kind == "deliver":
-        title = f"Share the result of {name} with the model?"
-    elif kind == "sampling":
-        title = f"Let {name} ask the model for a completion?"
-    else:
-        title = f"Run {tool_title(name, params.get('arguments'))}?"
-    call = ToolCallUpdate(
-        tool_call_id=str(params.get("toolCallId")),
-        title=title,
-        status="pending",
-        raw_input=params.get("arguments"),
-        raw_output=params.get("content"),
-    )
+    if call is None:
+        call = permission_call(params, str(params.get("toolCallId")), None)
     options = permission_options(scope)
     allow, remember = _PERMISSION_ANSWERS[await _ask(editor, session_id, call, options)]
     if remember and scope is not None and remembered is not None:
@@ -224,6 +244,7 @@ async def ask_question(
     params: dict[str, Any],
     *,
     forms: bool,
+    call_title: str | None = None,
 ) -> dict[str, Any]:
     """Answer an `inquiry/prompt` request (protocol.md 10.3) by asking the editor."""
     question = params.get("question") or {}
@@ -266,7 +287,12 @@ async def ask_question(
         values = {f"choice-{i}": choice for i, choice in enumerate(choices)}
     else:
         raise LinkError(INVALID_PARAMS, f"the editor cannot answer {kind!r} questions")
+    # A shown call keeps its title (an editor applies it to the entry); the question is
+    # its content. A question of no shown call is an entry of its own, titled by it.
     call = ToolCallUpdate(
-        tool_call_id=tool_call_id or str(params.get("inquiryId")), title=message, status="pending"
+        tool_call_id=tool_call_id or str(params.get("inquiryId")),
+        title=call_title or message,
+        status="pending",
+        content=[tool_content(text_block(message))] if call_title else None,
     )
     return {"answer": values[await _ask(editor, session_id, call, options)]}

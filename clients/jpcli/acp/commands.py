@@ -77,22 +77,15 @@ async def _compact(session: CommandSession, rest: str) -> str:
 
 async def _undo(session: CommandSession, rest: str) -> str:
     if rest:
-        raise CommandFailed("/undo takes no arguments (it undoes the last turn).")
+        raise CommandFailed(
+            "/undo takes no arguments (it undoes the latest turn that changed files)."
+        )
     if not session.exists:
         return "Nothing to undo: the conversation has no turns."
-    stored = await _call(
-        session, "conversation/get", {"conversationId": session.session_id}, "/undo"
-    )
-    turns = [
-        e["turn_id"]
-        for e in (stored or {}).get("events", [])
-        if isinstance(e, dict) and e.get("type") == "turn_start" and e.get("turn_id")
-    ]
-    if not turns:
-        return "Nothing to undo: the conversation has no turns."
-    params = {"conversationId": session.session_id, "turnId": turns[-1]}
-    await _call(session, "turn/undo", params, "/undo")
-    return f"Undid the last turn ({turns[-1]})."
+    # Without a turn id the daemon takes the latest turn that changed files.
+    done = await _call(session, "turn/undo", {"conversationId": session.session_id}, "/undo")
+    turn = (done or {}).get("turnId", "?") if isinstance(done, dict) else "?"
+    return f"Undid turn {turn}."
 
 
 async def _mode(session: CommandSession, rest: str) -> str:

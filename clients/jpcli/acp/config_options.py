@@ -178,6 +178,23 @@ class Choices:
         else:
             raise RequestError(INVALID_PARAMS, f"unknown config option {config_id!r}")
 
+    def restore(self, events: list[dict[str, Any]]) -> None:
+        """Pick again the model, reasoning effort and mode the conversation's last turn
+        ran with (its `turn_start`), where this session may still use them."""
+        starts = [e for e in events if e.get("type") == "turn_start"]
+        if not starts:
+            return
+        last = starts[-1]
+        if last.get("mode") in MODES:
+            self.mode = str(last["mode"])
+        model = last.get("model")
+        for offered in self.models:
+            if model in (offered.value, self.aliases.get(offered.value)):
+                self.model = None if offered.value == self.default_model else offered.value
+                break
+        if last.get("reasoning_effort") in EFFORTS and self.reasons():
+            self.effort = str(last["reasoning_effort"])
+
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
             raise RequestError(INVALID_PARAMS, f"unknown mode {mode!r}; modes: {', '.join(MODES)}")

@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
+CANCEL_REQUEST = "$/cancel_request"
 DELETE_ROUTE = "jp/session_delete"
 EXTENSION_ROUTES = {"session/delete": "_" + DELETE_ROUTE}
 """Methods of the ACP schema that SDK 0.12.1 does not route: renamed as they arrive to
@@ -71,6 +72,11 @@ class LineTransport:
                 continue
             message, error = problem(line)
             if message is not None:
+                if message.get("method") == CANCEL_REQUEST and "id" not in message:
+                    # SDK 0.12.1 has no route for it (and logs a traceback): a request
+                    # is cancelled the ACP way, `session/cancel`.
+                    log.debug("ignored %s: %s", CANCEL_REQUEST, message.get("params"))
+                    continue
                 if message.get("method") in EXTENSION_ROUTES:
                     message["method"] = EXTENSION_ROUTES[message["method"]]
                 return message

@@ -3,8 +3,9 @@
 With an editor that declares `clientCapabilities._meta.terminal_output` (Zed's
 convention, as claude-agent-acp and codex-acp use it): the call gets `terminal` content
 and `_meta.terminal_info`, each chunk goes as `_meta.terminal_output`, and the end as
-`_meta.terminal_exit`. Otherwise the output so far (its tail) is the call's content, in
-a `console` code block.
+`_meta.terminal_exit`, and the call keeps its terminal when it ends. Otherwise nothing
+is sent while the command runs: its output comes once, as the call's result (re-sending
+the whole output on every chunk would flood the editor).
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp import text_block, tool_content, update_tool_call
+from acp import update_tool_call
 from acp.schema import TerminalToolCallContent, ToolCallProgress
 
-TAIL = 20_000
-"""Characters of output shown in the fallback text block."""
 _EXIT = re.compile(r"^exit code: (-?\d+)")
 
 
@@ -36,12 +35,9 @@ class LiveOutput:
     """Calls with output so far: id -> its text (fallback) or "" (terminal)."""
 
     def chunk(self, call_id: str, data: str) -> list[ToolCallProgress]:
-        updates: list[ToolCallProgress] = []
         if not self.terminal:
-            text = (self.shown.get(call_id, "") + data)[-TAIL:]
-            self.shown[call_id] = text
-            block = text_block(f"```console\n{text}\n```")
-            return [update_tool_call(call_id, content=[tool_content(block)])]
+            return []
+        updates: list[ToolCallProgress] = []
         if call_id not in self.shown:
             self.shown[call_id] = ""
             start = update_tool_call(
@@ -53,10 +49,11 @@ class LiveOutput:
         update.field_meta = {"terminal_output": {"terminal_id": call_id, "data": data}}
         return [*updates, update]
 
-    def ended(self, call_id: str, content: str) -> list[ToolCallProgress]:
-        """Before the call's final update: the terminal's exit, if it had one."""
+    def ended(self, call_id: str, content: str) -> tuple[list[ToolCallProgress], bool]:
+        """Before the call's final update: the terminal's exit, if it had one; and
+        whether it had one (the final update then keeps it)."""
         if self.shown.pop(call_id, None) is None or not self.terminal:
-            return []
+            return [], False
         found = _EXIT.match(content)
         update = update_tool_call(call_id)
         update.field_meta = {
@@ -66,4 +63,4 @@ class LiveOutput:
                 "signal": None if found else "SIGKILL",
             }
         }
-        return [update]
+        return [update], True

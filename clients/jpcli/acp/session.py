@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from acp import update_agent_message_text
+from acp import update_agent_message_text, update_tool_call
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
-from jpcli.acp.asking import ask_permission, ask_question
+from jpcli.acp.asking import ask_permission, ask_question, permission_call
 from jpcli.acp.config_options import Choices
 from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
 from jpcli.acp.live_output import LiveOutput
@@ -96,6 +96,8 @@ class Session:
     noted: set[str] = field(default_factory=set)
     asking: dict[str, tuple[asyncio.Task[Any], str | None]] = field(default_factory=dict)
     """Questions and permission requests open at the editor: the task asking, the call."""
+    title: str | None = None
+    """The title last sent to the editor (`session_info_update` only when it changes)."""
     _watch: asyncio.Task[None] | None = None
 
     def configure(self, link: DaemonLink) -> None:
@@ -156,7 +158,9 @@ class Session:
             self.live_turn = turn_id
             # The cost in `usage_update` is the session's: it carries over turns.
             self.translator = LiveTranslator(
-                output=LiveOutput(terminal=self.terminal_output), cost=self.translator.cost
+                output=LiveOutput(terminal=self.terminal_output),
+                cost=self.translator.cost,
+                ids=self.translator.ids,
             )
             self.noted.clear()
             if self._watch is None or self._watch.done():
@@ -188,20 +192,49 @@ class Session:
 
     async def _on_permission(self, params: Any) -> Any:
         request = self._mine(params)
-        return await self._tracked(
+        shown = self.translator.ids.of(str(request.get("toolCallId")))
+        view = self.translator.views.get(shown)
+        if view is None:
+            # A call never announced (e.g. `tool/call`): its own entry, finished below.
+            shown = str(request.get("inquiryId"))
+        call = permission_call(request, shown, view)
+        answer = await self._tracked(
             str(request.get("inquiryId")),
-            str(request.get("toolCallId")),
-            ask_permission(self.editor, self.session_id, request, self.always),
+            shown,
+            ask_permission(self.editor, self.session_id, request, self.always, call),
         )
+        allowed = answer.get("allow") is True
+        if view is None:
+            await self.send([update_tool_call(shown, status="completed" if allowed else "failed")])
+        elif allowed and request.get("kind") != "deliver":
+            await self.send([update_tool_call(shown, status="in_progress")])
+        return answer
 
     async def _on_question(self, params: Any) -> Any:
         request = self._mine(params)
         call_id = self._call_of(request)
-        return await self._tracked(
-            str(request.get("inquiryId")),
+        view = self.translator.views.get(call_id) if call_id is not None else None
+        asking = ask_question(
+            self.editor,
+            self.session_id,
             call_id,
-            ask_question(self.editor, self.session_id, call_id, request, forms=self.forms),
+            request,
+            forms=self.forms,
+            call_title=view.title if view is not None else None,
         )
+        kind = ((request.get("question") or {}).get("answerType") or {}).get("type")
+        if call_id is not None or self.forms or kind not in ("boolean", "select"):
+            return await self._tracked(str(request.get("inquiryId")), call_id, asking)
+        # Asked as a permission request of its own (no forms): finish its entry.
+        entry = str(request.get("inquiryId"))
+        try:
+            answer = await self._tracked(entry, None, asking)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.send([update_tool_call(entry, status="failed")])
+            raise
+        await self.send([update_tool_call(entry, status="completed")])
+        return answer
 
     async def _tracked(self, inquiry_id: str, call_id: str | None, asking: Any) -> Any:
         task = asyncio.ensure_future(asking)
@@ -218,7 +251,8 @@ class Session:
         calls = [cid for cid, tool in self.translator.running.items() if tool == name]
         if len(calls) > 1:
             inquiry = str(request.get("inquiryId"))
-            calls = [cid for cid in calls if inquiry.startswith(cid + ".")] or calls[:1]
+            ids = self.translator.ids
+            calls = [c for c in calls if inquiry.startswith(ids.daemon_of(c) + ".")] or calls[:1]
         return calls[0] if calls else None
 
     async def _watch_questions(self) -> None:

@@ -37,13 +37,17 @@ async def send_title(session: Session) -> None:
         log.warning("conversation/list failed: %s", exc)
         return
     for item in listed.get("conversations", []):
-        if item.get("conversationId") == session.session_id and item.get("title"):
+        if item.get("conversationId") != session.session_id or not item.get("title"):
+            continue
+        if item["title"] != session.title:
+            session.title = item["title"]
             info = SessionInfoUpdate(
                 session_update="session_info_update",
                 title=item["title"],
                 updated_at=item.get("updatedAt"),
             )
             await session.send([info])
+        return
 
 
 async def announce(session: Session) -> None:

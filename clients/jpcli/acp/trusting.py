@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Mapping
 
-from acp import RequestError, text_block, tool_content
+from acp import RequestError, text_block, tool_content, update_tool_call
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
 from jpcli import trust
@@ -38,9 +38,11 @@ async def offer_trust(
         return False
     asked.add(real)
     shown, digest = await asyncio.to_thread(trust.describe, path, env)
+    entry = f"trust-{session_id}-{len(asked)}"
     call = ToolCallUpdate(
-        tool_call_id=f"trust-{session_id}",
+        tool_call_id=entry,
         title=TITLE,
+        kind="other",
         status="pending",
         raw_input={"path": path},
         content=[tool_content(text_block(shown))],
@@ -51,7 +53,12 @@ async def offer_trust(
         log.info("the editor could not ask about %s: %s", path, exc)
         return False
     outcome = response.outcome
-    if not isinstance(outcome, AllowedOutcome) or outcome.option_id != "trust":
+    trusted = isinstance(outcome, AllowedOutcome) and outcome.option_id == "trust"
+    # The request made an entry in the editor: finish it (never left in progress).
+    await editor.session_update(
+        session_id, update_tool_call(entry, status="completed" if trusted else "failed")
+    )
+    if not trusted:
         return False
     try:
         # The content shown is the content trusted: a file changed since is not.

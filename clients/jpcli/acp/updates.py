@@ -14,6 +14,7 @@ whose question is shown as a prompt) are not shown, as `jp` does not show them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from acp.schema import (
     AgentPlanUpdate,
     AgentThoughtChunk,
     Cost,
+    ResourceContentBlock,
     ToolCallProgress,
     ToolCallStart,
     Usage,
@@ -34,14 +36,17 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from jpcli.acp.images import ImageReader
 from jpcli.acp.live_output import LiveOutput
-from jpcli.acp.plans import PlanCalls
+from jpcli.acp.plans import PLAN_TOOL, PlanCalls
 from jpcli.acp.toolcalls import (
+    CallIds,
     CallView,
     replayed_view,
     tool_ended,
     tool_note,
     tool_started,
+    tool_stopped,
     tool_title,
 )
 
@@ -78,6 +83,8 @@ class LiveTranslator:
     cost: float | None = None
     """The session's cost so far, while every priced call reported one."""
     plans: PlanCalls = field(default_factory=PlanCalls)
+    ids: CallIds = field(default_factory=CallIds)
+    """Shown ids, unique in the session (carried over turns)."""
 
     def translate(self, event: dict[str, Any]) -> list[Update]:
         """The updates for one `turn/event` `event` (none for kinds ACP has no place for)."""
@@ -91,28 +98,33 @@ class LiveTranslator:
             if event.get("hidden"):
                 self.hidden.add(call_id)
                 return []
-            self.running[call_id] = name
-            self.plans.started(call_id, name, event.get("arguments"))
-            view = self.views[call_id] = CallView.of(name, event)
-            return [tool_started(call_id, name, event.get("arguments"), view)]
-        if kind == "tool_progress":
-            call_id, message = str(event.get("id")), event.get("message")
-            if call_id not in self.running or not isinstance(message, str) or not message:
+            arguments = event.get("arguments")
+            if name == PLAN_TOOL:
+                # The plan is shown as the plan (Zed's plan panel), not as a call too.
+                self.plans.started(call_id, name, arguments)
+                self.hidden.add(call_id)
                 return []
-            return list(self.output.chunk(call_id, message))
+            shown = self.ids.start(call_id)
+            self.running[shown] = name
+            view = self.views[shown] = CallView.of(name, event)
+            return [tool_started(shown, view, arguments)]
+        if kind == "tool_progress":
+            shown, message = self.ids.of(str(event.get("id"))), event.get("message")
+            if shown not in self.running or not isinstance(message, str) or not message:
+                return []
+            return list(self.output.chunk(shown, message))
         if kind == "tool_result":
             call_id = str(event.get("id"))
-            self.running.pop(call_id, None)
-            ran = self.views.pop(call_id, None)
-            if call_id in self.hidden:
-                return []
             content, failed = str(event.get("content", "")), bool(event.get("isError"))
-            exit_updates: list[Update] = list(self.output.ended(call_id, content))
-            return [
-                *exit_updates,
-                tool_ended(call_id, content, failed, ran),
-                *self.plans.ended(call_id, failed),
-            ]
+            if call_id in self.hidden:
+                return list(self.plans.ended(call_id, failed))
+            shown = self.ids.of(call_id)
+            self.running.pop(shown, None)
+            ran = self.views.pop(shown, None)
+            exit_updates, terminal = self.output.ended(shown, content)
+            return [*exit_updates, tool_ended(shown, content, failed, ran, terminal)]
+        if kind == "turn_completed":
+            return self.finish(str(event.get("stopReason")))
         if kind == "retry":
             # ACP cannot take back streamed text: say that a retry restarts the answer.
             reason = event.get("reason", "a transient error")
@@ -128,6 +140,15 @@ class LiveTranslator:
             return [update_agent_message_text(compaction_note(event))]
         return []
 
+    def finish(self, stop_reason: str) -> list[Update]:
+        """End every shown call that got no result (cancelled, or the turn failed): an
+        editor must not keep them in progress."""
+        why = "Cancelled." if stop_reason == "cancelled" else "Stopped: the turn ended."
+        ended: list[Update] = [tool_stopped(shown, why) for shown in self.running]
+        self.running.clear()
+        self.views.clear()
+        return ended
+
     def _usage_update(self, event: dict[str, Any]) -> list[Update]:
         """Zed's context meter: how full the window is, and the cost where it is known."""
         cost = event.get("cost")
@@ -139,7 +160,12 @@ class LiveTranslator:
         used, size = context.get("used"), context.get("window")
         if not isinstance(used, int) or not isinstance(size, int):
             return []
-        money = Cost(amount=self.cost, currency=COST_CURRENCY) if self.cost is not None else None
+        # Rounded: sums of float prices carry noise (0.30000000000000004).
+        money = (
+            Cost(amount=round(self.cost, 6), currency=COST_CURRENCY)
+            if self.cost is not None
+            else None
+        )
         return [UsageUpdate(session_update="usage_update", used=used, size=size, cost=money)]
 
     def usage(self) -> Usage | None:
@@ -171,11 +197,41 @@ def compaction_note(event: dict[str, Any]) -> str:
     return f"\n\n*[context compacted: {what}{sizes}]*\n\n"
 
 
-def history(events: list[dict[str, Any]], hidden_tools: frozenset[str]) -> list[Update]:
+_LINK = re.compile(r"\[([^\]\n]*)\]\((\S+)\)")
+
+
+def user_message(text: str) -> list[Update]:
+    """A replayed user message: its text, with the resource links the editor sent (kept
+    in the message as `[name](uri)` paragraphs, `inputs.prompt_text`) as links again."""
+    updates: list[Update] = []
+    parts: list[str] = []
+    for paragraph in text.split("\n\n"):
+        link = _LINK.fullmatch(paragraph)
+        if link is None:
+            parts.append(paragraph)
+            continue
+        if parts:
+            updates.append(update_user_message_text("\n\n".join(parts)))
+            parts = []
+        block = ResourceContentBlock(type="resource_link", name=link.group(1), uri=link.group(2))
+        updates.append(UserMessageChunk(session_update="user_message_chunk", content=block))
+    if parts or not updates:
+        updates.append(update_user_message_text("\n\n".join(parts)))
+    return updates
+
+
+def history(
+    events: list[dict[str, Any]],
+    hidden_tools: frozenset[str],
+    ids: CallIds | None = None,
+    images: ImageReader | None = None,
+) -> list[Update]:
     """The updates that replay persisted events (`conversation/get`) in an editor.
 
-    `hidden_tools` are the names of tools not to show (`style.hidden`).
+    `hidden_tools` are the names of tools not to show (`style.hidden`); `ids` the
+    session's shown call ids (a live turn after the replay goes on from them).
     """
+    ids = ids or CallIds()
     updates: list[Update] = []
     hidden: set[str] = set()
     # Call ids repeat across turns: a changed file is found by (turn, call).
@@ -185,33 +241,44 @@ def history(events: list[dict[str, Any]], hidden_tools: frozenset[str]) -> list[
         if e.get("type") == "file_changed"
     }
     views: dict[str, CallView] = {}
-    turn = ""
+    turn, workspace = "", None
     plans = PlanCalls()
     for event in events:
         kind = event.get("type")
         if kind in ("turn_start", "turn_resume"):
             turn = str(event.get("turn_id"))
+            if kind == "turn_start":
+                workspace = event.get("workspace")
         elif kind == "chat_request":
-            updates.append(update_user_message_text(str(event.get("content", ""))))
+            updates.extend(user_message(str(event.get("content", ""))))
+            for image in event.get("images") or []:
+                if images is not None and isinstance(image, dict):
+                    updates.append(images(str(image.get("file")), str(image.get("mime_type"))))
         elif kind == "chat_response" and event.get("reasoning"):
             updates.append(update_agent_thought_text(str(event["reasoning"])))
         elif kind == "chat_response" and event.get("message"):
             updates.append(update_agent_message_text(str(event["message"])))
         elif kind == "tool_call_request":
             call_id, name = str(event.get("id")), str(event.get("name"))
-            if name in hidden_tools:
+            arguments = event.get("arguments")
+            if name in hidden_tools or name == PLAN_TOOL:
+                plans.started(call_id, name, arguments)
                 hidden.add(call_id)
                 continue
-            arguments = event.get("arguments")
-            plans.started(call_id, name, arguments)
-            views[call_id] = replayed_view(name, arguments, changed.get((turn, call_id)))
-            updates.append(tool_started(call_id, name, arguments, views[call_id]))
+            shown = ids.start(call_id)
+            views[shown] = replayed_view(name, event, changed.get((turn, call_id)), workspace)
+            updates.append(tool_started(shown, views[shown], arguments))
         elif kind == "context_compacted":
             updates.append(update_agent_message_text(compaction_note(event)))
-        elif kind == "tool_call_response" and str(event.get("id")) not in hidden:
+        elif kind == "tool_call_response":
             call_id = str(event.get("id"))
             content = str(event.get("content", ""))
             failed = bool(event.get("is_error"))
-            updates.append(tool_ended(call_id, content, failed, views.get(call_id)))
-            updates.extend(plans.ended(call_id, failed))
+            if call_id in hidden:
+                updates.extend(plans.ended(call_id, failed))
+                continue
+            shown = ids.of(call_id)
+            updates.append(tool_ended(shown, content, failed, views.pop(shown, None)))
+    for shown in views:
+        updates.append(tool_stopped(shown, "Stopped: the turn ended."))
     return updates

@@ -38,6 +38,9 @@ class BuiltinContext:
     extra_roots: tuple[Path, ...] = ()
     """More directories the workspace tools may use besides `root` (the client's
     `environment.additionalRoots`, protocol.md 5.5)."""
+    umask: int | None = None
+    """The client's umask (`environment.umask`): files, folders and processes the tool
+    creates get it (None: files 0644, processes the daemon's)."""
     mode: PermissionMode = "ask"
     """The turn's permission mode (protocol.md 5.5.1): in `auto` nobody is asked, so a
     command runner keeps its commands inside its sandbox."""

@@ -68,7 +68,7 @@ def tool_config(
 def workspace(ctx: BuiltinContext) -> Workspace:
     """The folders this call may use: the turn's workspace, `options.roots` and the
     client's additional directories."""
-    return Workspace.of(ctx.root, ctx.options, ctx.extra_roots)
+    return Workspace.of(ctx.root, ctx.options, ctx.extra_roots, ctx.umask)
 
 
 def decode_text(data: bytes) -> str | None:

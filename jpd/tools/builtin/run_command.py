@@ -41,6 +41,36 @@ DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0
 
 
+_WRITE_REFUSED = ("Permission denied", "Read-only file system", "Operation not permitted")
+_NETWORK_REFUSED = (
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+    "Could not resolve host",
+    "Name or service not known",
+)
+_OPTIONS = "conversation.tools.run_command.options"
+
+
+def sandbox_note(policy: SandboxPolicy, code: int | None, output: str) -> str:
+    """For a failed command whose output reads like a sandbox refusal: that it was the
+    sandbox, and which setting allows what it tried (for the model and the person)."""
+    if code in (0, None):
+        return ""
+    notes = []
+    if not policy.network and any(text in output for text in _NETWORK_REFUSED):
+        notes.append(f"it has no network (`{_OPTIONS}.network = true` allows it)")
+    if policy.mode != "off" and any(text in output for text in _WRITE_REFUSED):
+        where = (
+            "writes nowhere"
+            if policy.mode == "read-only"
+            else "writes only in the workspace and $TMPDIR"
+        )
+        notes.append(f'it {where} (`{_OPTIONS}.sandbox = "off"` lifts that)')
+    if not notes:
+        return ""
+    return f"\nnote: the command ran in jpd's sandbox: {'; '.join(notes)}.\n"
+
+
 class RunCommand:
     name = "run_command"
 
@@ -115,6 +145,9 @@ class RunCommand:
         live: LiveBudget,
     ) -> ToolOutcome:
         roots = Workspace.of(root, ctx.options, ctx.extra_roots).roots
+        if ctx.umask is not None:
+            # The client's umask, set in the shell that runs the command.
+            command = f"umask {ctx.umask:04o}\n{command}"
         shell = ["/bin/sh", "-c", command]
         try:
             cage: Launch = await anyio.to_thread.run_sync(
@@ -175,7 +208,9 @@ class RunCommand:
             header = f"timed out after {timeout:g} s: the command and its processes were killed"
         else:
             header = f"exit code: {process.returncode}"
-        note = f"\n{cage.note}" if cage.note else ""
+        note = sandbox_note(policy, process.returncode, stdout.text() + errors)
+        if cage.note:
+            note += f"\n{cage.note}"
         return Success(content=f"{header}\nstdout:\n{stdout.text()}\nstderr:\n{errors}{note}")
 
     @staticmethod
