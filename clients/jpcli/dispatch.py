@@ -48,7 +48,7 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
     if remote is not None:  # remembered per remote machine and workspace, not locally
         current.data_dir, current.workspace = remote.state_key()
     if command in ("query", "q"):
-        from jpcli.daemon import client_environment
+        from jpcli.environment import client_environment
 
         return commands.query(
             connection,
@@ -60,7 +60,7 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
         )
     if command == "chat":
         from jpcli.chat import chat
-        from jpcli.daemon import client_environment
+        from jpcli.environment import client_environment
 
         return chat(
             connection,
@@ -85,7 +85,7 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
         )
     if command == "config":
         from jpcli.config_files import config_show
-        from jpcli.daemon import client_environment
+        from jpcli.environment import client_environment
 
         return config_show(
             connection,
@@ -96,13 +96,13 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
             as_json=output.json,
         )
     if command == "models":
-        from jpcli.daemon import client_environment
+        from jpcli.environment import client_environment
 
         return admin.model_list(
             connection, out=out, as_json=output.json, environment=client_environment()
         )
     if command == "turn" and action == "resume":
-        from jpcli.daemon import client_environment
+        from jpcli.environment import client_environment
 
         return commands.resume(
             connection,
