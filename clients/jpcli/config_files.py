@@ -107,6 +107,8 @@ def config_show(
     except RpcError as exc:
         err.write(f"jp: {exc.message}\n")
         return EXIT_ERROR
+    for warning in result.get("warnings") or []:
+        err.write(f"jp: warning: {warning}\n")
     if as_json:
         out.write(json.dumps(result, ensure_ascii=False) + "\n")
         return EXIT_OK

@@ -8,7 +8,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jpd.config.loader import load_config, read_file_layer, used_config_paths, validate_layer
+from jpd.config.jp_compat import translate
+from jpd.config.loader import (
+    load_config,
+    read_file_layer,
+    read_toml_layer,
+    used_config_paths,
+    validate_layer,
+)
 
 DEFAULT_ORIGIN = "default"
 REDACTED = "<redacted>"
@@ -73,3 +80,20 @@ def config_origins(
         key = ".".join(_segment(part) for part in leaf)
         rows.append((key, REDACTED if secret else value, origin, secret))
     return rows
+
+
+def config_warnings(
+    *,
+    workspace: Path | None,
+    env: Mapping[str, str],
+    overrides: Sequence[tuple[str, Mapping[str, Any]]] = (),
+) -> list[str]:
+    """`source: key: what happened` for each JP key read or ignored in the layers
+    (jpd/config/jp_compat.py). Reads files: call it from a worker thread."""
+    layers: list[tuple[str, Any]] = []
+    for path in used_config_paths(workspace, env):
+        data = read_toml_layer(path)
+        if data is not None:
+            layers.append((str(path), data))
+    layers.extend((source, dict(override)) for source, override in overrides)
+    return [f"{source}: {warning}" for source, data in layers for warning in translate(data)[1]]

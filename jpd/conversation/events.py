@@ -48,6 +48,12 @@ class TurnStart(_Event):
     """The client's workspace root the turn ran in (absolute), when it had one."""
     mode: PermissionMode = "ask"
     """The turn's permission mode (`turn/start` `mode`); a resumed turn keeps it."""
+    config: dict[str, Any] | None = None
+    """The config the conversation keeps (RFD 054): the `assistant` part of every
+    `turn/start` `config` given so far, later over earlier (protocol.md 5.5)."""
+    instructions: list[str] | None = None
+    """The project instruction files (`AGENTS.md`) in the system prompt, relative to
+    the workspace root (protocol.md 7.x)."""
 
 
 class TurnResume(_Event):

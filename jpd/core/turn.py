@@ -86,6 +86,10 @@ class TurnSpec:
     """Image files sent with the message (written before the turn starts)."""
     resume: ResumePlan | None = None
     """Set when the turn continues an interrupted one (`turn/resume`, protocol.md 12.4)."""
+    kept_config: dict[str, Any] | None = None
+    """The config the conversation keeps from now on, recorded in `turn_start`."""
+    instruction_files: list[str] = field(default_factory=list)
+    """The project instruction files (`AGENTS.md`) in `system`, recorded in `turn_start`."""
     context: ContextFactory | None = None
     """Builds the keeper that counts and compacts each request (protocol.md 12.5)."""
 
@@ -179,6 +183,8 @@ class Turn:
                     model=spec.model_id,
                     workspace=spec.workspace,
                     mode=spec.mode,
+                    config=spec.kept_config,
+                    instructions=spec.instruction_files or None,
                 )
             )
             self._record(ev.ChatRequest(content=spec.message, images=spec.images or None))

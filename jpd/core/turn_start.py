@@ -5,6 +5,7 @@ conversation (creating a new one) and hand the turn to `RunningTurns`."""
 from __future__ import annotations
 
 import functools
+import logging
 import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -25,6 +26,8 @@ from jpd.protocol.client_requests import ClientEnvironment, ImageInput, ToolTogg
 from jpd.protocol.errors import Busy, InvalidParams, NotFound, ProviderUnavailableError
 from jpd.protocol.modes import PermissionMode
 from jpd.protocol.summaries import TurnInfo
+
+log = logging.getLogger(__name__)
 
 # The config, the turn loop, inquiries and providers load with the first turn
 # (protocol.md section 4, "Start-up").
@@ -68,12 +71,23 @@ class TurnStarter:
         With `create`, `conversation_id` names a conversation to create (protocol.md 5.5).
         """
         renv = self._parts.request_env(link, environment)
-        cfg = await self._parts.configs.for_turn(renv, config, model)
+        history = await self._history(conversation_id, create)
+        # The conversation keeps its model and config (RFD 054): they are the layer
+        # under this turn's, and its model unless this turn names one.
+        from jpd.core.configs import kept_config
+
+        last = history.last_start
+        kept = (last.config if last else None) or None
+        given_model = bool(
+            config and kept_config(None, config).get("assistant", {}).get("model", {}).get("id")
+        )
+        if model is None and last is not None and last.model and not given_model:
+            model = last.model
+        cfg = await self._parts.configs.for_turn(renv, config, model, kept=kept)
         from jpd.core import prompt_images
 
         pictures = prompt_images.decode(images or [], cfg.assistant.model.id)
         providers, provider = self._provider(cfg, renv)
-        history = await self._history(conversation_id, create)
         for picture in pictures:
             history.remember_image(picture.ref.file, picture.image)
         turn = await self._assemble(
@@ -90,6 +104,7 @@ class TurnStarter:
             mode=mode,
         )
         turn.spec.images = [picture.ref for picture in pictures]
+        turn.spec.kept_config = kept_config(kept, config) or None
         await self._launch(turn, link, is_new=conversation_id is None or create, images=pictures)
         return turn_info(turn)
 
@@ -226,6 +241,13 @@ class TurnStarter:
         )
         spec.resume = resume
         spec.mode = mode
+        from jpd.core.instructions import system_prompt
+
+        prompt = await anyio.to_thread.run_sync(system_prompt, cfg.assistant, renv.workspace)
+        spec.system = prompt.text
+        spec.instruction_files = prompt.files
+        for problem in prompt.skipped:
+            log.warning("conversation %s: instruction file %s", conversation_id, problem)
         if named_now:
             self._parts.hub.prepare_new(conversation_id)
         else:

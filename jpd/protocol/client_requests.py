@@ -326,6 +326,9 @@ class ConfigEntry(WireModel):
 
 class ConfigShowResult(WireModel):
     entries: list[ConfigEntry]
+    warnings: list[str] = Field(default_factory=list)
+    """`source: key: what happened` for each key of JP's config jpd read its own way
+    or ignored (protocol.md 13.x "JP config files")."""
 
 
 # --- conversations -------------------------------------------------------------------

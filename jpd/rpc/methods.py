@@ -143,12 +143,13 @@ async def turn_changes(daemon: Daemon, session: Session, p: wire.TurnChangesPara
 
 async def config_show(daemon: Daemon, session: Session, p: wire.ConfigShowParams) -> WireModel:
     """The effective config, one leaf per entry, with the layer it came from."""
-    rows = await daemon.configs.show(daemon.request_env(session, p.environment), p.config)
+    rows, warnings = await daemon.configs.show(daemon.request_env(session, p.environment), p.config)
     return wire.ConfigShowResult(
         entries=[
             wire.ConfigEntry(key=key, value=value, origin=origin, redacted=redacted)
             for key, value, origin, redacted in rows
-        ]
+        ],
+        warnings=warnings,
     )
 
 

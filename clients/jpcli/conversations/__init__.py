@@ -118,6 +118,10 @@ def conversation_show(
     if as_json:
         out.write(json.dumps(result, ensure_ascii=False) + "\n")
         return EXIT_OK
+    from jpcli.conversations.settings import kept_settings
+
+    for line in kept_settings(events):
+        out.write(line + "\n")
     for event in events:
         # Checkpoints are partial copies of output shown whole in its chat_response.
         if event.get("type") != "chat_checkpoint":
