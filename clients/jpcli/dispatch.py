@@ -35,7 +35,8 @@ def output_for(args: argparse.Namespace) -> Output:
 def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prompter: Any) -> int:
     """Start `daemon`'s connection and run the command on it; returns the exit code."""
     daemon.launch()  # a private daemon boots while the command's modules load
-    from jpcli import admin, commands, conversations
+    from jpcli import admin, commands
+    from jpcli.conversations import basic as conversations
 
     connection = daemon.start()
     output = output_for(args)
@@ -48,11 +49,15 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
     if remote is not None:  # remembered per remote machine and workspace, not locally
         current.data_dir, current.workspace = remote.state_key()
     if command in ("query", "q"):
+        from jpcli.conversations.query import prepare
         from jpcli.environment import client_environment
 
+        prepared = prepare(connection, inputs, current, err)
+        if prepared is None:
+            return 1
         return commands.query(
             connection,
-            **inputs,
+            **prepared,
             output=output,
             prompter=prompter,
             environment=client_environment(),
@@ -150,9 +155,22 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
         code = admin.daemon_stop(connection, out=out, err=err, wait_stopped=wait)
         daemon.close()
         return code
+    from jpcli.conversations.cli import ORGANIZE_ACTIONS
+
+    if action in ORGANIZE_ACTIONS:
+        from jpcli.conversations import organize
+
+        return organize.run(connection, args, out=out, err=err, current=current)
     if action in ("ls", "list"):
+        from jpcli.conversations.organize import list_params
+
         return conversations.conversation_list(
-            connection, out=out, as_json=output.json, current=current, ids_only=args.ids
+            connection,
+            out=out,
+            as_json=output.json,
+            current=current,
+            ids_only=args.ids,
+            params=list_params(args),
         )
     if action == "show":
         return conversations.conversation_show(

@@ -28,8 +28,10 @@ def isatty(stream: Any) -> bool:
 
 def query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
     """Validate the query arguments (usage errors exit 2 through `parser.error`)."""
+    from jpcli.conversations.cli import query_extras
     from jpcli.overrides import parse_config_overrides
 
+    extras = query_extras(parser, args)
     message = " ".join(args.message)
     if not isatty(sys.stdin):
         piped = read_stdin(parser)
@@ -62,6 +64,8 @@ def query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
         "non_interactive": args.non_interactive,
         "mode": args.mode,
         "images": [read_image(parser, path) for path in args.images],
+        "extra": extras["params"],
+        "fork": extras["fork"],
     }
 
 

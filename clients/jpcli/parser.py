@@ -133,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="never prompt (questions follow the `deny` detached policy)",
     )
     _format_option(query)
+    from jpcli.conversations import cli as conversation_cli
+
+    conversation_cli.add_query_options(query)
     query.add_argument("message", nargs="*", metavar="MESSAGE", help="the message (joined)")
 
     chat = commands.add_parser(
@@ -205,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     conversation_ls.add_argument(
         "--ids", action="store_true", help="only the ids, one per line (for scripts)"
     )
+    conversation_cli.add_ls_options(conversation_ls)
     show = actions.add_parser("show", help="print a conversation's events and token usage")
     show.add_argument("id", metavar="ID", help="id or unique prefix")
     _format_option(show)
@@ -219,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("id", metavar="ID", nargs="?", help="id or unique prefix")
     compact.add_argument("--instructions", help="what the summary should focus on or keep")
+    conversation_cli.add_conversation_commands(actions)
 
     daemon = commands.add_parser("daemon", help="the shared daemon: status, stop")
     daemon_actions = daemon.add_subparsers(dest="action", metavar="ACTION")

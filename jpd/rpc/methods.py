@@ -19,7 +19,7 @@ from jpd.protocol import client_requests as wire
 from jpd.protocol import method_table as mt
 from jpd.protocol.base import WireModel
 from jpd.protocol.client_port import ClientCapabilities
-from jpd.protocol.errors import WrongDaemon
+from jpd.protocol.errors import InvalidParams, WrongDaemon
 from jpd.protocol.server_requests import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
 from jpd.rpc.pygls_private import EncodedResult
 from jpd.rpc.session import Session
@@ -70,6 +70,8 @@ async def exit_(daemon: Daemon, session: Session, p: wire.NoParams) -> None:
 
 async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) -> WireModel:
     """Start a turn in the daemon and return its ids at once."""
+    if not p.persist and p.conversation_id is not None and not p.create:
+        raise InvalidParams("persist: false is for a new conversation only")
     info = await daemon.start_turn(
         session,
         p.message,
@@ -83,6 +85,7 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
         images=p.images,
         environment=p.environment,
     )
+    await daemon.after_start(info, p)
     return wire.TurnStartResult(conversation_id=info.conversation_id, turn_id=info.turn_id)
 
 
@@ -173,9 +176,32 @@ async def model_list(daemon: Daemon, session: Session, p: wire.ModelListParams) 
     )
 
 
-async def conversation_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
-    """Every stored conversation, most recently updated first."""
-    return wire.ConversationListResult(conversations=await daemon.list_conversations())
+async def conversation_list(
+    daemon: Daemon, session: Session, p: wire.ConversationListParams
+) -> WireModel:
+    """The stored conversations `p` selects, pinned then most recently updated first."""
+    return wire.ConversationListResult(conversations=await daemon.list_conversations(p))
+
+
+async def conversation_update(
+    daemon: Daemon, session: Session, p: wire.ConversationUpdateParams
+) -> WireModel:
+    """Change a conversation's title, labels, archived, pinned or expiry (5.27)."""
+    return wire.ConversationUpdateResult(conversation=await daemon.organize.update(p))
+
+
+async def conversation_fork(
+    daemon: Daemon, session: Session, p: wire.ConversationForkParams
+) -> WireModel:
+    """A new conversation carrying a copy of some or all turns of another (5.28)."""
+    return await daemon.organize.fork(p)
+
+
+async def conversation_grep(
+    daemon: Daemon, session: Session, p: wire.ConversationGrepParams
+) -> WireModel:
+    """Matching message lines across conversations (5.29)."""
+    return await daemon.organize.grep(p)
 
 
 async def conversation_get(
@@ -294,6 +320,9 @@ HANDLERS: dict[Incoming, Handler] = {
     mt.CONVERSATION_GET: conversation_get,
     mt.CONVERSATION_DELETE: conversation_delete,
     mt.CONVERSATION_COMPACT: conversation_compact,
+    mt.CONVERSATION_UPDATE: conversation_update,
+    mt.CONVERSATION_FORK: conversation_fork,
+    mt.CONVERSATION_GREP: conversation_grep,
     mt.TOOL_LIST: tool_list,
     mt.TOOL_CALL: tool_call,
     mt.INQUIRY_LIST: inquiry_list,

@@ -32,7 +32,7 @@ def test_model_id_tables_become_provider_slash_name() -> None:
 
 def test_an_id_table_with_more_keys_is_left_for_validation_to_refuse() -> None:
     data, _ = translate({"assistant": {"model": {"id": {"provider": "a", "name": "b", "x": 1}}}})
-    with pytest.raises(ConfigError, match="assistant.model.id"):
+    with pytest.raises(ConfigError, match=r"assistant\.model\.id"):
         validate_layer(data, source="t")
 
 
