@@ -45,8 +45,24 @@ class ContextConfig(ConfigModel):
     """The model that writes summaries (default: the inquiry assistant's)."""
 
 
+class TitleGenerateConfig(ConfigModel):
+    """`conversation.title.generate` (JP's keys): a model names a new conversation."""
+
+    auto: bool = True
+    """After a new conversation's first turn, unless it has a title."""
+    model: ModelId | None = None
+    """The (cheap) model that writes titles. Unset: the conversation's own model when
+    it is a hosted one; the embedded and test models write none unless named here (a
+    second generation on a CPU costs more than a title is worth)."""
+
+
+class TitleConfig(ConfigModel):
+    generate: TitleGenerateConfig = TitleGenerateConfig()
+
+
 class ConversationConfig(ConfigModel):
     tools: dict[str, ToolConfig] = Field(default_factory=dict)
+    title: TitleConfig = TitleConfig()
     inquiry: InquiryConfig = InquiryConfig()
     context: ContextConfig = ContextConfig()
 

@@ -38,7 +38,7 @@ JP_ONLY: tuple[str, ...] = (
     "conversation.labels",
     "conversation.start_local",
     "conversation.compaction",
-    "conversation.title",
+    "conversation.title.from_heading",
     "conversation.inquiry.assistant.request",
     "conversation.inquiry.assistant.system_prompt_sections",
     "conversation.inquiry.assistant.tool_choice",

@@ -105,8 +105,31 @@ class TurnStarter:
         )
         turn.spec.images = [picture.ref for picture in pictures]
         turn.spec.kept_config = kept_config(kept, config) or None
-        await self._launch(turn, link, is_new=conversation_id is None or create, images=pictures)
+        is_new = conversation_id is None or create
+        await self._launch(turn, link, is_new=is_new, images=pictures)
+        from jpd.core.titles import title_model
+
+        if is_new and title_model(cfg) is not None:
+            self._tg.start_soon(self._title, turn, cfg, providers)
         return turn_info(turn)
+
+    async def _title(self, turn: Turn, cfg: Config, providers: ProviderSource) -> None:
+        """Name a new conversation after its first turn (jpd/core/titles.py)."""
+        from jpd.core.titles import first_exchange, write_title
+
+        await self._parts.turns.wait_released(turn.turn_id)
+        if turn.stop_reason != "end_turn":
+            return
+        store, cid = self._parts.store, turn.conversation_id
+        try:
+            events = await anyio.to_thread.run_sync(store.load, cid)
+        except ConversationNotFound:
+            return  # deleted meanwhile (--no-persist)
+        request, answer = first_exchange(list(events))
+        try:
+            await write_title(cfg, providers, store.conversation_dir(cid), request, answer)
+        except OSError as exc:  # deleted meanwhile, or a full disk: no title, no harm
+            log.info("no title for %s: %s", cid, exc)
 
     async def resume(
         self,

@@ -147,3 +147,48 @@ async def test_no_persist_and_tmp(tmp_path: Path, daemons: Daemons) -> None:
     assert kept["title"] == "what is x" and "expiresAt" in kept
     assert jp_in(env, tmp_path, "query", "--new", "--tmp", "0s", "brief").returncode == 0
     assert [c["title"] for c in listing(env, tmp_path)] == ["what is x"]  # expired: deleted
+
+
+async def test_a_model_titles_a_new_conversation_unless_the_user_did(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    env = recording_env(
+        tmp_path, '[conversation.title.generate]\nmodel = "test/titler"\n', replies=0
+    )
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            {
+                "responses": [
+                    {"text": "Use sorted()."},
+                    {"text": '"Sorting lists in Python."'},
+                    {"text": "Done."},
+                    {"text": "second answer"},
+                ]
+            }
+        )
+    )
+    await daemons.start(env)
+    assert jp_in(env, tmp_path, "query", "--new", "how do I sort a list?").returncode == 0
+    await wait_title(env, tmp_path, "Sorting lists in Python")
+    title_request = recorded(tmp_path)[1]
+    assert title_request["model"] == "titler"
+    exchange = "User: how do I sort a list?\n\nAssistant: Use sorted()."
+    assert title_request["messages"] == [{"role": "user", "content": exchange}]
+    # A title the user gives is kept: no title request is made.
+    assert jp_in(env, tmp_path, "query", "--new", "--title", "Mine", "x").returncode == 0
+    assert jp_in(env, tmp_path, "query", "y").returncode == 0  # not a new conversation
+    assert [r["model"] for r in recorded(tmp_path)] == [
+        "scripted",
+        "titler",
+        "scripted",
+        "scripted",
+    ]
+    titles = sorted(c["title"] for c in listing(env, tmp_path))
+    assert titles == ["Mine", "Sorting lists in Python"]
+
+
+async def wait_title(env: Mapping[str, str], cwd: Path, title: str) -> None:
+    from tests.e2e.sockets import wait_for
+
+    await wait_for(lambda: title in [c["title"] for c in listing(env, cwd)], f"the title {title!r}")
