@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -55,13 +56,20 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
         prepared = prepare(connection, inputs, current, err)
         if prepared is None:
             return 1
-        return commands.query(
-            connection,
-            **prepared,
-            output=output,
-            prompter=prompter,
-            environment=client_environment(),
-            current=current,
+        run: Any = commands.query
+        if "responseSchema" in prepared["extra"]:
+            from jpcli.structured.schema import run_structured
+
+            run = functools.partial(run_structured, commands.query)
+        return int(
+            run(
+                connection,
+                **prepared,
+                output=output,
+                prompter=prompter,
+                environment=client_environment(),
+                current=current,
+            )
         )
     if command == "chat":
         from jpcli.chat import chat

@@ -51,9 +51,8 @@ class TitleGenerateConfig(ConfigModel):
     auto: bool = True
     """After a new conversation's first turn, unless it has a title."""
     model: ModelId | None = None
-    """The (cheap) model that writes titles. Unset: the conversation's own model when
-    it is a hosted one; the embedded and test models write none unless named here (a
-    second generation on a CPU costs more than a title is worth)."""
+    """The (cheap) model that writes titles; unset: none is written (a conversation
+    lists by its first message). Never implied: a title costs a request of its own."""
 
 
 class TitleConfig(ConfigModel):

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HOSTED = ("anthropic", "openai", "openai-compatible", "openai_compatible")
 INSTRUCTION = (
     "Write a title for the conversation below: at most eight words, no quotes, no "
     "final period. Reply with the title only."
@@ -32,12 +31,7 @@ MAX_INPUT = 4000  # characters of the exchange sent: a title needs the gist only
 def title_model(cfg: Config) -> str | None:
     """The model that writes this conversation's title, or None (no title written)."""
     generate = cfg.conversation.title.generate
-    if not generate.auto:
-        return None
-    if generate.model is not None:
-        return generate.model
-    model = cfg.assistant.model
-    return model.id if model.provider in HOSTED else None
+    return generate.model if generate.auto else None
 
 
 async def write_title(

@@ -65,6 +65,7 @@ class TurnStarter:
         create: bool = False,
         mode: PermissionMode = "ask",
         images: list[ImageInput] | None = None,
+        response_schema: dict[str, Any] | None = None,
     ) -> TurnInfo:
         """Validate everything, then start the turn as a task and return at once.
 
@@ -105,6 +106,11 @@ class TurnStarter:
         )
         turn.spec.images = [picture.ref for picture in pictures]
         turn.spec.kept_config = kept_config(kept, config) or None
+        if response_schema is not None:
+            from jpd.core.structured import check_schema
+
+            check_schema(response_schema)
+            turn.spec.response_schema = response_schema
         is_new = conversation_id is None or create
         await self._launch(turn, link, is_new=is_new, images=pictures)
         from jpd.core.titles import title_model

@@ -104,7 +104,12 @@ class AnthropicProvider:
         sent softened (protocol.md 9.2): the sender retries a miss without reasoning."""
         if forced_tool.forces_tool(request) and _reasoning_active(request):
             request = forced_tool.soften(request)
-        return read_ahead(functools.partial(self._events, request))
+        stream = read_ahead(functools.partial(self._events, request))
+        if request.response_schema is not None:
+            from jpd.llm.structured import tool_call_as_text
+
+            return tool_call_as_text(stream)
+        return stream
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it."""

@@ -84,6 +84,7 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
         mode=p.mode,
         images=p.images,
         environment=p.environment,
+        response_schema=p.response_schema,
     )
     await daemon.after_start(info, p)
     return wire.TurnStartResult(conversation_id=info.conversation_id, turn_id=info.turn_id)

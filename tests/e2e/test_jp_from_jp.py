@@ -186,3 +186,46 @@ async def test_agents_md_from_the_root_down_to_the_working_folder(
     off = jp_in(env, repo, "query", "--new", "-c", "assistant.agents_files=[]", "x")
     assert off.returncode == 0, off.stderr
     assert "project_instructions" not in (recorded(tmp_path)[-1]["system"] or "")
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
+
+
+async def test_schema_answers_are_json_valid_against_it(tmp_path: Path, daemons: Daemons) -> None:
+    env = recording_env(tmp_path, replies=0)
+    (tmp_path / "script.json").write_text(
+        json.dumps(
+            {
+                "responses": [
+                    {"text": '```json\n{"name": "Ada", "age": 36}\n```'},
+                    {"text": '{"name": "Ada", "age": "old"}'},
+                    {"text": "Sure! Ada is 36."},
+                ]
+            }
+        )
+    )
+    schema_file = tmp_path / "person.json"
+    schema_file.write_text(json.dumps(SCHEMA))
+    await daemons.start(env)
+    good = jp_in(env, tmp_path, "query", "--new", "--schema", str(schema_file), "who?")
+    assert good.returncode == 0, good.stderr
+    assert json.loads(good.stdout) == {"name": "Ada", "age": 36}
+    [request] = recorded(tmp_path)
+    assert request["response_schema"] == SCHEMA
+    assert request["tools"] == [] and "valid against this JSON schema" in request["system"]
+
+    wrong = jp_in(env, tmp_path, "query", "--new", "--schema", json.dumps(SCHEMA), "who?")
+    assert wrong.returncode == 1 and wrong.stdout == ""
+    assert "not valid against the schema: age: 'old' is not of type 'integer'" in wrong.stderr
+    prose = jp_in(env, tmp_path, "query", "--new", "--schema", str(schema_file), "who?")
+    assert prose.returncode == 1 and prose.stdout == "" and "not JSON" in prose.stderr
+
+    bad = jp_in(env, tmp_path, "query", "--new", "--schema", '{"type": 12}', "who?")
+    assert bad.returncode == 1 and "not a valid JSON schema" in bad.stderr
+    neither = jp_in(env, tmp_path, "query", "--schema", "nofile.json", "x")
+    assert neither.returncode == 2 and "neither a file nor JSON" in neither.stderr
+    assert len(recorded(tmp_path)) == 3  # the refused ones reached no model

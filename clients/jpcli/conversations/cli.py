@@ -78,6 +78,11 @@ def add_query_options(query: argparse.ArgumentParser) -> None:
         help="add LABEL to the conversation (repeatable)",
     )
     query.add_argument("--title", help="set the conversation's title")
+    query.add_argument(
+        "--schema",
+        metavar="JSON|FILE",
+        help="answer with JSON valid against this JSON schema (printed alone on stdout)",
+    )
     ephemeral = query.add_mutually_exclusive_group()
     ephemeral.add_argument(
         "--tmp",
@@ -203,8 +208,12 @@ EXAMPLES.update(
             "jp conversation label rm urgent -c c-2026",
         ),
         "jp conversation title": ('jp conversation title c-2026 "Release checklist"',),
+        "jp conversation label add": ("jp conversation label add work urgent",),
+        "jp conversation label rm": ("jp conversation label rm urgent -c c-2026",),
         "jp conversation archive": ("jp conversation archive c-2026",),
+        "jp conversation unarchive": ("jp conversation unarchive c-2026",),
         "jp conversation pin": ("jp conversation pin",),
+        "jp conversation unpin": ("jp conversation unpin c-2026",),
     }
 )
 
@@ -227,6 +236,12 @@ def query_extras(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
         extras["expiresIn"] = seconds
     elif tmp == "":
         extras["expiresIn"] = DEFAULT_TMP
+    if args.schema is not None:
+        from jpcli.structured.schema import read_schema
+
+        if args.detach:
+            parser.error("query: --schema prints the answer; it cannot --detach")
+        extras["responseSchema"] = read_schema(parser, args.schema)
     if args.labels:
         extras["labels"] = list(args.labels)
     if args.title:
