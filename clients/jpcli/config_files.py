@@ -94,6 +94,7 @@ def config_show(
     out: TextIO,
     err: TextIO,
     as_json: bool = False,
+    config_files: list[str] | None = None,
 ) -> int:
     """`jp config show`: one `key = value  # origin` line per effective leaf (from the
     daemon's `config/show`; credentials are redacted there)."""
@@ -102,6 +103,8 @@ def config_show(
     params: dict[str, Any] = {"environment": dict(environment)}
     if overrides:
         params["config"] = overrides
+    if config_files:
+        params["configFiles"] = config_files
     try:
         result = connection.request("config/show", params)
     except RpcError as exc:

@@ -103,6 +103,7 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
         return config_show(
             connection,
             overrides=inputs["overrides"],
+            config_files=inputs.get("cfg") or [],
             environment=client_environment(),
             out=out,
             err=err,

@@ -136,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     from jpcli.conversations import cli as conversation_cli
 
     conversation_cli.add_query_options(query)
+    from jpcli.configs.cli import add_cfg_option
+
+    add_cfg_option(query)
     query.add_argument("message", nargs="*", metavar="MESSAGE", help="the message (joined)")
 
     chat = commands.add_parser(
@@ -251,6 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="an override to show laid over the files (as for jp query)",
     )
     _format_option(config_show)
+    from jpcli.configs import cli as configs_cli
+
+    configs_cli.add_cfg_option(config_show)
+    configs_cli.add_config_commands(config_actions)
     init = config_actions.add_parser("init", help="write a commented starter user config")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     completion = commands.add_parser(

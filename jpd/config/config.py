@@ -12,6 +12,7 @@ from jpd.config.merge import merge_models
 from jpd.config.models import (
     AssistantConfig,
     ConfigModel,
+    ConfigPath,
     DaemonConfig,
     ModelId,
     PartialAssistantConfig,
@@ -85,6 +86,8 @@ class Config(ConfigModel):
     mcp: McpConfig = McpConfig()
     aliases: dict[AliasName, ModelId] = Field(default_factory=dict)
     """`[aliases] fast = "anthropic/claude-haiku-4-5"`: short names for `turn/start` `model`."""
+    config_load_paths: list[ConfigPath] = Field(default_factory=list)
+    """More folders `--cfg NAME` looks in (jpd/config/named.py)."""
     prices: dict[ModelId, Price] = Field(default_factory=dict)
     """`[prices."anthropic/claude-sonnet-4-5"] input = 3.0, output = 15.0`: per million tokens."""
 

@@ -18,7 +18,6 @@ import copy
 from typing import Any
 
 JP_ONLY: tuple[str, ...] = (
-    "config_load_paths",
     "extends",
     "inherit",
     "user",

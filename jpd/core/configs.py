@@ -67,6 +67,34 @@ class RequestConfigs:
                 return cached
         return await anyio.to_thread.run_sync(self.load, renv.workspace, overrides, renv.env)
 
+    async def named(self, renv: RequestEnv, references: list[str]) -> dict[str, Any]:
+        """The named config files `references` (`--cfg`, jpd/config/named.py) and what
+        they extend, merged in order, each checked on its own first; `ConfigInvalid`
+        names the file of a problem."""
+        from jpd.config import ConfigError, validate_layer
+        from jpd.config.merge import deep_merge
+        from jpd.config.named import named_layers
+
+        base = await self.for_request(renv)
+        env = self._daemon_env if renv.env is None else renv.env
+
+        def load() -> dict[str, Any]:
+            merged: dict[str, Any] = {}
+            for source, table in named_layers(
+                references,
+                workspace=renv.workspace,
+                env=env,
+                extra_folders=base.config_load_paths,
+            ):
+                validate_layer(table, source=source, base_dir=Path(source).parent)
+                merged = deep_merge(merged, table)
+            return merged
+
+        try:
+            return await anyio.to_thread.run_sync(load)
+        except ConfigError as exc:
+            raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
+
     async def for_turn(
         self,
         renv: RequestEnv,

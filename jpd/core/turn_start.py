@@ -66,12 +66,18 @@ class TurnStarter:
         mode: PermissionMode = "ask",
         images: list[ImageInput] | None = None,
         response_schema: dict[str, Any] | None = None,
+        config_files: list[str] | None = None,
     ) -> TurnInfo:
         """Validate everything, then start the turn as a task and return at once.
 
         With `create`, `conversation_id` names a conversation to create (protocol.md 5.5).
         """
         renv = self._parts.request_env(link, environment)
+        if config_files:  # `--cfg`: under this turn's own config, kept as it is
+            from jpd.config.merge import deep_merge
+
+            named = await self._parts.configs.named(renv, config_files)
+            config = deep_merge(named, config or {})
         history = await self._history(conversation_id, create)
         # The conversation keeps its model and config (RFD 054): they are the layer
         # under this turn's, and its model unless this turn names one.

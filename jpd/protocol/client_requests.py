@@ -149,6 +149,8 @@ class TurnStartParams(WireParams):
     """False: a new conversation, deleted as soon as this turn ends (`--no-persist`)."""
     response_schema: dict[str, Any] | None = None
     """A JSON schema the turn's final answer must be valid JSON for (`--schema`)."""
+    config_files: list[str] = Field(default_factory=list)
+    """Named config files or paths (`--cfg`, personas) laid under `config`, in order."""
 
 
 class TurnStartResult(WireModel):
@@ -323,6 +325,8 @@ class ConfigShowParams(WireParams):
     """The client's environment: its `JP_CONFIG` and working directory pick the files."""
     config: dict[str, Any] | None = None
     """Overrides laid over the files, as `turn/start` `config` (shown with origin `-c`)."""
+    config_files: list[str] = Field(default_factory=list)
+    """Named config files laid under `config`, as `turn/start` `configFiles`."""
 
 
 class ConfigEntry(WireModel):

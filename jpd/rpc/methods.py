@@ -85,6 +85,7 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
         images=p.images,
         environment=p.environment,
         response_schema=p.response_schema,
+        config_files=p.config_files,
     )
     await daemon.after_start(info, p)
     return wire.TurnStartResult(conversation_id=info.conversation_id, turn_id=info.turn_id)
@@ -147,7 +148,13 @@ async def turn_changes(daemon: Daemon, session: Session, p: wire.TurnChangesPara
 
 async def config_show(daemon: Daemon, session: Session, p: wire.ConfigShowParams) -> WireModel:
     """The effective config, one leaf per entry, with the layer it came from."""
-    rows, warnings = await daemon.configs.show(daemon.request_env(session, p.environment), p.config)
+    renv = daemon.request_env(session, p.environment)
+    overrides = p.config
+    if p.config_files:
+        from jpd.config.merge import deep_merge
+
+        overrides = deep_merge(await daemon.configs.named(renv, p.config_files), p.config or {})
+    rows, warnings = await daemon.configs.show(renv, overrides)
     return wire.ConfigShowResult(
         entries=[
             wire.ConfigEntry(key=key, value=value, origin=origin, redacted=redacted)

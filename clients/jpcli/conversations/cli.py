@@ -242,6 +242,8 @@ def query_extras(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
         if args.detach:
             parser.error("query: --schema prints the answer; it cannot --detach")
         extras["responseSchema"] = read_schema(parser, args.schema)
+    if args.cfg:
+        extras["configFiles"] = list(args.cfg)
     if args.labels:
         extras["labels"] = list(args.labels)
     if args.title:
