@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None, early: subprocess.Popen[bytes] | None = 
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        needs_action = ("conversation", "c", "turn", "daemon", "inquiry", "config")
+        needs_action: tuple[str, ...] = ("conversation", "c", "turn", "daemon", "inquiry")
+        needs_action += ("config", "attachment", "a")
         if args.command is None and isatty(sys.stdin) and isatty(sys.stdout):
             args = parser.parse_args(["chat"])
         if args.command is None or (args.command in needs_action and not args.action):

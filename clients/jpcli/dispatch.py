@@ -164,6 +164,10 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
         code = admin.daemon_stop(connection, out=out, err=err, wait_stopped=wait)
         daemon.close()
         return code
+    if command in ("attachment", "a"):
+        from jpcli.attachments.commands import run as attachment_run
+
+        return attachment_run(connection, args, out=out, err=err, current=current)
     from jpcli.conversations.cli import ORGANIZE_ACTIONS
 
     if action in ORGANIZE_ACTIONS:

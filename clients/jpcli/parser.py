@@ -139,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     from jpcli.configs.cli import add_cfg_option
 
     add_cfg_option(query)
+    from jpcli.attachments import cli as attachments_cli
+
+    attachments_cli.add_query_option(query)
     query.add_argument("message", nargs="*", metavar="MESSAGE", help="the message (joined)")
 
     chat = commands.add_parser(
@@ -228,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--instructions", help="what the summary should focus on or keep")
     conversation_cli.add_conversation_commands(actions)
 
+    attachments_cli.add_commands(commands)
     daemon = commands.add_parser("daemon", help="the shared daemon: status, stop")
     daemon_actions = daemon.add_subparsers(dest="action", metavar="ACTION")
     status = daemon_actions.add_parser("status", help="pid, uptime, clients, running turns")

@@ -35,6 +35,8 @@ class Attributes(BaseModel):
     labels: list[Label] = []
     archived_at: datetime | None = None
     pinned_at: datetime | None = None
+    attachments: list[str] = []
+    """Attachment specs every turn sends, read afresh each time (`jp attachment add`)."""
     expires_at: datetime | None = None
     """`jp query --tmp`: the daemon deletes the conversation after this moment."""
 

@@ -51,6 +51,8 @@ class TurnStart(_Event):
     config: dict[str, Any] | None = None
     """The config the conversation keeps (RFD 054): the `assistant` part of every
     `turn/start` `config` given so far, later over earlier (protocol.md 5.5)."""
+    attachments: list[str] | None = None
+    """The attachments the turn sent (the conversation's, then the message's)."""
     instructions: list[str] | None = None
     """The project instruction files (`AGENTS.md`) in the system prompt, relative to
     the workspace root (protocol.md 7.x)."""

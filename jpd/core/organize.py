@@ -31,6 +31,7 @@ def summary(meta: ConversationMeta, attributes: Attributes) -> ConversationSumma
         event_count=meta.event_count,
         workspace=meta.workspace,
         labels=list(attributes.labels),
+        attachments=list(attributes.attachments),
         archived=attributes.archived_at is not None,
         pinned=attributes.pinned_at is not None,
         expires_at=attributes.expires_at,
@@ -138,6 +139,9 @@ class Organizer:
                 data["archived_at"] = (current.archived_at or now) if p.archived else None
             if p.pinned is not None:
                 data["pinned_at"] = (current.pinned_at or now) if p.pinned else None
+            gone = set(p.remove_attachments)
+            kept = [a for a in current.attachments if a not in gone]
+            data["attachments"] = kept + [a for a in p.add_attachments if a not in kept]
             if p.expires_in is not None:
                 data["expires_at"] = now + timedelta(seconds=p.expires_in)
             return Attributes.model_validate(data)

@@ -89,6 +89,8 @@ class TurnSpec:
     """Set when the turn continues an interrupted one (`turn/resume`, protocol.md 12.4)."""
     kept_config: dict[str, Any] | None = None
     """The config the conversation keeps from now on, recorded in `turn_start`."""
+    attachments: list[str] = field(default_factory=list)
+    """The attachments sent, recorded in `turn_start`."""
     response_schema: dict[str, Any] | None = None
     """The answer must be JSON valid against this schema (`turn/start` `responseSchema`)."""
     instruction_files: list[str] = field(default_factory=list)
@@ -188,6 +190,7 @@ class Turn:
                     mode=spec.mode,
                     config=spec.kept_config,
                     instructions=spec.instruction_files or None,
+                    attachments=spec.attachments or None,
                 )
             )
             self._record(ev.ChatRequest(content=spec.message, images=spec.images or None))

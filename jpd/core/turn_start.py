@@ -67,6 +67,7 @@ class TurnStarter:
         images: list[ImageInput] | None = None,
         response_schema: dict[str, Any] | None = None,
         config_files: list[str] | None = None,
+        attachments: list[str] | None = None,
     ) -> TurnInfo:
         """Validate everything, then start the turn as a task and return at once.
 
@@ -112,6 +113,7 @@ class TurnStarter:
         )
         turn.spec.images = [picture.ref for picture in pictures]
         turn.spec.kept_config = kept_config(kept, config) or None
+        await self._attach(turn, renv, conversation_id if not create else None, attachments or [])
         if response_schema is not None:
             from jpd.core.structured import check_schema
 
@@ -325,3 +327,42 @@ class TurnStarter:
         conversations.remember_history(conversation_id, turn.transcript.history)
         conversations.resumable.pop(conversation_id, None)  # no longer the last turn, or resumed
         turns.run(turn, lock, link)
+
+    async def _attach(
+        self, turn: Turn, renv: RequestEnv, conversation_id: str | None, given: list[str]
+    ) -> None:
+        """Read the conversation's attachments (into the system prompt, current content
+        each turn) and the message's (into the message, kept in the log); a missing
+        file or a failing URL raises `InvalidParams` before anything is sent."""
+        from jpd.conversation.attributes import read_attributes
+        from jpd.core.attachments import render, resolve
+
+        kept: list[str] = []
+        if conversation_id is not None:
+            folder = self._parts.store.conversation_dir(conversation_id)
+            kept = list((await anyio.to_thread.run_sync(read_attributes, folder)).attachments)
+        if not kept and not given:
+            return
+
+        async def conversation_text(other: str) -> str:
+            from jpd.conversation.grep import texts
+
+            check_id(other)
+            try:
+                events = await anyio.to_thread.run_sync(self._parts.store.load, other)
+            except ConversationNotFound:
+                raise InvalidParams(f"attachment jp://{other}: no such conversation") from None
+            return "\n\n".join(f"{role}: {text}" for _, role, text in texts(list(events)))
+
+        spec = turn.spec
+        if kept:
+            found = await resolve(
+                kept, root=renv.root, env=renv.env, conversation_text=conversation_text
+            )
+            spec.system = "\n\n".join(part for part in (spec.system, render(found)) if part)
+        if given:
+            found = await resolve(
+                given, root=renv.root, env=renv.env, conversation_text=conversation_text
+            )
+            spec.message = f"{spec.message}\n\n{render(found)}"
+        spec.attachments = [*kept, *given]

@@ -6,7 +6,7 @@ Params reject unknown fields; results are dumped with `to_wire()`.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -19,6 +19,9 @@ from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 
 PROTOCOL_VERSION = 1
+
+Attachment = Annotated[str, Field(min_length=1, max_length=4096)]
+"""An attachment spec (protocol.md 5.5 `attachments`)."""
 
 # --- lifecycle -----------------------------------------------------------------------
 
@@ -151,6 +154,9 @@ class TurnStartParams(WireParams):
     """A JSON schema the turn's final answer must be valid JSON for (`--schema`)."""
     config_files: list[str] = Field(default_factory=list)
     """Named config files or paths (`--cfg`, personas) laid under `config`, in order."""
+    attachments: list[Attachment] = Field(default_factory=list)
+    """Files, globs (`!` excludes), `http(s)://`, `cmd://`, `jp://ID`, read before the
+    turn starts and sent with the message (protocol.md 5.5)."""
 
 
 class TurnStartResult(WireModel):
@@ -400,6 +406,9 @@ class ConversationUpdateParams(WireParams):
     pinned: bool | None = None
     expires_in: float | None = Field(default=None, ge=0)
     """Seconds from now after which the daemon deletes the conversation (`--tmp`)."""
+    add_attachments: list[Attachment] = Field(default_factory=list)
+    """Attachment specs every later turn sends (read afresh each turn)."""
+    remove_attachments: list[Attachment] = Field(default_factory=list)
 
 
 class ConversationUpdateResult(WireModel):

@@ -34,5 +34,7 @@ class ConversationSummary(WireModel):
     """Archived conversations are listed only when asked (protocol.md 5.27)."""
     pinned: bool = False
     """Pinned conversations are listed first."""
+    attachments: list[str] = []
+    """Attachments every turn of the conversation sends (`conversation/update`)."""
     expires_at: datetime | None = None
     """A temporary conversation (`--tmp`) is deleted after this moment."""

@@ -86,6 +86,7 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
         environment=p.environment,
         response_schema=p.response_schema,
         config_files=p.config_files,
+        attachments=p.attachments,
     )
     await daemon.after_start(info, p)
     return wire.TurnStartResult(conversation_id=info.conversation_id, turn_id=info.turn_id)

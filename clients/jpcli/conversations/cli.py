@@ -244,6 +244,8 @@ def query_extras(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
         extras["responseSchema"] = read_schema(parser, args.schema)
     if args.cfg:
         extras["configFiles"] = list(args.cfg)
+    if args.attachments:
+        extras["attachments"] = list(args.attachments)
     if args.labels:
         extras["labels"] = list(args.labels)
     if args.title:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 EXIT_NO_MATCH = 1
 
 
-def _target(
+def target(
     connection: Connection, prefix: str | None, current: CurrentConversations, err: TextIO
 ) -> str | None:
     """The conversation `prefix` names, else this workspace's; None (said why) if none."""
@@ -94,13 +94,13 @@ def run(
     if action == "grep":
         return _grep(connection, args, out=out, err=err)
     prefix = getattr(args, "id", None) or getattr(args, "conversation", None)
-    target = _target(connection, prefix, current, err)
-    if target is None:
+    target_id = target(connection, prefix, current, err)
+    if target_id is None:
         return EXIT_ERROR
     try:
         if action == "fork":
-            return _fork(connection, target, args, out=out, current=current)
-        update: dict[str, Any] = {"conversationId": target}
+            return _fork(connection, target_id, args, out=out, current=current)
+        update: dict[str, Any] = {"conversationId": target_id}
         if action == "label":
             key = "addLabels" if args.label_action == "add" else "removeLabels"
             update[key] = args.labels
@@ -112,13 +112,13 @@ def run(
             update["pinned"] = action == "pin"
         result = connection.request("conversation/update", update)
     except RpcError as exc:
-        return not_found(exc, target, err)
+        return not_found(exc, target_id, err)
     except ValueError as exc:
         err.write(f"jp: {exc}\n")
         return EXIT_ERROR
     conversation = result.get("conversation") or {}
     labels = ", ".join(conversation.get("labels") or []) or "none"
-    out.write(f"{target}: {conversation.get('title') or '(no title)'}  [labels: {labels}]\n")
+    out.write(f"{target_id}: {conversation.get('title') or '(no title)'}  [labels: {labels}]\n")
     return EXIT_OK
 
 
