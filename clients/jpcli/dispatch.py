@@ -54,8 +54,8 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
         from jpcli.environment import client_environment
 
         prepared = prepare(connection, inputs, current, err)
-        if prepared is None:
-            return 1
+        if isinstance(prepared, int):
+            return prepared
         run: Any = commands.query
         if "responseSchema" in prepared["extra"]:
             from jpcli.structured.schema import run_structured

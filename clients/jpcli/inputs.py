@@ -39,7 +39,8 @@ def query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
             message = piped
         elif piped.strip():
             message = with_piped_input(message, piped)
-    if not message.strip():
+    compose = not message.strip() and isatty(sys.stdin) and not args.detach
+    if not message.strip() and not compose:
         parser.error("query: a MESSAGE is required")
     if args.detach and private_daemon(args):
         parser.error("query: --detach needs the shared daemon (not --stdio or JPD_COMMAND)")
@@ -66,6 +67,7 @@ def query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
         "images": [read_image(parser, path) for path in args.images],
         "extra": extras["params"],
         "fork": extras["fork"],
+        "compose": compose,
     }
 
 

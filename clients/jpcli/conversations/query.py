@@ -17,29 +17,46 @@ def prepare(
     inputs: dict[str, Any],
     current: CurrentConversations,
     err: TextIO,
-) -> dict[str, Any] | None:
-    """`inputs` for `commands.query`, forking first when asked; None (said why) when the
-    fork failed."""
+) -> dict[str, Any] | int:
+    """`inputs` for `commands.query`, forking first and composing the message in the
+    editor when asked; an exit code (said why) when no turn is to start."""
+    prepared = _forked(connection, dict(inputs), current, err)
+    if isinstance(prepared, dict) and prepared.pop("compose", False):
+        from jpcli.conversations.basic import current_conversation
+        from jpcli.conversations.compose import composed_inputs
+
+        shown = prepared.get("conversation")
+        if shown is None and not prepared.get("new"):
+            shown = current_conversation(connection, current)
+        return composed_inputs(connection, prepared, shown, err)
+    return prepared
+
+
+def _forked(
+    connection: Connection,
+    inputs: dict[str, Any],
+    current: CurrentConversations,
+    err: TextIO,
+) -> dict[str, Any] | int:
     from jpcli.conversations.basic import ConversationChoiceError, pick_conversation
     from jpcli.conversations.organize import fork
 
-    inputs = dict(inputs)
     turns = inputs.pop("fork", None)
     if turns is None:
         return inputs
     source = inputs.get("conversation") or current.get()
     if not source:
         err.write("jp: --fork: no conversation in this workspace yet\n")
-        return None
+        return 1
     try:
         source = pick_conversation(connection, source)
         result = fork(connection, source, last=None if turns < 0 else turns)
     except ConversationChoiceError as exc:
         err.write(f"jp: {exc}\n")
-        return None
+        return 1
     except RpcError as exc:
         err.write(f"jp: --fork: {exc.message}\n")
-        return None
+        return 1
     inputs["conversation"] = str(result.get("conversationId"))
     inputs["new"] = False
     return inputs
