@@ -1,5 +1,5 @@
 """Named config files and personas (JP's `--cfg NAME|PATH`, `config_load_paths`,
-`extends`; protocol.md 13.x).
+`extends`; protocol.md 13, "Named config files and personas").
 
 `--cfg dev` loads `dev.toml` from the first folder of the load path that has it: the
 user config folder's `config/`, then the folders of `config_load_paths`, then the

@@ -1,6 +1,6 @@
 """`attributes.json`: what a user (or the title model) says about a conversation, as
 opposed to what its log says: a title, labels, archived, pinned, an expiry
-(protocol.md 5.27). Unlike `metadata.json` it is not derived from the log and cannot be
+(protocol.md 5.26). Unlike `metadata.json` it is not derived from the log and cannot be
 rebuilt, so it is written atomically and fsynced."""
 
 from __future__ import annotations

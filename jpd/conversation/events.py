@@ -55,7 +55,7 @@ class TurnStart(_Event):
     """The attachments the turn sent (the conversation's, then the message's)."""
     instructions: list[str] | None = None
     """The project instruction files (`AGENTS.md`) in the system prompt, relative to
-    the workspace root (protocol.md 7.x)."""
+    the workspace root (protocol.md 5.5, "The system prompt")."""
 
 
 class TurnResume(_Event):

@@ -1,4 +1,4 @@
-"""Forking a conversation (`conversation/fork`, protocol.md 5.28): which turns of the
+"""Forking a conversation (`conversation/fork`, protocol.md 5.27): which turns of the
 source a fork carries, and writing them as the log of a new conversation.
 
 A turn is the run of events from one `turn_start` to the next. The fork is independent

@@ -1,4 +1,4 @@
-"""Searching conversations (`conversation/grep`, protocol.md 5.29): a regular expression
+"""Searching conversations (`conversation/grep`, protocol.md 5.28): a regular expression
 over the text of every message, line by line, with lines of context."""
 
 from __future__ import annotations

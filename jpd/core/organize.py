@@ -1,4 +1,4 @@
-"""Organising stored conversations (protocol.md 5.11, 5.27-5.29): listing them with
+"""Organising stored conversations (protocol.md 5.11, 5.26-5.27): listing them with
 their attributes (filtered, sorted, limited), changing attributes (title, labels,
 archived, pinned, expiry), forking, searching, and deleting the expired ones."""
 

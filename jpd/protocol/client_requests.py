@@ -143,7 +143,7 @@ class TurnStartParams(WireParams):
     environment: ClientEnvironment | None = Field(default=None, repr=False)
     """The client's working directory and environment for this turn only."""
     labels: list[Label] = Field(default_factory=list)
-    """Labels added to the conversation (protocol.md 5.27)."""
+    """Labels added to the conversation (protocol.md 5.26)."""
     title: Title | None = None
     """The conversation's title (a title set so is never replaced by a generated one)."""
     expires_in: float | None = Field(default=None, ge=0)
@@ -350,7 +350,7 @@ class ConfigShowResult(WireModel):
     entries: list[ConfigEntry]
     warnings: list[str] = Field(default_factory=list)
     """`source: key: what happened` for each key of JP's config jpd read its own way
-    or ignored (protocol.md 13.x "JP config files")."""
+    or ignored (protocol.md 13, "JP's config files")."""
 
 
 # --- conversations -------------------------------------------------------------------
@@ -396,7 +396,7 @@ class ConversationListResult(WireModel):
 
 
 class ConversationUpdateParams(WireParams):
-    """`conversation/update` (protocol.md 5.27): each field set changes that attribute."""
+    """`conversation/update` (protocol.md 5.26): each field set changes that attribute."""
 
     conversation_id: str
     title: Title | None = None
@@ -416,7 +416,7 @@ class ConversationUpdateResult(WireModel):
 
 
 class ConversationForkParams(WireParams):
-    """`conversation/fork` (protocol.md 5.28): a new conversation with a copy of turns."""
+    """`conversation/fork` (protocol.md 5.27): a new conversation with a copy of turns."""
 
     conversation_id: str
     first: int | None = Field(default=None, ge=0)
@@ -439,7 +439,7 @@ class ConversationForkResult(WireModel):
 
 
 class ConversationGrepParams(WireParams):
-    """`conversation/grep` (protocol.md 5.29): a regular expression over messages."""
+    """`conversation/grep` (protocol.md 5.28): a regular expression over messages."""
 
     pattern: str = Field(min_length=1, max_length=1000)
     ignore_case: bool = False

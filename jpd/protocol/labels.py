@@ -1,4 +1,4 @@
-"""What a conversation's label and title may be (protocol.md 5.27): checked where they
+"""What a conversation's label and title may be (protocol.md 5.26): checked where they
 arrive, in params, and again where they are stored."""
 
 from __future__ import annotations

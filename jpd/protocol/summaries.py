@@ -31,7 +31,7 @@ class ConversationSummary(WireModel):
     """The workspace root of its latest turn that had one (absolute)."""
     labels: list[str] = []
     archived: bool = False
-    """Archived conversations are listed only when asked (protocol.md 5.27)."""
+    """Archived conversations are listed only when asked (protocol.md 5.26)."""
     pinned: bool = False
     """Pinned conversations are listed first."""
     attachments: list[str] = []

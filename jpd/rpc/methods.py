@@ -195,21 +195,21 @@ async def conversation_list(
 async def conversation_update(
     daemon: Daemon, session: Session, p: wire.ConversationUpdateParams
 ) -> WireModel:
-    """Change a conversation's title, labels, archived, pinned or expiry (5.27)."""
+    """Change a conversation's title, labels, archived, pinned or expiry (5.26)."""
     return wire.ConversationUpdateResult(conversation=await daemon.organize.update(p))
 
 
 async def conversation_fork(
     daemon: Daemon, session: Session, p: wire.ConversationForkParams
 ) -> WireModel:
-    """A new conversation carrying a copy of some or all turns of another (5.28)."""
+    """A new conversation carrying a copy of some or all turns of another (5.27)."""
     return await daemon.organize.fork(p)
 
 
 async def conversation_grep(
     daemon: Daemon, session: Session, p: wire.ConversationGrepParams
 ) -> WireModel:
-    """Matching message lines across conversations (5.29)."""
+    """Matching message lines across conversations (5.28)."""
     return await daemon.organize.grep(p)
 
 

@@ -1,6 +1,6 @@
 """`jp conversation fork|grep|label|title|archive|unarchive|pin|unpin` and `ls` with its
 options, through the daemon's `conversation/fork`, `conversation/grep`,
-`conversation/update` and `conversation/list` (protocol.md 5.11, 5.27-5.29)."""
+`conversation/update` and `conversation/list` (protocol.md 5.11, 5.26-5.27)."""
 
 from __future__ import annotations
 
