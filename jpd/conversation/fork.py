@@ -3,8 +3,8 @@ source a fork carries, and writing them as the log of a new conversation.
 
 A turn is the run of events from one `turn_start` to the next. The fork is independent
 of its source: its own log, its own copies of the images its messages show. What it
-leaves out of the source: a turn still running (no `turn_end` yet), and, when it keeps
-only some turns, the source's compactions (their positions count the source's events;
+leaves out of the source: a turn still running (no `turn_end` yet), and, unless it keeps
+the source's first turns, the source's compactions (their positions count the source's events;
 the fork is compacted afresh when it needs to be) and the files of undo (`snapshots`:
 undoing a turn of the source in the fork would be surprising).
 """
@@ -57,7 +57,7 @@ def select_turns(
     else:
         chosen = done
     kept = head + [event for turn in chosen for event in turn]
-    if len(chosen) != len(turns):
+    if chosen != turns[: len(chosen)]:  # positions count the source's events: a prefix only
         kept = [e for e in kept if not isinstance(e, ev.ContextCompacted)]
     return kept, len(chosen)
 

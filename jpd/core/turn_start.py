@@ -175,7 +175,9 @@ class TurnStarter:
         except NotResumable as exc:
             raise InvalidParams(str(exc)) from None
         renv = self._parts.request_env(link, environment)
-        cfg = await self._parts.configs.for_turn(renv, None, plan.model)
+        last = history.last_start
+        kept = (last.config if last else None) or None
+        cfg = await self._parts.configs.for_turn(renv, None, plan.model, kept=kept)
         providers, provider = self._provider(cfg, renv)
         turn = await self._assemble(
             conversation_id=conversation_id,
