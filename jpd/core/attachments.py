@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 import anyio
 
+from jpd.conversation.store import ConversationStore
 from jpd.protocol.errors import InvalidParams
 
 MAX_ONE = 256 * 1024
@@ -145,7 +146,7 @@ async def _fetch(url: str) -> Attachment:
                     raise InvalidParams(f"attachment {url}: larger than {4 * MAX_ONE} bytes")
             kind = response.headers.get("content-type", "")
             encoding = response.encoding or "utf-8"
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
         raise InvalidParams(f"attachment {url}: {exc.__class__.__name__}: {exc}") from None
     text = bytes(body).decode(encoding, errors="replace")
     if "html" in kind:
@@ -202,7 +203,7 @@ async def resolve(
     *,
     root: Path,
     env: Mapping[str, str],
-    conversation_text: object = None,
+    conversation_text: Callable[[str], Awaitable[str]] | None = None,
 ) -> list[Attachment]:
     """Every attachment of `specs`, read now (see the module doc); `InvalidParams`
     names the first that failed. `conversation_text(id)` reads `jp://ID`."""
@@ -217,7 +218,7 @@ async def resolve(
                 raise InvalidParams("attachment cmd://: give a command")
             found.append(await _command(spec, command, root, env))
         elif spec.startswith("jp://"):
-            if not callable(conversation_text):
+            if conversation_text is None:
                 raise InvalidParams(f"attachment {spec}: conversations cannot be read here")
             found.append(Attachment(spec, await conversation_text(spec.removeprefix("jp://"))))
         elif "://" in spec:
@@ -230,3 +231,24 @@ async def resolve(
     if total > MAX_TOTAL:
         raise InvalidParams(f"attachments: {total} bytes in all, more than {MAX_TOTAL}")
     return found
+
+
+def conversation_reader(store: ConversationStore) -> Callable[[str], Awaitable[str]]:
+    """What `jp://ID` reads: that conversation's messages, one `role: text` each."""
+
+    async def read(conversation_id: str) -> str:
+        from jpd.conversation.grep import texts
+        from jpd.conversation.paths import is_valid_id
+        from jpd.conversation.store import ConversationNotFound
+
+        if not is_valid_id(conversation_id):
+            raise InvalidParams(f"attachment jp://{conversation_id}: not a conversation id")
+        try:
+            events = await anyio.to_thread.run_sync(store.load, conversation_id)
+        except ConversationNotFound:
+            raise InvalidParams(
+                f"attachment jp://{conversation_id}: no such conversation"
+            ) from None
+        return "\n\n".join(f"{role}: {text}" for _, role, text in texts(list(events)))
+
+    return read

@@ -251,6 +251,16 @@ class Daemon:
             # Also expired now: a daemon stopped before the turn ends deletes it later.
             self._tg.start_soon(self._forget, info)
 
+    async def check_attachments(
+        self, link: ClientLink, specs: list[str], environment: ClientEnvironment | None
+    ) -> None:
+        """Read attachment `specs` as a turn would; `InvalidParams` names a bad one."""
+        from jpd.core.attachments import conversation_reader, resolve
+
+        renv = self.request_env(link, environment)
+        reader = conversation_reader(self.store)
+        await resolve(specs, root=renv.root, env=renv.env, conversation_text=reader)
+
     async def _forget(self, info: TurnInfo) -> None:
         await self.turns.wait_released(info.turn_id)
         try:

@@ -337,7 +337,7 @@ class TurnStarter:
         each turn) and the message's (into the message, kept in the log); a missing
         file or a failing URL raises `InvalidParams` before anything is sent."""
         from jpd.conversation.attributes import read_attributes
-        from jpd.core.attachments import render, resolve
+        from jpd.core.attachments import conversation_reader, render, resolve
 
         kept: list[str] = []
         if conversation_id is not None:
@@ -346,16 +346,7 @@ class TurnStarter:
         if not kept and not given:
             return
 
-        async def conversation_text(other: str) -> str:
-            from jpd.conversation.grep import texts
-
-            check_id(other)
-            try:
-                events = await anyio.to_thread.run_sync(self._parts.store.load, other)
-            except ConversationNotFound:
-                raise InvalidParams(f"attachment jp://{other}: no such conversation") from None
-            return "\n\n".join(f"{role}: {text}" for _, role, text in texts(list(events)))
-
+        conversation_text = conversation_reader(self._parts.store)
         spec = turn.spec
         if kept:
             found = await resolve(

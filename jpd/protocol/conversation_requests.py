@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from jpd.protocol.base import WireModel, WireParams
+from jpd.protocol.environment import ClientEnvironment
 from jpd.protocol.labels import Label, Title
 from jpd.protocol.summaries import ConversationSummary
 
@@ -45,6 +46,8 @@ class ConversationUpdateParams(WireParams):
     add_attachments: list[Attachment] = Field(default_factory=list)
     """Attachment specs every later turn sends (read afresh each turn)."""
     remove_attachments: list[Attachment] = Field(default_factory=list)
+    environment: ClientEnvironment | None = Field(default=None, repr=False)
+    """The client's environment: `addAttachments` are read with it once, to check them."""
 
 
 class ConversationUpdateResult(WireModel):

@@ -196,6 +196,8 @@ async def conversation_update(
     daemon: Daemon, session: Session, p: wire.ConversationUpdateParams
 ) -> WireModel:
     """Change a conversation's title, labels, archived, pinned or expiry (5.26)."""
+    if p.add_attachments:  # read once now: a missing file is an error here, not later
+        await daemon.check_attachments(session, p.add_attachments, p.environment)
     return wire.ConversationUpdateResult(conversation=await daemon.organize.update(p))
 
 

@@ -98,6 +98,8 @@ async def test_kept_attachments_send_their_current_content(
     notes.write_text("version one\n")
     await daemons.start(env)
     assert jp_in(env, work, "query", "--new", "hi").returncode == 0
+    refused = jp_in(env, work, "attachment", "add", "notes.md", "missing.md")
+    assert refused.returncode == 1 and "attachment missing.md: no such file" in refused.stderr
     added = jp_in(env, work, "attachment", "add", "notes.md")
     assert added.returncode == 0, added.stderr
     assert added.stdout == "notes.md\n"

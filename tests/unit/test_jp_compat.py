@@ -4,6 +4,7 @@ files and sections (jpd/core/instructions.py)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,22 @@ def test_a_conversation_keeps_the_assistant_part_only() -> None:
     )
     assert kept == {"assistant": {"system_prompt": "a", "model": {"id": "x/y"}}}
     assert kept_config(kept, {"conversation": {"tools": {"*": {"run": "unattended"}}}}) == kept
+
+
+async def test_bad_attachment_specs_are_invalid_params(tmp_path: Path) -> None:
+    from jpd.core.attachments import html_text, resolve
+    from jpd.protocol.errors import InvalidParams
+
+    for spec, said in (
+        ("http://", "attachment http://"),
+        ("ftp://x", "unknown scheme"),
+        ("cmd://", "give a command"),
+        ("jp://c-1", "cannot be read here"),
+        ("/etc/passwd", "inside the workspace"),
+    ):
+        with pytest.raises(InvalidParams, match=re.escape(said)):
+            await resolve([spec], root=tmp_path, env={})
+    (tmp_path / "bin").write_bytes(b"\0\1\2")
+    with pytest.raises(InvalidParams, match="binary"):
+        await resolve(["bin"], root=tmp_path, env={})
+    assert html_text("<p>a<b>b</b></p><style>x{}</style><p>c &amp; d</p>") == "ab\nc & d"

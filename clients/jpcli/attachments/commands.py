@@ -30,7 +30,10 @@ def run(
         return EXIT_ERROR
     params: dict[str, object] = {"conversationId": conversation_id}
     if args.action == "add":
+        from jpcli.environment import client_environment
+
         params["addAttachments"] = args.specs
+        params["environment"] = client_environment()  # the daemon reads them once to check
     elif args.action == "rm":
         params["removeAttachments"] = args.specs
     try:
