@@ -27,6 +27,7 @@ from pathlib import Path
 import anyio
 
 from jpd.conversation.store import ConversationStore
+from jpd.protocol.client_requests import ImageInput
 from jpd.protocol.errors import InvalidParams
 
 MAX_ONE = 256 * 1024
@@ -252,3 +253,38 @@ def conversation_reader(store: ConversationStore) -> Callable[[str], Awaitable[s
         return "\n\n".join(f"{role}: {text}" for _, role, text in texts(list(events)))
 
     return read
+
+
+IMAGE_EXTENSIONS = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+
+
+def image_attachments(specs: list[str], root: Path) -> tuple[list[ImageInput], list[str]]:
+    """The specs that name one image file (by extension) as `turn/start` images, and
+    the other specs. An image goes to the model as an image (a model without images
+    refuses it clearly, protocol.md 5.5 `images`). Reads files: call it off the loop."""
+    import base64
+
+    images: list[ImageInput] = []
+    rest: list[str] = []
+    real_root = root.resolve()
+    for spec in specs:
+        mime = IMAGE_EXTENSIONS.get(os.path.splitext(spec)[1].lower())
+        if mime is None or "://" in spec or glob.has_magic(spec) or spec.startswith("!"):
+            rest.append(spec)
+            continue
+        path = (root / spec).resolve()
+        if not path.is_relative_to(real_root) or os.path.isabs(os.path.expanduser(spec)):
+            raise InvalidParams(f"attachment {spec}: give a path inside the workspace")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InvalidParams(f"attachment {spec}: {exc.strerror or exc}") from None
+        encoded = base64.b64encode(data).decode("ascii")
+        images.append(ImageInput.model_validate({"mimeType": mime, "data": encoded}))
+    return images, rest

@@ -94,6 +94,13 @@ class TurnStarter:
         cfg = await self._parts.configs.for_turn(renv, config, model, kept=kept)
         from jpd.core import prompt_images
 
+        if attachments:  # an image file goes as an image
+            from jpd.core.attachments import image_attachments
+
+            found, attachments = await anyio.to_thread.run_sync(
+                image_attachments, attachments, renv.root
+            )
+            images = [*(images or []), *found]
         pictures = prompt_images.decode(images or [], cfg.assistant.model.id)
         providers, provider = self._provider(cfg, renv)
         for picture in pictures:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.e2e.conftest import StartJpd
 from tests.e2e.sockets import Daemons
 from tests.e2e.test_jp_daily import jp_in
 from tests.e2e.test_jp_from_jp import recorded, recording_env, turn_starts
@@ -138,3 +139,38 @@ async def test_command_output_is_sandboxed(tmp_path: Path, daemons: Daemons) -> 
     assert not (work / "made").exists()  # read-only
     failed = jp_in(env, work, "query", "-a", "cmd://exit 3", "x")
     assert failed.returncode == 1 and "exit code 3" in failed.stderr
+
+
+async def test_an_image_file_goes_as_an_image(tmp_path: Path, daemons: Daemons) -> None:
+    from tests.e2e.test_prompt_images import PNG
+
+    env = recording_env(tmp_path)
+    work = tmp_path / "work"
+    (work / ".git").mkdir(parents=True)
+    (work / "pic.png").write_bytes(PNG)
+    await daemons.start(env)
+    refused = jp_in(env, work, "query", "--new", "-a", "pic.png", "what is this?")
+    assert refused.returncode == 1 and "takes no images" in refused.stderr
+    assert recorded(tmp_path) == []
+
+
+async def test_anthropic_gets_an_attached_image(jpd_factory: StartJpd, home: Path) -> None:
+    from tests.e2e.hosted import CLAUDE, anthropic_env, body
+    from tests.e2e.test_prompt_images import B64, PNG
+    from tests.fixtures.fake_llm_server import FakeLLMServer
+    from tests.fixtures.llm_wire import a_text_answer, stream_reply
+
+    work = home / "work"
+    (work / ".git").mkdir(parents=True)
+    (work / "pic.png").write_bytes(PNG)
+    (work / "notes.txt").write_text("a note\n")
+    with FakeLLMServer() as fake:
+        fake.push(stream_reply(*a_text_answer("A pixel.")))
+        daemon = await jpd_factory(model=CLAUDE, env=anthropic_env(fake))
+        await daemon.initialize()
+        await daemon.run_turn(
+            "what is this?", attachments=["pic.png", "notes.txt"], environment={"cwd": str(work)}
+        )
+        sent = body(fake.requests[0])["messages"][-1]["content"]
+    assert sent[0]["source"]["data"] == B64
+    assert sent[-1]["text"].startswith('what is this?\n\n<attachment source="notes.txt">\na note')
