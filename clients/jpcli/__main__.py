@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None, early: subprocess.Popen[bytes] | None = 
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        needs_action = ("conversation", "c", "turn", "daemon", "inquiry", "config")
+        needs_action: tuple[str, ...] = ("conversation", "c", "turn", "daemon", "inquiry")
+        needs_action += ("config", "attachment", "a")
         if args.command is None and isatty(sys.stdin) and isatty(sys.stdout):
             args = parser.parse_args(["chat"])
         if args.command is None or (args.command in needs_action and not args.action):
@@ -164,12 +165,25 @@ def main(argv: list[str] | None = None, early: subprocess.Popen[bytes] | None = 
             from jpcli.overrides import parse_config_overrides
 
             try:
-                inputs = {"overrides": parse_config_overrides(args.config)}
+                inputs = {"overrides": parse_config_overrides(args.config), "cfg": args.cfg}
             except ValueError as exc:
                 parser.error(f"-c: {exc}")
         elif args.command == "config":
             from jpcli import config_files
 
+            if args.action in ("set", "unset"):
+                from jpcli.configs.setting import config_set
+
+                return config_set(
+                    dict(os.environ),
+                    os.getcwd(),
+                    args.key,
+                    getattr(args, "value", None),
+                    workspace=getattr(args, "workspace", False),
+                    file=args.file,
+                    out=sys.stdout,
+                    err=sys.stderr,
+                )
             if args.action == "path":
                 return config_files.config_path(os.environ, os.getcwd(), out=sys.stdout)
             return config_files.config_init(

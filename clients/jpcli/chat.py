@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jpcli.commands import Output, attach, query
-from jpcli.conversations import conversation_compact
+from jpcli.conversations.basic import conversation_compact
 from jpcli.follow import EXIT_CANCELLED, EXIT_ERROR, EXIT_OK
 from jpcli.parser import PERMISSION_MODES
 from jpcli.rpc import Connection

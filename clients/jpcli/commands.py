@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from jpcli.conversations import (
+from jpcli.conversations.basic import (
     ConversationChoiceError,
     current_conversation,
     not_found,
@@ -121,6 +121,7 @@ def query(
     environment: Mapping[str, Any] | None = None,
     conversation: str | None = None,
     current: CurrentConversations | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> int:
     """Run one turn and stream it (or, with `detach`, start it and print its ids).
 
@@ -159,6 +160,7 @@ def query(
             params["images"] = [dict(image) for image in images]
         if environment is not None:
             params["environment"] = dict(environment)
+        params.update(extra or {})  # labels, title, expiry, persist (jpcli.conversations)
         if interrupts.requested:
             return EXIT_CANCELLED  # Ctrl-C before anything started: nothing to cancel
         try:

@@ -94,6 +94,7 @@ def config_show(
     out: TextIO,
     err: TextIO,
     as_json: bool = False,
+    config_files: list[str] | None = None,
 ) -> int:
     """`jp config show`: one `key = value  # origin` line per effective leaf (from the
     daemon's `config/show`; credentials are redacted there)."""
@@ -102,11 +103,15 @@ def config_show(
     params: dict[str, Any] = {"environment": dict(environment)}
     if overrides:
         params["config"] = overrides
+    if config_files:
+        params["configFiles"] = config_files
     try:
         result = connection.request("config/show", params)
     except RpcError as exc:
         err.write(f"jp: {exc.message}\n")
         return EXIT_ERROR
+    for warning in result.get("warnings") or []:
+        err.write(f"jp: warning: {warning}\n")
     if as_json:
         out.write(json.dumps(result, ensure_ascii=False) + "\n")
         return EXIT_OK

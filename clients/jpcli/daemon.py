@@ -16,68 +16,25 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from jpcli import __version__, paths
+from jpcli import paths
+
+# Re-exported: callers reach the handshake pieces through the daemon they connect to.
+from jpcli.handshake import PROTOCOL_VERSION as PROTOCOL_VERSION
+from jpcli.handshake import DaemonError as DaemonError
+from jpcli.handshake import NotRunning as NotRunning
+from jpcli.handshake import initialize
 from jpcli.rpc import Connection, ConnectionClosed, RpcError
 from jpcli.spawn import log_path, open_daemon_log
 
 if TYPE_CHECKING:
     import socket  # imported where used: `jp --stdio` spawns its daemon without it
 
-PROTOCOL_VERSION = 1
 START_TIMEOUT = 20.0  # seconds for a freshly started daemon to accept connections
 STOP_TIMEOUT = 30.0  # seconds for a stopping daemon to release its socket
 _POLL = 0.02
 _MAX_SPAWNS = 3
 # Paths the daemon reads from its environment; it runs from `/`, so they must be absolute.
 _PATH_VARIABLES = ("JP_CONFIG", "JP_DATA_DIR", "JP_LOG_DIR", "JP_SOCKET")
-
-
-def client_environment() -> dict[str, Any]:
-    """This process's working directory and environment, sent with each `turn/start`
-    and `tool/call` so that the shared daemon runs the turn as this shell would
-    (protocol.md 5.5): `JP_CONFIG`, provider keys, the tools' environment."""
-    remote = os.environ.get("JP_REMOTE", "").strip()
-    if remote:  # this machine's cwd and variables mean nothing there (jpcli.remote)
-        from jpcli.remote import parse_remote
-
-        return parse_remote(remote).environment()
-    from jpcli.remote import current_umask
-
-    environment: dict[str, Any] = {"env": dict(os.environ), "umask": current_umask()}
-    with contextlib.suppress(OSError):  # a deleted working directory
-        environment["cwd"] = os.getcwd()
-    return environment
-
-
-class DaemonError(Exception):
-    """The daemon could not be reached or went away; the message is one line for the user."""
-
-
-class NotRunning(DaemonError):
-    """No daemon answers on the socket (and `jp` was told not to start one)."""
-
-
-def initialize(
-    connection: Connection,
-    workspace_root: str,
-    capabilities: Mapping[str, Any],
-    data_dir: str | None = None,
-) -> dict[str, Any]:
-    """The `initialize` handshake; returns the daemon's `serverInfo`. With `data_dir`,
-    a daemon serving another data dir refuses (-32006)."""
-    params: dict[str, Any] = {
-        "protocolVersion": PROTOCOL_VERSION,
-        "clientInfo": {"name": "jp", "version": __version__},
-        "capabilities": dict(capabilities),
-    }
-    if workspace_root:  # empty: none (a remote daemon without a named workspace)
-        params["workspaceRoot"] = workspace_root
-    if data_dir is not None:
-        params["dataDir"] = data_dir
-    result = connection.request("initialize", params)
-    connection.notify("initialized", {})
-    info = result.get("serverInfo") if isinstance(result, dict) else None
-    return info if isinstance(info, dict) else {}
 
 
 class SocketDaemon:

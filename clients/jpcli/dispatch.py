@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -35,7 +36,8 @@ def output_for(args: argparse.Namespace) -> Output:
 def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prompter: Any) -> int:
     """Start `daemon`'s connection and run the command on it; returns the exit code."""
     daemon.launch()  # a private daemon boots while the command's modules load
-    from jpcli import admin, commands, conversations
+    from jpcli import admin, commands
+    from jpcli.conversations import basic as conversations
 
     connection = daemon.start()
     output = output_for(args)
@@ -48,19 +50,30 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
     if remote is not None:  # remembered per remote machine and workspace, not locally
         current.data_dir, current.workspace = remote.state_key()
     if command in ("query", "q"):
-        from jpcli.daemon import client_environment
+        from jpcli.conversations.query import prepare
+        from jpcli.environment import client_environment
 
-        return commands.query(
-            connection,
-            **inputs,
-            output=output,
-            prompter=prompter,
-            environment=client_environment(),
-            current=current,
+        prepared = prepare(connection, inputs, current, err)
+        if isinstance(prepared, int):
+            return prepared
+        run: Any = commands.query
+        if "responseSchema" in prepared["extra"]:
+            from jpcli.structured.schema import run_structured
+
+            run = functools.partial(run_structured, commands.query)
+        return int(
+            run(
+                connection,
+                **prepared,
+                output=output,
+                prompter=prompter,
+                environment=client_environment(),
+                current=current,
+            )
         )
     if command == "chat":
         from jpcli.chat import chat
-        from jpcli.daemon import client_environment
+        from jpcli.environment import client_environment
 
         return chat(
             connection,
@@ -85,24 +98,25 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
         )
     if command == "config":
         from jpcli.config_files import config_show
-        from jpcli.daemon import client_environment
+        from jpcli.environment import client_environment
 
         return config_show(
             connection,
             overrides=inputs["overrides"],
+            config_files=inputs.get("cfg") or [],
             environment=client_environment(),
             out=out,
             err=err,
             as_json=output.json,
         )
     if command == "models":
-        from jpcli.daemon import client_environment
+        from jpcli.environment import client_environment
 
         return admin.model_list(
             connection, out=out, as_json=output.json, environment=client_environment()
         )
     if command == "turn" and action == "resume":
-        from jpcli.daemon import client_environment
+        from jpcli.environment import client_environment
 
         return commands.resume(
             connection,
@@ -161,9 +175,26 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
         code = admin.daemon_stop(connection, out=out, err=err, wait_stopped=wait)
         daemon.close()
         return code
+    if command in ("attachment", "a"):
+        from jpcli.attachments.commands import run as attachment_run
+
+        return attachment_run(connection, args, out=out, err=err, current=current)
+    from jpcli.conversations.cli import ORGANIZE_ACTIONS
+
+    if action in ORGANIZE_ACTIONS:
+        from jpcli.conversations import organize
+
+        return organize.run(connection, args, out=out, err=err, current=current)
     if action in ("ls", "list"):
+        from jpcli.conversations.organize import list_params
+
         return conversations.conversation_list(
-            connection, out=out, as_json=output.json, current=current, ids_only=args.ids
+            connection,
+            out=out,
+            as_json=output.json,
+            current=current,
+            ids_only=args.ids,
+            params=list_params(args),
         )
     if action == "show":
         return conversations.conversation_show(

@@ -28,8 +28,10 @@ def isatty(stream: Any) -> bool:
 
 def query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
     """Validate the query arguments (usage errors exit 2 through `parser.error`)."""
+    from jpcli.conversations.cli import query_extras
     from jpcli.overrides import parse_config_overrides
 
+    extras = query_extras(parser, args)
     message = " ".join(args.message)
     if not isatty(sys.stdin):
         piped = read_stdin(parser)
@@ -37,7 +39,8 @@ def query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
             message = piped
         elif piped.strip():
             message = with_piped_input(message, piped)
-    if not message.strip():
+    compose = not message.strip() and isatty(sys.stdin) and not args.detach
+    if not message.strip() and not compose:
         parser.error("query: a MESSAGE is required")
     if args.detach and private_daemon(args):
         parser.error("query: --detach needs the shared daemon (not --stdio or JPD_COMMAND)")
@@ -62,6 +65,9 @@ def query_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> d
         "non_interactive": args.non_interactive,
         "mode": args.mode,
         "images": [read_image(parser, path) for path in args.images],
+        "extra": extras["params"],
+        "fork": extras["fork"],
+        "compose": compose,
     }
 
 

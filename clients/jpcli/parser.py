@@ -133,6 +133,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="never prompt (questions follow the `deny` detached policy)",
     )
     _format_option(query)
+    from jpcli.conversations import cli as conversation_cli
+
+    conversation_cli.add_query_options(query)
+    from jpcli.configs.cli import add_cfg_option
+
+    add_cfg_option(query)
+    from jpcli.attachments import cli as attachments_cli
+
+    attachments_cli.add_query_option(query)
     query.add_argument("message", nargs="*", metavar="MESSAGE", help="the message (joined)")
 
     chat = commands.add_parser(
@@ -214,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     conversation_ls.add_argument(
         "--ids", action="store_true", help="only the ids, one per line (for scripts)"
     )
+    conversation_cli.add_ls_options(conversation_ls)
     show = actions.add_parser("show", help="print a conversation's events and token usage")
     show.add_argument("id", metavar="ID", help="id or unique prefix")
     _format_option(show)
@@ -228,7 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("id", metavar="ID", nargs="?", help="id or unique prefix")
     compact.add_argument("--instructions", help="what the summary should focus on or keep")
+    conversation_cli.add_conversation_commands(actions)
 
+    attachments_cli.add_commands(commands)
     daemon = commands.add_parser("daemon", help="the shared daemon: status, stop")
     daemon_actions = daemon.add_subparsers(dest="action", metavar="ACTION")
     status = daemon_actions.add_parser("status", help="pid, uptime, clients, running turns")
@@ -255,6 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="an override to show laid over the files (as for jp query)",
     )
     _format_option(config_show)
+    from jpcli.configs import cli as configs_cli
+
+    configs_cli.add_cfg_option(config_show)
+    configs_cli.add_config_commands(config_actions)
     init = config_actions.add_parser("init", help="write a commented starter user config")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     completion = commands.add_parser(

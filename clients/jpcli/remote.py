@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jpcli.daemon import DaemonError, initialize
+from jpcli.handshake import DaemonError, initialize
 from jpcli.rpc import Connection, ConnectionClosed, RpcError
 
 ENV_REMOTE = "JP_REMOTE"

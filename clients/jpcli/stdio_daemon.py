@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jpcli.daemon import DaemonError, initialize
+from jpcli.handshake import DaemonError, initialize
 from jpcli.rpc import Connection, ConnectionClosed, RpcError
 from jpcli.spawn import daemon_command, log_path, spawn_daemon
 

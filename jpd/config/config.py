@@ -12,6 +12,7 @@ from jpd.config.merge import merge_models
 from jpd.config.models import (
     AssistantConfig,
     ConfigModel,
+    ConfigPath,
     DaemonConfig,
     ModelId,
     PartialAssistantConfig,
@@ -55,9 +56,24 @@ class ProtectedPathsConfig(ConfigModel):
     """Globs of paths relative to their root (`.vscode/settings.json`) written as any file."""
 
 
+class TitleGenerateConfig(ConfigModel):
+    """`conversation.title.generate` (JP's keys): a model names a new conversation."""
+
+    auto: bool = True
+    """After a new conversation's first turn, unless it has a title."""
+    model: ModelId | None = None
+    """The (cheap) model that writes titles; unset: none is written (a conversation
+    lists by its first message). Never implied: a title costs a request of its own."""
+
+
+class TitleConfig(ConfigModel):
+    generate: TitleGenerateConfig = TitleGenerateConfig()
+
+
 class ConversationConfig(ConfigModel):
     tools: dict[str, ToolConfig] = Field(default_factory=dict)
     protected_paths: ProtectedPathsConfig = ProtectedPathsConfig()
+    title: TitleConfig = TitleConfig()
     inquiry: InquiryConfig = InquiryConfig()
     context: ContextConfig = ContextConfig()
 
@@ -81,6 +97,8 @@ class Config(ConfigModel):
     mcp: McpConfig = McpConfig()
     aliases: dict[AliasName, ModelId] = Field(default_factory=dict)
     """`[aliases] fast = "anthropic/claude-haiku-4-5"`: short names for `turn/start` `model`."""
+    config_load_paths: list[ConfigPath] = Field(default_factory=list)
+    """More folders `--cfg NAME` looks in (jpd/config/named.py)."""
     prices: dict[ModelId, Price] = Field(default_factory=dict)
     """`[prices."anthropic/claude-sonnet-4-5"] input = 3.0, output = 15.0`: per million tokens."""
 

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from jpd.config.config import Config
 from jpd.config.errors import ConfigError, from_validation_error
+from jpd.config.jp_compat import translate
 from jpd.config.merge import merge_models
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,11 @@ def read_toml_layer(path: Path) -> dict[str, Any] | None:
 
 
 def validate_layer(data: Any, *, source: str, base_dir: Path | None = None) -> Config:
-    """Validate one layer on its own; relative paths resolve against `base_dir`."""
+    """Validate one layer on its own; relative paths resolve against `base_dir`. JP's
+    spellings are read as jpd's first, each JP-only key logged (jpd/config/jp_compat.py)."""
+    data, warnings = translate(data)
+    for warning in warnings:
+        log.warning("%s: %s", source, warning)
     try:
         return Config.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:

@@ -11,7 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+)
 
 from jpd.config.merge import deep_merge
 
@@ -96,8 +103,56 @@ class PartialAssistantConfig(ConfigModel):
     reasoning: PartialReasoningConfig | None = None
 
 
+class ContrastExample(ConfigModel):
+    good: str
+    bad: str
+    reason: str | None = None
+
+
+class InstructionsConfig(ConfigModel):
+    """One of JP's `[[assistant.instructions]]`: a titled list of rules with examples,
+    sent in the system prompt as an `<instruction>` section."""
+
+    title: str | None = None
+    description: str | None = None
+    position: int = 0
+    """Sections and instructions are sent in order of `position`, then as listed."""
+    items: list[str] = []
+    examples: list[str | ContrastExample] = []
+
+
+class SectionConfig(ConfigModel):
+    """One of `assistant.system_prompt_sections`: text added to the system prompt."""
+
+    content: str
+    tag: str | None = None
+    """Wrap the content in `<tag>...</tag>`."""
+    title: str | None = None
+    position: int = 0
+
+
+def _section_or_text(value: Any) -> Any:
+    return {"content": value} if isinstance(value, str) else value
+
+
+def _check_file_name(value: str) -> str:
+    # A name, never a path: these files are looked up in the workspace's folders only.
+    if not value or "/" in value or "\\" in value or value in (".", ".."):
+        raise ValueError(f"a file name without '/' is expected, got {value!r}")
+    return value
+
+
+def _instruction_or_title(value: Any) -> Any:
+    return {"title": value} if isinstance(value, str) else value
+
+
 class AssistantConfig(ConfigModel):
     system_prompt: str | None = None
+    system_prompt_sections: list[Annotated[SectionConfig, BeforeValidator(_section_or_text)]] = []
+    instructions: list[Annotated[InstructionsConfig, BeforeValidator(_instruction_or_title)]] = []
+    agents_files: list[Annotated[str, AfterValidator(_check_file_name)]] = ["AGENTS.md"]
+    """Project instruction files read into the system prompt: each name at the
+    workspace root and in every folder down to the working one (empty: none)."""
     model: ModelConfig = ModelConfig()
     reasoning: ReasoningConfig = ReasoningConfig()
     tool_choice: Annotated[str, Field(min_length=1)] = "auto"

@@ -3,12 +3,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jpd.config.loader import layer_reads, load_config, read_file_layer, validate_layer
+from jpd.config.errors import ConfigError
+from jpd.config.jp_compat import translate
+from jpd.config.loader import (
+    layer_reads,
+    load_config,
+    parse_toml_layer,
+    read_config_bytes,
+    read_file_layer,
+    read_trusted_bytes,
+    validate_layer,
+)
 
 DEFAULT_ORIGIN = "default"
 REDACTED = "<redacted>"
@@ -73,3 +84,21 @@ def config_origins(
         key = ".".join(_segment(part) for part in leaf)
         rows.append((key, REDACTED if secret else value, origin, secret))
     return rows
+
+
+def config_warnings(
+    *,
+    workspace: Path | None,
+    env: Mapping[str, str],
+    overrides: Sequence[tuple[str, Mapping[str, Any]]] = (),
+) -> list[str]:
+    """`source: key: what happened` for each JP key read or ignored in the layers
+    (jpd/config/jp_compat.py). Reads files: call it from a worker thread."""
+    layers: list[tuple[str, Any]] = []
+    for path, trusted in layer_reads(workspace, env):
+        raw = read_config_bytes(path) if trusted is None else read_trusted_bytes(path, trusted)
+        if raw is not None:
+            with contextlib.suppress(ConfigError):  # reported by the load itself
+                layers.append((str(path), parse_toml_layer(path, raw)))
+    layers.extend((source, dict(override)) for source, override in overrides)
+    return [f"{source}: {warning}" for source, data in layers for warning in translate(data)[1]]

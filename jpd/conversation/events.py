@@ -51,6 +51,14 @@ class TurnStart(_Event):
     reasoning_effort: str | None = None
     """The turn's `assistant.reasoning.effort` (absent in older logs): a client that
     resumes the conversation picks it again."""
+    config: dict[str, Any] | None = None
+    """The config the conversation keeps (RFD 054): the `assistant` part of every
+    `turn/start` `config` given so far, later over earlier (protocol.md 5.5)."""
+    attachments: list[str] | None = None
+    """The attachments the turn sent (the conversation's, then the message's)."""
+    instructions: list[str] | None = None
+    """The project instruction files (`AGENTS.md`) in the system prompt, relative to
+    the workspace root (protocol.md 5.5, "The system prompt")."""
 
 
 class TurnResume(_Event):

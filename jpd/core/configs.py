@@ -67,14 +67,48 @@ class RequestConfigs:
                 return cached
         return await anyio.to_thread.run_sync(self.load, renv.workspace, overrides, renv.env)
 
+    async def named(self, renv: RequestEnv, references: list[str]) -> dict[str, Any]:
+        """The named config files `references` (`--cfg`, jpd/config/named.py) and what
+        they extend, merged in order, each checked on its own first; `ConfigInvalid`
+        names the file of a problem."""
+        from jpd.config import ConfigError, validate_layer
+        from jpd.config.merge import deep_merge
+        from jpd.config.named import named_layers
+
+        base = await self.for_request(renv)
+        env = self._daemon_env if renv.env is None else renv.env
+
+        def load() -> dict[str, Any]:
+            merged: dict[str, Any] = {}
+            for source, table in named_layers(
+                references,
+                workspace=renv.workspace,
+                env=env,
+                extra_folders=base.config_load_paths,
+            ):
+                validate_layer(table, source=source, base_dir=Path(source).parent)
+                merged = deep_merge(merged, table)
+            return merged
+
+        try:
+            return await anyio.to_thread.run_sync(load)
+        except ConfigError as exc:
+            raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
+
     async def for_turn(
-        self, renv: RequestEnv, config: Mapping[str, Any] | None, model: str | None
+        self,
+        renv: RequestEnv,
+        config: Mapping[str, Any] | None,
+        model: str | None,
+        kept: Mapping[str, Any] | None = None,
     ) -> Config:
-        """The layered config of one turn, with its `config` and `model` layers; `model`
-        may be one of the config's `aliases`."""
+        """The layered config of one turn, with the conversation's `kept` config, then
+        its `config` and `model` layers; `model` may be one of the config's `aliases`."""
         from jpd.config import ConfigError
 
         overrides: list[tuple[str, Mapping[str, Any]]] = []
+        if kept:
+            overrides.append(("conversation config", kept))
         if config:
             overrides.append(("turn/start config", config))
         cfg = await self.for_request(renv, overrides)
@@ -87,19 +121,45 @@ class RequestConfigs:
 
     async def show(
         self, renv: RequestEnv, config: Mapping[str, Any] | None = None
-    ) -> list[tuple[str, Any, str, bool]]:
-        """Every effective config leaf with its origin (secrets redacted); a bad layer
-        raises `ConfigInvalid` (-32003) as for a turn. Read afresh: `config/show` is
-        rare, and shows what is in the files now."""
+    ) -> tuple[list[tuple[str, Any, str, bool]], list[str]]:
+        """Every effective config leaf with its origin (secrets redacted), and the
+        warnings of JP keys read or ignored; a bad layer raises `ConfigInvalid` (-32003)
+        as for a turn. Read afresh: `config/show` is rare, and shows what is in the
+        files now."""
         from jpd.config import ConfigError
-        from jpd.config.origins import config_origins
+        from jpd.config.origins import config_origins, config_warnings
 
         overrides = [("-c", config)] if config else []
 
-        def compute() -> list[tuple[str, Any, str, bool]]:
+        def compute() -> tuple[list[tuple[str, Any, str, bool]], list[str]]:
             try:
-                return config_origins(workspace=renv.workspace, env=renv.env, overrides=overrides)
+                rows = config_origins(workspace=renv.workspace, env=renv.env, overrides=overrides)
+                warnings = config_warnings(
+                    workspace=renv.workspace, env=renv.env, overrides=overrides
+                )
+                return rows, warnings
             except ConfigError as exc:
                 raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
 
         return await anyio.to_thread.run_sync(compute)
+
+
+KEPT_SECTIONS = ("assistant",)
+"""The parts of a turn's `config` a conversation keeps for its later turns. Tool
+permissions (`conversation.tools`) are not among them: a `-c` that lets a tool run
+unasked is meant for the turn it was given with."""
+
+
+def kept_config(
+    previous: Mapping[str, Any] | None, given: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The config a conversation keeps after a turn given `given`: `previous` with the
+    kept sections of `given` laid over it."""
+    from jpd.config.merge import deep_merge
+
+    kept = dict(previous or {})
+    for section in KEPT_SECTIONS:
+        value = (given or {}).get(section)
+        if isinstance(value, Mapping):
+            kept = deep_merge(kept, {section: dict(value)})
+    return kept

@@ -20,6 +20,7 @@ from jpd.conversation.store import ConversationStore
 from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
 from jpd.core.hub import REPLAY_BYTES, EventHub
+from jpd.core.organize import Organizer
 from jpd.core.parts import DaemonParts
 from jpd.core.request_env import RequestEnv, request_env
 from jpd.core.running_turns import RunningTurns
@@ -30,8 +31,14 @@ from jpd.core.turn_undo import TurnUndo
 from jpd.inquiry.pending import PendingQuestions
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import ClientEnvironment, ConversationCompactResult
-from jpd.protocol.errors import ConfigInvalid, NotFound
+from jpd.protocol.client_requests import (
+    ClientEnvironment,
+    ConversationCompactResult,
+    ConversationListParams,
+    ConversationUpdateParams,
+    TurnStartParams,
+)
+from jpd.protocol.errors import Busy, ConfigInvalid, NotFound
 from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 from jpd.protocol.turn_events import StopReason
@@ -68,6 +75,7 @@ class Daemon:
             task_group, settings.data_dir, self.questions, self.hub, lambda: self._stopping
         )
         self.conversations = Conversations(self.store, self.hub, self.turns.busy)
+        self.organize = Organizer(self.conversations)
         parts = DaemonParts(
             store=self.store,
             hub=self.hub,
@@ -88,6 +96,19 @@ class Daemon:
         self.undo_turn, self.turn_changes = undoing.undo, undoing.changes
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
+        task_group.start_soon(self._sweep_expired)
+
+    async def _sweep_expired(self) -> None:
+        """Delete the conversations whose `--tmp` time is over: now, then each hour."""
+        import anyio
+
+        await self.conversations.recovered.wait()
+        while True:
+            try:
+                await self.organize.sweep()
+            except Exception:  # a failed sweep is retried at the next
+                log.exception("deleting expired conversations failed")
+            await anyio.sleep(3600)
 
     # --- configuration -------------------------------------------------------------
 
@@ -234,9 +255,44 @@ class Daemon:
 
     # --- conversations (see jpd.core.conversations) ----------------------------------
 
-    async def list_conversations(self) -> list[ConversationSummary]:
-        """All conversations, most recently updated first."""
-        return await self.conversations.list()
+    async def after_start(self, info: TurnInfo, p: TurnStartParams) -> None:
+        """What `turn/start` asks of the conversation besides the turn: labels, title,
+        expiry, and for `persist: false`, its deletion when the turn ends."""
+        expires_in = 0.0 if not p.persist else p.expires_in
+        if p.labels or p.title or expires_in is not None:
+            update = ConversationUpdateParams(
+                conversation_id=info.conversation_id,
+                title=p.title,
+                add_labels=p.labels,
+                expires_in=expires_in,
+            )
+            await self.organize.update(update)
+        if not p.persist:
+            # Also expired now: a daemon stopped before the turn ends deletes it later.
+            self._tg.start_soon(self._forget, info)
+
+    async def check_attachments(
+        self, link: ClientLink, specs: list[str], environment: ClientEnvironment | None
+    ) -> None:
+        """Read attachment `specs` as a turn would; `InvalidParams` names a bad one."""
+        from jpd.core.attachments import conversation_reader, resolve
+
+        renv = self.request_env(link, environment)
+        reader = conversation_reader(self.store)
+        await resolve(specs, root=renv.root, env=renv.env, conversation_text=reader)
+
+    async def _forget(self, info: TurnInfo) -> None:
+        await self.turns.wait_released(info.turn_id)
+        try:
+            await self.conversations.delete(info.conversation_id)
+        except (NotFound, Busy) as exc:  # gone, or continued: the sweep deletes it
+            log.info("conversation %s not deleted now: %s", info.conversation_id, exc)
+
+    async def list_conversations(
+        self, params: ConversationListParams | None = None
+    ) -> list[ConversationSummary]:
+        """The conversations `params` selects (default: all but archived, newest first)."""
+        return await self.organize.list(params or ConversationListParams())
 
     async def get_conversation(self, conversation_id: str) -> bytes:
         """The persisted events as one encoded JSON array (protocol.md 5.12)."""

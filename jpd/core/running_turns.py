@@ -44,6 +44,7 @@ class RunningTurns:
         self._tg = task_group
         self._turns: dict[str, Turn] = {}
         self._locks: dict[str, TurnLock] = {}
+        self._released: dict[str, anyio.Event] = {}
 
     def busy(self, conversation_id: str) -> bool:
         """Whether a turn of this daemon runs in the conversation."""
@@ -58,6 +59,7 @@ class RunningTurns:
         """Run `turn` as a task, `link` following its conversation; `lock` (the
         conversation's turn lock) is released when the turn ends."""
         self._locks[turn.turn_id] = lock
+        self._released[turn.turn_id] = anyio.Event()
         self._turns[turn.turn_id] = turn
         self._hub.subscribe(turn.conversation_id, link)
         self._tg.start_soon(self._run, turn)
@@ -72,6 +74,15 @@ class RunningTurns:
                 lock.release()
             with anyio.CancelScope(shield=True):
                 await self.settle(turn.conversation_id)
+            released = self._released.pop(turn.turn_id, None)
+            if released is not None:
+                released.set()
+
+    async def wait_released(self, turn_id: str) -> None:
+        """Wait until a turn ended and let go of its conversation (at once if it has)."""
+        released = self._released.get(turn_id)
+        if released is not None:
+            await released.wait()
 
     async def settle(self, conversation_id: str) -> None:
         """A conversation's turn or tool call ended: give back what it no longer needs.

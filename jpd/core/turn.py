@@ -24,6 +24,7 @@ from jpd.conversation.resume import CONTINUE_INSTRUCTION, ResumePlan
 from jpd.core.checkpoints import Checkpointer
 from jpd.core.deltas import DeltaBatcher
 from jpd.core.hub import EventHub
+from jpd.core.structured import check_answer, with_schema
 from jpd.core.transcript import Transcript
 from jpd.llm import base as llm
 from jpd.llm import forced_tool
@@ -88,6 +89,14 @@ class TurnSpec:
     """Image files sent with the message (written before the turn starts)."""
     resume: ResumePlan | None = None
     """Set when the turn continues an interrupted one (`turn/resume`, protocol.md 12.4)."""
+    kept_config: dict[str, Any] | None = None
+    """The config the conversation keeps from now on, recorded in `turn_start`."""
+    attachments: list[str] = field(default_factory=list)
+    """The attachments sent, recorded in `turn_start`."""
+    response_schema: dict[str, Any] | None = None
+    """The answer must be JSON valid against this schema (`turn/start` `responseSchema`)."""
+    instruction_files: list[str] = field(default_factory=list)
+    """The project instruction files (`AGENTS.md`) in `system`, recorded in `turn_start`."""
     context: ContextFactory | None = None
     """Builds the keeper that counts and compacts each request (protocol.md 12.5)."""
 
@@ -182,6 +191,9 @@ class Turn:
                     workspace=spec.workspace,
                     mode=spec.mode,
                     reasoning_effort=spec.reasoning_effort,
+                    config=spec.kept_config,
+                    instructions=spec.instruction_files or None,
+                    attachments=spec.attachments or None,
                 )
             )
             self._record(ev.ChatRequest(content=spec.message, images=spec.images or None))
@@ -191,8 +203,11 @@ class Turn:
             reason = await self._call_model(choice)
             if self._forced_call_missed(reason):
                 reason = await self._retry_forced(choice)
+            answer = self._partial.text
             calls = self._flush_partial()
             if not calls:
+                if spec.response_schema is not None and reason != "max_tokens":
+                    check_answer(answer, spec.response_schema)  # else the turn fails
                 return "max_tokens" if reason == "max_tokens" else "end_turn"
             self._open_calls = calls
             names = {call.id: call.name for call in calls}
@@ -286,12 +301,15 @@ class Turn:
         self, tool_choice: llm.ToolChoice, *, reasoning: bool = True
     ) -> llm.FinishReason:
         spec = self.spec
+        schema = spec.response_schema
+        reasoning = reasoning and schema is None  # a structured answer is one forced call
         request = llm.ModelRequest(
             model=spec.model_id.split("/", 1)[1],
-            system=spec.system,
+            system=with_schema(spec.system, schema),
             messages=(),
-            tools=spec.tools.definitions(),
-            tool_choice=tool_choice,
+            tools=spec.tools.definitions() if schema is None else (),
+            tool_choice=tool_choice if schema is None else llm.ToolChoiceAuto(),
+            response_schema=schema,
             max_tokens=spec.max_tokens,
             temperature=spec.temperature,
             reasoning_effort=spec.reasoning_effort if reasoning else "off",

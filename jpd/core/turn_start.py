@@ -5,6 +5,7 @@ conversation (creating a new one) and hand the turn to `RunningTurns`."""
 from __future__ import annotations
 
 import functools
+import logging
 import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -25,6 +26,8 @@ from jpd.protocol.client_requests import ClientEnvironment, ImageInput, ToolTogg
 from jpd.protocol.errors import Busy, InvalidParams, NotFound, ProviderUnavailableError
 from jpd.protocol.modes import PermissionMode
 from jpd.protocol.summaries import TurnInfo
+
+log = logging.getLogger(__name__)
 
 # The config, the turn loop, inquiries and providers load with the first turn
 # (protocol.md section 4, "Start-up").
@@ -62,18 +65,44 @@ class TurnStarter:
         create: bool = False,
         mode: PermissionMode = "ask",
         images: list[ImageInput] | None = None,
+        response_schema: dict[str, Any] | None = None,
+        config_files: list[str] | None = None,
+        attachments: list[str] | None = None,
     ) -> TurnInfo:
         """Validate everything, then start the turn as a task and return at once.
 
         With `create`, `conversation_id` names a conversation to create (protocol.md 5.5).
         """
         renv = self._parts.request_env(link, environment)
-        cfg = await self._parts.configs.for_turn(renv, config, model)
+        if config_files:  # `--cfg`: under this turn's own config, kept as it is
+            from jpd.config.merge import deep_merge
+
+            named = await self._parts.configs.named(renv, config_files)
+            config = deep_merge(named, config or {})
+        history = await self._history(conversation_id, create)
+        # The conversation keeps its model and config (RFD 054): they are the layer
+        # under this turn's, and its model unless this turn names one.
+        from jpd.core.configs import kept_config
+
+        last = history.last_start
+        kept = (last.config if last else None) or None
+        given_model = bool(
+            config and kept_config(None, config).get("assistant", {}).get("model", {}).get("id")
+        )
+        if model is None and last is not None and last.model and not given_model:
+            model = last.model
+        cfg = await self._parts.configs.for_turn(renv, config, model, kept=kept)
         from jpd.core import prompt_images
 
+        if attachments:  # an image file goes as an image
+            from jpd.core.attachments import image_attachments
+
+            found, attachments = await anyio.to_thread.run_sync(
+                image_attachments, attachments, renv.root
+            )
+            images = [*(images or []), *found]
         pictures = prompt_images.decode(images or [], cfg.assistant.model.id)
         providers, provider = self._provider(cfg, renv)
-        history = await self._history(conversation_id, create)
         for picture in pictures:
             history.remember_image(picture.ref.file, picture.image)
         turn = await self._assemble(
@@ -90,8 +119,38 @@ class TurnStarter:
             mode=mode,
         )
         turn.spec.images = [picture.ref for picture in pictures]
-        await self._launch(turn, link, is_new=conversation_id is None or create, images=pictures)
+        turn.spec.kept_config = kept_config(kept, config) or None
+        await self._attach(turn, renv, conversation_id if not create else None, attachments or [])
+        if response_schema is not None:
+            from jpd.core.structured import check_schema
+
+            check_schema(response_schema)
+            turn.spec.response_schema = response_schema
+        is_new = conversation_id is None or create
+        await self._launch(turn, link, is_new=is_new, images=pictures)
+        from jpd.core.titles import title_model
+
+        if is_new and title_model(cfg) is not None:
+            self._tg.start_soon(self._title, turn, cfg, providers)
         return turn_info(turn)
+
+    async def _title(self, turn: Turn, cfg: Config, providers: ProviderSource) -> None:
+        """Name a new conversation after its first turn (jpd/core/titles.py)."""
+        from jpd.core.titles import first_exchange, write_title
+
+        await self._parts.turns.wait_released(turn.turn_id)
+        if turn.stop_reason != "end_turn":
+            return
+        store, cid = self._parts.store, turn.conversation_id
+        try:
+            events = await anyio.to_thread.run_sync(store.load, cid)
+        except ConversationNotFound:
+            return  # deleted meanwhile (--no-persist)
+        request, answer = first_exchange(list(events))
+        try:
+            await write_title(cfg, providers, store.conversation_dir(cid), request, answer)
+        except OSError as exc:  # deleted meanwhile, or a full disk: no title, no harm
+            log.info("no title for %s: %s", cid, exc)
 
     async def resume(
         self,
@@ -123,7 +182,9 @@ class TurnStarter:
         except NotResumable as exc:
             raise InvalidParams(str(exc)) from None
         renv = self._parts.request_env(link, environment)
-        cfg = await self._parts.configs.for_turn(renv, None, plan.model)
+        last = history.last_start
+        kept = (last.config if last else None) or None
+        cfg = await self._parts.configs.for_turn(renv, None, plan.model, kept=kept)
         providers, provider = self._provider(cfg, renv)
         turn = await self._assemble(
             conversation_id=conversation_id,
@@ -227,6 +288,13 @@ class TurnStarter:
         spec.resume = resume
         spec.mode = mode
         spec.extra_roots = renv.extra_roots
+        from jpd.core.instructions import system_prompt
+
+        prompt = await anyio.to_thread.run_sync(system_prompt, cfg.assistant, renv.workspace)
+        spec.system = prompt.text
+        spec.instruction_files = prompt.files
+        for problem in prompt.skipped:
+            log.warning("conversation %s: instruction file %s", conversation_id, problem)
         if named_now:
             self._parts.hub.prepare_new(conversation_id)
         else:
@@ -269,3 +337,33 @@ class TurnStarter:
         conversations.remember_history(conversation_id, turn.transcript.history)
         conversations.resumable.pop(conversation_id, None)  # no longer the last turn, or resumed
         turns.run(turn, lock, link)
+
+    async def _attach(
+        self, turn: Turn, renv: RequestEnv, conversation_id: str | None, given: list[str]
+    ) -> None:
+        """Read the conversation's attachments (into the system prompt, current content
+        each turn) and the message's (into the message, kept in the log); a missing
+        file or a failing URL raises `InvalidParams` before anything is sent."""
+        from jpd.conversation.attributes import read_attributes
+        from jpd.core.attachments import conversation_reader, render, resolve
+
+        kept: list[str] = []
+        if conversation_id is not None:
+            folder = self._parts.store.conversation_dir(conversation_id)
+            kept = list((await anyio.to_thread.run_sync(read_attributes, folder)).attachments)
+        if not kept and not given:
+            return
+
+        conversation_text = conversation_reader(self._parts.store)
+        spec = turn.spec
+        if kept:
+            found = await resolve(
+                kept, root=renv.root, env=renv.env, conversation_text=conversation_text
+            )
+            spec.system = "\n\n".join(part for part in (spec.system, render(found)) if part)
+        if given:
+            found = await resolve(
+                given, root=renv.root, env=renv.env, conversation_text=conversation_text
+            )
+            spec.message = f"{spec.message}\n\n{render(found)}"
+        spec.attachments = [*kept, *given]

@@ -21,6 +21,7 @@ import httpx
 from jpd.llm import forced_tool
 from jpd.llm.anthropic_request import build_body, thinking_budget, uses_strict_tools
 from jpd.llm.base import (
+    EventStream,
     Finish,
     FinishReason,
     ModelRequest,
@@ -93,6 +94,15 @@ class AnthropicProvider(HttpProvider):
         if forced_tool.forces_tool(request) and _reasoning_active(request):
             return forced_tool.soften(request)
         return request
+
+    def stream(self, request: ModelRequest) -> EventStream:
+        """Structured output comes back as the forced `respond` tool's call: read as text."""
+        stream = super().stream(request)
+        if request.response_schema is not None:
+            from jpd.llm.structured import tool_call_as_text
+
+            return tool_call_as_text(stream)
+        return stream
 
     def auth_headers(self, secret: str) -> dict[str, str]:
         return {"x-api-key": secret}

@@ -107,6 +107,12 @@ def build_body(request: ModelRequest) -> dict[str, Any]:
     if request.tools:
         body["tools"] = _tools(request.tools)
         body["tool_choice"] = _tool_choice(request.tool_choice)
+    if request.response_schema is not None:  # no native structured output: a forced tool
+        from jpd.llm.structured import RESPOND_TOOL, respond_tool
+
+        body["tools"] = [respond_tool(request.response_schema)]
+        body["tool_choice"] = {"type": "tool", "name": RESPOND_TOOL}
+        budget = None  # the API refuses a forced tool with thinking on
     if budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     elif request.temperature is not None:

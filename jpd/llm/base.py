@@ -109,6 +109,8 @@ class ModelRequest(_Model):
     reasoning_effort: Literal["off", "low", "medium", "high"] = "off"
     reasoning_budget: int | None = None
     """Token budget for extended thinking where the provider takes one."""
+    response_schema: dict[str, Any] | None = None
+    """The answer must be JSON valid against this schema (jpd/llm/structured.py)."""
     pinned_arguments: dict[str, Any] | None = None
     """A JSON schema the forced tool's arguments are decoded under, narrower than the
     tool's own, by a provider that `constrains_decoding` (others ignore it). Never part

@@ -52,13 +52,17 @@ class MessageHistory:
         self.count = 0
         """How many events were added: the position the next one will have."""
         self.compactions: list[ev.ContextCompacted] = []
+        self.last_start: ev.TurnStart | None = None
+        """The latest `turn_start`: the model and config the conversation keeps."""
         for event in events:
             self.add(event)
 
     def add(self, event: ev.Event) -> None:
         """Extend the messages with one persisted event."""
         position, self.count = self.count, self.count + 1
-        if isinstance(event, ev.ContextCompacted):
+        if isinstance(event, ev.TurnStart):
+            self.last_start = event
+        elif isinstance(event, ev.ContextCompacted):
             self._compact(event, position)
         elif isinstance(event, ev.ChatRequest | ev.ForcedToolRetry):
             content = event.content if isinstance(event, ev.ChatRequest) else event.message

@@ -43,6 +43,15 @@ def build_body(request: ModelRequest, *, compatible: bool = False) -> Obj:
         # llama.cpp-style servers decode under this schema (a grammar): the answer comes
         # as JSON text, and neither the tools nor the messages change.
         body["response_format"] = {"type": "json_object", "schema": request.pinned_arguments}
+    if request.response_schema is not None:
+        body["response_format"] = (
+            {"type": "json_object", "schema": request.response_schema}
+            if compatible
+            else {
+                "type": "json_schema",
+                "json_schema": {"name": "response", "schema": request.response_schema},
+            }
+        )
     body["stream"] = True
     # Without this the stream carries no token counts at all.
     body["stream_options"] = {"include_usage": True}

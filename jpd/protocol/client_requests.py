@@ -7,16 +7,42 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from jpd.protocol.base import WireModel, WireParams
+from jpd.protocol.conversation_requests import Attachment
+from jpd.protocol.conversation_requests import (
+    ConversationForkParams as ConversationForkParams,
+)
+from jpd.protocol.conversation_requests import (
+    ConversationForkResult as ConversationForkResult,
+)
+from jpd.protocol.conversation_requests import (
+    ConversationGrepParams as ConversationGrepParams,
+)
+from jpd.protocol.conversation_requests import (
+    ConversationGrepResult as ConversationGrepResult,
+)
+from jpd.protocol.conversation_requests import (
+    ConversationListParams as ConversationListParams,
+)
+from jpd.protocol.conversation_requests import (
+    ConversationUpdateParams as ConversationUpdateParams,
+)
+from jpd.protocol.conversation_requests import (
+    ConversationUpdateResult as ConversationUpdateResult,
+)
+from jpd.protocol.conversation_requests import GrepMatch as GrepMatch
 from jpd.protocol.detached import DetachedMode
+from jpd.protocol.environment import ClientEnvironment as ClientEnvironment
+from jpd.protocol.labels import Label, Title
 from jpd.protocol.modes import PermissionMode
 from jpd.protocol.question import AnswerTypeName
 from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 
 PROTOCOL_VERSION = 1
+
 
 # --- lifecycle -----------------------------------------------------------------------
 
@@ -51,40 +77,6 @@ class InitializeParams(WireParams):
     """Absolute path of the client's workspace (for `.jp/config.toml`); optional."""
     data_dir: str | None = None
     """The data dir the client expects (absolute); refused when it is not the daemon's."""
-
-
-class ClientEnvironment(WireParams):
-    """What one request runs with, from the client (protocol.md 5.5 "Client environment").
-
-    Used for that request only: never persisted, logged, or shown to another client.
-    """
-
-    cwd: str | None = None
-    """Absolute working directory: the workspace for `.jp/config.toml` and the tools' root."""
-    env: dict[str, str] | None = Field(default=None, repr=False)
-    """The client's environment variables. When sent, they replace the daemon's for this
-    request: `JP_CONFIG`, provider API keys, and the tool subprocesses' environment."""
-    additional_roots: list[str] = Field(default_factory=list)
-    """Absolute directories the workspace tools may use besides `cwd` (an editor's
-    `additionalDirectories`); config layering still follows `cwd` alone."""
-    umask: int | None = Field(default=None, ge=0, le=0o777)
-    """The client's umask: files, folders and processes of the tools get it (absent: the
-    workspace tools write files 0644 and processes keep the daemon's)."""
-
-    @field_validator("cwd")
-    @classmethod
-    def _absolute(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith("/"):
-            raise ValueError("must be an absolute path")
-        return value
-
-    @field_validator("additional_roots")
-    @classmethod
-    def _absolute_roots(cls, value: list[str]) -> list[str]:
-        for root in value:
-            if not root.startswith("/"):
-                raise ValueError(f"{root!r} must be an absolute path")
-        return value
 
 
 class ServerInfo(WireModel):
@@ -140,6 +132,21 @@ class TurnStartParams(WireParams):
     """Per-turn tool toggles, applied left to right (`-t`/`-T` of `jp query`)."""
     environment: ClientEnvironment | None = Field(default=None, repr=False)
     """The client's working directory and environment for this turn only."""
+    labels: list[Label] = Field(default_factory=list)
+    """Labels added to the conversation (protocol.md 5.26)."""
+    title: Title | None = None
+    """The conversation's title (a title set so is never replaced by a generated one)."""
+    expires_in: float | None = Field(default=None, ge=0)
+    """Seconds after which the daemon deletes the conversation (`jp query --tmp`)."""
+    persist: bool = True
+    """False: a new conversation, deleted as soon as this turn ends (`--no-persist`)."""
+    response_schema: dict[str, Any] | None = None
+    """A JSON schema the turn's final answer must be valid JSON for (`--schema`)."""
+    config_files: list[str] = Field(default_factory=list)
+    """Named config files or paths (`--cfg`, personas) laid under `config`, in order."""
+    attachments: list[Attachment] = Field(default_factory=list)
+    """Files, globs (`!` excludes), `http(s)://`, `cmd://`, `jp://ID`, read before the
+    turn starts and sent with the message (protocol.md 5.5)."""
 
 
 class TurnStartResult(WireModel):
@@ -316,6 +323,8 @@ class ConfigShowParams(WireParams):
     """The client's environment: its `JP_CONFIG` and working directory pick the files."""
     config: dict[str, Any] | None = None
     """Overrides laid over the files, as `turn/start` `config` (shown with origin `-c`)."""
+    config_files: list[str] = Field(default_factory=list)
+    """Named config files laid under `config`, as `turn/start` `configFiles`."""
 
 
 class ConfigEntry(WireModel):
@@ -331,6 +340,9 @@ class ConfigEntry(WireModel):
 
 class ConfigShowResult(WireModel):
     entries: list[ConfigEntry]
+    warnings: list[str] = Field(default_factory=list)
+    """`source: key: what happened` for each key of JP's config jpd read its own way
+    or ignored (protocol.md 13, "JP's config files")."""
 
 
 # --- conversations -------------------------------------------------------------------

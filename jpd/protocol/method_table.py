@@ -109,7 +109,18 @@ TURN_UNDO = ClientRequest("turn/undo", c.TurnUndoParams, c.TurnUndoResult)
 TURN_CHANGES = ClientRequest("turn/changes", c.TurnChangesParams, c.TurnChangesResult)
 MODEL_LIST = ClientRequest("model/list", c.ModelListParams, c.ModelListResult)
 CONFIG_SHOW = ClientRequest("config/show", c.ConfigShowParams, c.ConfigShowResult)
-CONVERSATION_LIST = ClientRequest("conversation/list", c.NoParams, c.ConversationListResult)
+CONVERSATION_LIST = ClientRequest(
+    "conversation/list", c.ConversationListParams, c.ConversationListResult
+)
+CONVERSATION_UPDATE = ClientRequest(
+    "conversation/update", c.ConversationUpdateParams, c.ConversationUpdateResult
+)
+CONVERSATION_FORK = ClientRequest(
+    "conversation/fork", c.ConversationForkParams, c.ConversationForkResult
+)
+CONVERSATION_GREP = ClientRequest(
+    "conversation/grep", c.ConversationGrepParams, c.ConversationGrepResult
+)
 CONVERSATION_GET = ClientRequest(
     "conversation/get", c.ConversationIdParams, c.ConversationGetResult
 )
@@ -157,6 +168,9 @@ TABLE: dict[str, Method] = {
         CONVERSATION_GET,
         CONVERSATION_DELETE,
         CONVERSATION_COMPACT,
+        CONVERSATION_UPDATE,
+        CONVERSATION_FORK,
+        CONVERSATION_GREP,
         TOOL_LIST,
         TOOL_CALL,
         INQUIRY_LIST,

@@ -29,3 +29,12 @@ class ConversationSummary(WireModel):
     event_count: int
     workspace: str | None = None
     """The workspace root of its latest turn that had one (absolute)."""
+    labels: list[str] = []
+    archived: bool = False
+    """Archived conversations are listed only when asked (protocol.md 5.26)."""
+    pinned: bool = False
+    """Pinned conversations are listed first."""
+    attachments: list[str] = []
+    """Attachments every turn of the conversation sends (`conversation/update`)."""
+    expires_at: datetime | None = None
+    """A temporary conversation (`--tmp`) is deleted after this moment."""

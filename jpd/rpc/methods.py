@@ -19,7 +19,7 @@ from jpd.protocol import client_requests as wire
 from jpd.protocol import method_table as mt
 from jpd.protocol.base import WireModel
 from jpd.protocol.client_port import ClientCapabilities
-from jpd.protocol.errors import WrongDaemon
+from jpd.protocol.errors import InvalidParams, WrongDaemon
 from jpd.protocol.server_requests import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
 from jpd.rpc.pygls_private import EncodedResult
 from jpd.rpc.session import Session
@@ -70,6 +70,8 @@ async def exit_(daemon: Daemon, session: Session, p: wire.NoParams) -> None:
 
 async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) -> WireModel:
     """Start a turn in the daemon and return its ids at once."""
+    if not p.persist and p.conversation_id is not None and not p.create:
+        raise InvalidParams("persist: false is for a new conversation only")
     info = await daemon.start_turn(
         session,
         p.message,
@@ -82,7 +84,11 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
         mode=p.mode,
         images=p.images,
         environment=p.environment,
+        response_schema=p.response_schema,
+        config_files=p.config_files,
+        attachments=p.attachments,
     )
+    await daemon.after_start(info, p)
     return wire.TurnStartResult(conversation_id=info.conversation_id, turn_id=info.turn_id)
 
 
@@ -143,12 +149,19 @@ async def turn_changes(daemon: Daemon, session: Session, p: wire.TurnChangesPara
 
 async def config_show(daemon: Daemon, session: Session, p: wire.ConfigShowParams) -> WireModel:
     """The effective config, one leaf per entry, with the layer it came from."""
-    rows = await daemon.configs.show(daemon.request_env(session, p.environment), p.config)
+    renv = daemon.request_env(session, p.environment)
+    overrides = p.config
+    if p.config_files:
+        from jpd.config.merge import deep_merge
+
+        overrides = deep_merge(await daemon.configs.named(renv, p.config_files), p.config or {})
+    rows, warnings = await daemon.configs.show(renv, overrides)
     return wire.ConfigShowResult(
         entries=[
             wire.ConfigEntry(key=key, value=value, origin=origin, redacted=redacted)
             for key, value, origin, redacted in rows
-        ]
+        ],
+        warnings=warnings,
     )
 
 
@@ -173,9 +186,34 @@ async def model_list(daemon: Daemon, session: Session, p: wire.ModelListParams) 
     )
 
 
-async def conversation_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
-    """Every stored conversation, most recently updated first."""
-    return wire.ConversationListResult(conversations=await daemon.list_conversations())
+async def conversation_list(
+    daemon: Daemon, session: Session, p: wire.ConversationListParams
+) -> WireModel:
+    """The stored conversations `p` selects, pinned then most recently updated first."""
+    return wire.ConversationListResult(conversations=await daemon.list_conversations(p))
+
+
+async def conversation_update(
+    daemon: Daemon, session: Session, p: wire.ConversationUpdateParams
+) -> WireModel:
+    """Change a conversation's title, labels, archived, pinned or expiry (5.26)."""
+    if p.add_attachments:  # read once now: a missing file is an error here, not later
+        await daemon.check_attachments(session, p.add_attachments, p.environment)
+    return wire.ConversationUpdateResult(conversation=await daemon.organize.update(p))
+
+
+async def conversation_fork(
+    daemon: Daemon, session: Session, p: wire.ConversationForkParams
+) -> WireModel:
+    """A new conversation carrying a copy of some or all turns of another (5.27)."""
+    return await daemon.organize.fork(p)
+
+
+async def conversation_grep(
+    daemon: Daemon, session: Session, p: wire.ConversationGrepParams
+) -> WireModel:
+    """Matching message lines across conversations (5.28)."""
+    return await daemon.organize.grep(p)
 
 
 async def conversation_get(
@@ -294,6 +332,9 @@ HANDLERS: dict[Incoming, Handler] = {
     mt.CONVERSATION_GET: conversation_get,
     mt.CONVERSATION_DELETE: conversation_delete,
     mt.CONVERSATION_COMPACT: conversation_compact,
+    mt.CONVERSATION_UPDATE: conversation_update,
+    mt.CONVERSATION_FORK: conversation_fork,
+    mt.CONVERSATION_GREP: conversation_grep,
     mt.TOOL_LIST: tool_list,
     mt.TOOL_CALL: tool_call,
     mt.INQUIRY_LIST: inquiry_list,

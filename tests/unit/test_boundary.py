@@ -65,7 +65,7 @@ class FakeDaemon:
     def pending_inquiries(self) -> list[Any]:
         return []
 
-    async def list_conversations(self) -> list[Any]:
+    async def list_conversations(self, params: Any = None) -> list[Any]:
         raise FileNotFoundError(2, "No such file or directory", SECRET_PATH)
 
     async def get_conversation(self, conversation_id: str) -> list[Any]:

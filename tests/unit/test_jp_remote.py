@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from jpcli import __version__
-from jpcli.daemon import client_environment
+from jpcli.environment import client_environment
 from jpcli.proxy import version_problem
 from jpcli.remote import Remote, parse_remote, request_environment, ssh_command
 

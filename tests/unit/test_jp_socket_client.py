@@ -242,7 +242,8 @@ def test_non_interactive_asks_for_the_deny_policy(
 def test_socket_mode_modules_import_only_the_standard_library() -> None:
     code = (
         "import sys\n"
-        "import jpcli.__main__, jpcli.admin, jpcli.commands, jpcli.conversations, jpcli.daemon\n"
+        "import jpcli.__main__, jpcli.admin, jpcli.commands, jpcli.daemon\n"
+        "import jpcli.conversations.basic\n"
         "import jpcli.dispatch\n"
         "import jpcli.follow, jpcli.paths, jpcli.stdio_daemon\n"
         "import jpcli.terminal\n"

@@ -17,6 +17,11 @@ def test_every_package_is_listed() -> None:
         for path in (ROOT / "jpd").rglob("__init__.py")
     }
     assert found <= listed, f"add to pyproject.toml: {sorted(found - listed)}"
+    client = {
+        ".".join(("jpcli", *path.parent.relative_to(ROOT / "clients" / "jpcli").parts))
+        for path in (ROOT / "clients" / "jpcli").rglob("__init__.py")
+    }
+    assert client <= listed, f"add to pyproject.toml: {sorted(client - listed)}"
     assert config["package-dir"] == {"jpcli": "clients/jpcli"}
     assert (ROOT / "clients" / "jpcli" / "__init__.py").exists()
     client = {

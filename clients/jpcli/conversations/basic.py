@@ -23,7 +23,8 @@ NOT_FOUND = -32001
 
 def conversation_ids(connection: Connection) -> list[str]:
     """Every conversation id, most recently updated first."""
-    result = connection.request("conversation/list", {})
+    # Archived ones too: an id names a conversation wherever it is listed.
+    result = connection.request("conversation/list", {"archived": "include"})
     conversations = result.get("conversations") if isinstance(result, dict) else None
     return [
         c["conversationId"]
@@ -75,10 +76,14 @@ def conversation_list(
     as_json: bool = False,
     current: CurrentConversations | None = None,
     ids_only: bool = False,
+    params: dict[str, Any] | None = None,
 ) -> int:
     """`jp conversation ls`: a header, then one line per conversation, newest first;
-    `*` marks this workspace's current conversation. `ids_only`: the ids alone."""
-    result = connection.request("conversation/list", {})
+    `*` marks this workspace's current conversation. `ids_only`: the ids alone.
+    `params`: which conversations, in what order (`conversation/list`)."""
+    from jpcli.conversations.organize import decorated
+
+    result = connection.request("conversation/list", params or {})
     conversations = [c for c in result.get("conversations") or [] if isinstance(c, dict)]
     if ids_only:
         out.writelines(f"{c.get('conversationId')}\n" for c in conversations)
@@ -91,7 +96,7 @@ def conversation_list(
         out.write(format_conversation_row(None) + "\n")
     for conversation in conversations:
         mark = "*" if conversation.get("conversationId") == mine else " "
-        out.write(mark + format_conversation_row(conversation)[1:] + "\n")
+        out.write(mark + format_conversation_row(decorated(conversation))[1:] + "\n")
     return EXIT_OK
 
 
@@ -118,6 +123,10 @@ def conversation_show(
     if as_json:
         out.write(json.dumps(result, ensure_ascii=False) + "\n")
         return EXIT_OK
+    from jpcli.conversations.settings import kept_settings
+
+    for line in kept_settings(events):
+        out.write(line + "\n")
     for event in events:
         # Checkpoints are partial copies of output shown whole in its chat_response.
         if event.get("type") != "chat_checkpoint":

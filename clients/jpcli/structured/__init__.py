@@ -1,0 +1,1 @@
+"""Structured answers in `jp`: `jp query --schema JSON|FILE` (`schema`)."""

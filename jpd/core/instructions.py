@@ -1,0 +1,147 @@
+"""The system prompt of a turn: `assistant.system_prompt`, its sections and JP's
+instruction items (`assistant.system_prompt_sections`, `assistant.instructions`), and
+the project's `AGENTS.md` files (issue 37 item 1).
+
+`AGENTS.md` (the open convention Codex and others read) is looked up at the
+workspace root (the nearest folder above the working one holding `.jp`, `.git` or
+`.hg`) and in every folder from there down to the working one; the nearest comes
+last, so its word is the freshest. It is repository content: it only ever adds text to
+the prompt, never changes a setting, and a file that is a link out of the workspace,
+not a regular file, or larger than `MAX_FILE_BYTES` is not read (a hostile repository
+could link `AGENTS.md` to a private file to have it sent to the provider).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jpd.config.models import AssistantConfig, ContrastExample, InstructionsConfig, SectionConfig
+
+WORKSPACE_MARKERS = (".jp", ".git", ".hg")
+MAX_FILE_BYTES = 64 * 1024
+
+
+@dataclass
+class SystemPrompt:
+    text: str | None
+    files: list[str] = field(default_factory=list)
+    """The instruction files included, relative to the workspace root."""
+    skipped: list[str] = field(default_factory=list)
+    """`path: why` for each instruction file found and not read."""
+
+
+def workspace_root(folder: Path) -> Path:
+    """The nearest folder at or above `folder` holding a workspace marker, else `folder`."""
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in WORKSPACE_MARKERS):
+            return candidate
+    return folder
+
+
+def project_files(folder: Path, names: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """`(relative path, text)` of each instruction file from the workspace root down to
+    `folder`, and `path: why` for the ones not read. Reads files: call it off the loop."""
+    root = workspace_root(folder)
+    real_root = root.resolve()
+    chain = [root]
+    if folder != root:
+        relative = folder.relative_to(root)
+        for part in relative.parts:
+            chain.append(chain[-1] / part)
+    found: list[tuple[str, str]] = []
+    skipped: list[str] = []
+    for directory in chain:
+        for name in names:
+            path = directory / name
+            shown = str(path.relative_to(root))
+            try:
+                text = _read(path, real_root)
+            except _Skip as exc:
+                skipped.append(f"{shown}: {exc}")
+                continue
+            if text is not None and text.strip():
+                found.append((shown, text))
+    return found, skipped
+
+
+class _Skip(Exception):
+    pass
+
+
+def _read(path: Path, real_root: Path) -> str | None:
+    try:
+        info = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise _Skip(f"cannot read ({exc.strerror})") from None
+    real = path.resolve()
+    if not real.is_relative_to(real_root):
+        raise _Skip("links out of the workspace; not read")
+    if stat.S_ISLNK(info.st_mode):
+        info = real.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise _Skip("not a regular file")
+    if info.st_size > MAX_FILE_BYTES:
+        raise _Skip(f"larger than {MAX_FILE_BYTES} bytes; not read")
+    # O_NOFOLLOW on the resolved path: a link swapped in meanwhile is not followed.
+    fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise _Skip(f"larger than {MAX_FILE_BYTES} bytes; not read")
+    return data.decode("utf-8", errors="replace")
+
+
+def instruction_section(item: InstructionsConfig) -> SectionConfig:
+    """JP's rendering of an instruction item as a section (jp_config assistant/instructions.rs)."""
+    lines: list[str] = []
+    if item.description:
+        lines += [item.description, ""]
+    lines += [f"- {entry}" for entry in item.items]
+    if item.examples:
+        lines += ["", "**Examples**"]
+        for example in item.examples:
+            lines.append("")
+            if isinstance(example, ContrastExample):
+                lines += [f"Good: {example.good}", f"Bad: {example.bad}"]
+                if example.reason:
+                    lines.append(f"Reason: {example.reason}")
+            else:
+                lines.append(example)
+    content = "\n".join(lines).strip()
+    return SectionConfig(
+        content=content, tag="instruction", title=item.title, position=item.position
+    )
+
+
+def render_section(section: SectionConfig) -> str:
+    body = section.content.strip()
+    if section.title:
+        body = f"# {section.title}\n\n{body}" if body else f"# {section.title}"
+    if section.tag:
+        return f"<{section.tag}>\n{body}\n</{section.tag}>"
+    return body
+
+
+def system_prompt(assistant: AssistantConfig, folder: Path | None) -> SystemPrompt:
+    """The turn's system prompt; reads the instruction files under `folder` (the
+    request's working folder; None: none). Reads files: call it off the event loop."""
+    sections = [*assistant.system_prompt_sections]
+    sections += [instruction_section(item) for item in assistant.instructions]
+    ordered = sorted(enumerate(sections), key=lambda pair: (pair[1].position, pair[0]))
+    parts = [assistant.system_prompt] if assistant.system_prompt else []
+    parts += [render_section(section) for _, section in ordered]
+    files: list[tuple[str, str]] = []
+    skipped: list[str] = []
+    if folder is not None and assistant.agents_files:
+        files, skipped = project_files(folder, list(assistant.agents_files))
+    for shown, content in files:
+        parts.append(
+            f'<project_instructions file="{shown}">\n{content.strip()}\n</project_instructions>'
+        )
+    joined = "\n\n".join(part for part in parts if part.strip()) or None
+    return SystemPrompt(joined, [shown for shown, _ in files], skipped)

@@ -1,0 +1,92 @@
+"""Titles written by a model (JP's `conversation.title.generate`): after a new
+conversation's first turn, a short request to the title model names it, unless the
+conversation has a title already. A title the user sets is never replaced
+(jpd/conversation/attributes.py)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import anyio
+
+from jpd.conversation.attributes import Attributes, read_attributes, update_attributes
+from jpd.protocol.labels import check_title
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from jpd.config import Config
+    from jpd.llm.registry import ProviderSource
+
+log = logging.getLogger(__name__)
+
+INSTRUCTION = (
+    "Write a title for the conversation below: at most eight words, no quotes, no "
+    "final period. Reply with the title only."
+)
+MAX_INPUT = 4000  # characters of the exchange sent: a title needs the gist only
+
+
+def title_model(cfg: Config) -> str | None:
+    """The model that writes this conversation's title, or None (no title written)."""
+    generate = cfg.conversation.title.generate
+    return generate.model if generate.auto else None
+
+
+async def write_title(
+    cfg: Config, providers: ProviderSource, folder: Path, request: str, answer: str
+) -> None:
+    """Ask the title model for a title of `request` and `answer` and keep it (a failure
+    is logged: a conversation without a title lists by its first message)."""
+    from jpd.config import ConfigError
+    from jpd.llm import base as llm
+    from jpd.llm.errors import ProviderError, ProviderUnavailable
+
+    model = title_model(cfg)
+    if model is None:
+        return
+    existing = await anyio.to_thread.run_sync(read_attributes, folder)
+    if existing.title:
+        return
+    exchange = f"User: {request}\n\nAssistant: {answer}"[:MAX_INPUT]
+    try:
+        titled = cfg.with_model(cfg.resolve_model(model), source="conversation.title")
+        provider = providers.get(titled)
+        message = llm.UserMessage(content=exchange)
+        request_ = llm.ModelRequest(
+            model=titled.assistant.model.name,
+            system=INSTRUCTION,
+            messages=(message,),
+            max_tokens=40,
+        )
+        texts: list[str] = []
+        async with provider.stream(request_) as events:
+            async for event in events:
+                if isinstance(event, llm.TextDelta):
+                    texts.append(event.text)
+    except (ProviderError, ProviderUnavailable, ConfigError, ValueError) as exc:
+        log.info("no title for %s: %s", folder.name, exc)
+        return
+    except Exception:
+        log.exception("writing the title of %s failed", folder.name)
+        return
+    text = "".join(texts).strip().strip("\"'").rstrip(".")
+    if not text:
+        return
+
+    def keep(current: Attributes) -> Attributes:
+        if current.title:  # the user named it meanwhile
+            return current
+        return current.model_copy(update={"title": check_title(text), "title_source": "model"})
+
+    await anyio.to_thread.run_sync(update_attributes, folder, keep)
+
+
+def first_exchange(events: list[object]) -> tuple[str, str]:
+    """The first user message and the model's first answer in `events`."""
+    from jpd.conversation import events as ev
+
+    request = next((e.content for e in events if isinstance(e, ev.ChatRequest)), "")
+    answer = next((e.message for e in events if isinstance(e, ev.ChatResponse) and e.message), "")
+    return request, answer or ""
