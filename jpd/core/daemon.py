@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 from anyio.abc import TaskGroup
 
 from jpd.conversation.replay import ReplayFiles
-from jpd.conversation.store import ConversationStore
 from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
 from jpd.core.hub import EventHub
 from jpd.core.parts import DaemonParts
 from jpd.core.request_env import RequestEnv, request_env
 from jpd.core.running_turns import RunningTurns
+from jpd.core.storage import open_storage
 from jpd.core.tool_call import ToolCalls
 from jpd.core.toolbox import Toolbox
 from jpd.core.turn_start import TurnStarter
@@ -52,9 +52,9 @@ class Daemon:
     def __init__(self, settings: Settings, task_group: TaskGroup) -> None:
         self.settings = settings
         self._tg = task_group
-        self.store = ConversationStore(settings.data_dir)
         self.providers = ProviderRegistry(settings.env)
         self.configs = RequestConfigs(settings.env)
+        self.store = open_storage(settings.data_dir, settings.env, self.configs)
         replay_files = ReplayFiles(settings.data_dir / "replay")
         replay_files.prepare()  # seqs go on from earlier runs (protocol.md section 7.2)
         self.hub = EventHub(replay_files, replay_limit=self._replay_limit)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from jpd.conversation.store import ConversationStore
+from jpd.conversation.port import ConversationStorage
 from jpd.core.hub import EventHub
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.errors import Busy, NotFound
@@ -19,7 +19,7 @@ from jpd.protocol.turn_events import StopReason
 
 # The turn loop loads with the first turn (protocol.md section 4, "Start-up").
 if TYPE_CHECKING:
-    from jpd.conversation.turn_lock import TurnLock
+    from jpd.conversation.port import TurnLease
     from jpd.core.turn import Turn
 
 log = logging.getLogger(__name__)
@@ -38,12 +38,12 @@ def turn_info(turn: Turn) -> TurnInfo:
 class RunningTurns:
     """The daemon's running turns by turn id, with the turn lock each one holds."""
 
-    def __init__(self, store: ConversationStore, hub: EventHub, task_group: TaskGroup) -> None:
+    def __init__(self, store: ConversationStorage, hub: EventHub, task_group: TaskGroup) -> None:
         self._store = store
         self._hub = hub
         self._tg = task_group
         self._turns: dict[str, Turn] = {}
-        self._locks: dict[str, TurnLock] = {}
+        self._locks: dict[str, TurnLease] = {}
 
     def busy(self, conversation_id: str) -> bool:
         """Whether a turn of this daemon runs in the conversation."""
@@ -54,7 +54,7 @@ class RunningTurns:
         if self.busy(conversation_id):
             raise Busy(f"conversation {conversation_id} already has a running turn")
 
-    def run(self, turn: Turn, lock: TurnLock, link: ClientLink) -> None:
+    def run(self, turn: Turn, lock: TurnLease, link: ClientLink) -> None:
         """Run `turn` as a task, `link` following its conversation; `lock` (the
         conversation's turn lock) is released when the turn ends."""
         self._locks[turn.turn_id] = lock

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
-from jpd.conversation.paths import SNAPSHOTS_DIR
-from jpd.conversation.store import ConversationNotFound, new_conversation_id
+from jpd.conversation.paths import SNAPSHOTS_DIR, new_conversation_id
+from jpd.conversation.port import ConversationNotFound
 from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
 from jpd.core.request_env import RequestEnv

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from jpd.conversation.paths import SNAPSHOTS_DIR
-from jpd.conversation.store import ConversationNotFound
+from jpd.conversation.port import ConversationNotFound
 from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
 from jpd.protocol.client_requests import ChangedFile, TurnChangesResult

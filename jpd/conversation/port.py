@@ -1,0 +1,126 @@
+"""The storage port under the conversation layer: what the daemon asks of a store.
+
+Two implementations: `jpd.conversation.jsonl` (the embedded default: a directory of
+JSONL files per conversation, a `flock` per running turn) and `jpd.conversation.pg`
+(Postgres, for daemons that share conversations; imported only when configured, see
+`jpd.conversation.open_store`). Both keep the same log semantics: events are only ever
+appended, in order; `sync` makes them durable; recovery (`jpd.conversation.recovery`)
+reads the log to close a turn its daemon left open.
+
+The methods are synchronous: the daemon calls the slow ones (load, sync, list) from a
+worker thread, and `append` (a flushed write, no fsync) from the event loop.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+from jpd.conversation.events import Event, TurnStart
+from jpd.conversation.metadata import ConversationMeta
+
+
+class ConversationNotFound(KeyError):
+    """No conversation with this id exists in the store."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(conversation_id)
+        self.conversation_id = conversation_id
+
+    def __str__(self) -> str:
+        return f"conversation not found: {self.conversation_id}"
+
+
+class ConversationExists(FileExistsError):
+    """`create` was called for an id that already has a log."""
+
+
+class LeaseLost(RuntimeError):
+    """This daemon no longer holds the conversation's turn lease: another daemon took it
+    over (a newer epoch), or it could not renew it in time. Nothing more is written."""
+
+    def __init__(self, conversation_id: str, detail: str = "") -> None:
+        super().__init__(conversation_id)
+        self.conversation_id = conversation_id
+        self.detail = detail
+
+    def __str__(self) -> str:
+        more = f": {self.detail}" if self.detail else ""
+        return f"turn lease of conversation {self.conversation_id} lost{more}"
+
+
+class TurnLease(Protocol):
+    """The right to write a conversation's turn, held while it runs (one writer)."""
+
+    def release(self) -> None:
+        """Give it back (idempotent)."""
+
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (from any thread) if the lease is lost while held; a lease
+        that cannot be lost (a `flock`) never calls it."""
+
+
+class ConversationStorage(Protocol):
+    """Conversations: their event logs, summaries, turn leases and blob directories."""
+
+    @property
+    def root(self) -> Path:
+        """The local data dir (blobs, replay files)."""
+
+    def create(self, conversation_id: str) -> None:
+        """Create an empty conversation; raise `ConversationExists` if it has a log."""
+
+    def exists(self, conversation_id: str) -> bool:
+        """Whether the conversation has a log."""
+
+    def append(self, conversation_id: str, event: Event) -> None:
+        """Append one event (visible to readers at once, durable after `sync`).
+
+        Raises `ConversationNotFound`, or `LeaseLost` when a lease-holding store no
+        longer holds the conversation's turn lease.
+        """
+
+    def sync(self, conversation_id: str) -> None:
+        """Make every appended event durable."""
+
+    def sync_entries(self, conversation_id: str) -> None:
+        """Make a created conversation itself durable, ahead of its first `sync`."""
+
+    def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
+        """All events, oldest first (passed through `sanitize` unless told not to)."""
+
+    def load_encoded(self, conversation_id: str) -> bytes:
+        """The sanitized events as one JSON array, each in its stored form."""
+
+    def delete(self, conversation_id: str) -> None:
+        """Remove a conversation; raise `ConversationNotFound` if absent."""
+
+    def metadata(self, conversation_id: str) -> ConversationMeta:
+        """The conversation's summary."""
+
+    def list(self) -> builtins.list[ConversationMeta]:
+        """Every conversation's summary, most recently updated first."""
+
+    def release(self, conversation_id: str) -> None:
+        """The conversation went idle: drop what is kept in memory for it."""
+
+    def close(self) -> None:
+        """Make everything durable and close what is open (the store stays usable)."""
+
+    def conversation_dir(self, conversation_id: str) -> Path:
+        """The local directory of a conversation's blobs (file snapshots, images)."""
+
+    def lock_turn(self, conversation_id: str) -> TurnLease | None:
+        """Take the conversation's turn lease; None if a live holder has it. Raises
+        `ConversationNotFound` if the conversation does not exist."""
+
+    def last_turn(self, conversation_id: str) -> tuple[bool, TurnStart | None]:
+        """(open, resumable start) of the conversation's last turn: open when it has no
+        `turn_end` after its start (or latest `turn_resume`); the start when it ended
+        `interrupted`. (False, None) for a conversation without a turn or log."""
+
+    def scan_turns(self) -> Iterator[tuple[str, bool, TurnStart | None]]:
+        """`last_turn` of every conversation, as (id, open, resumable start): the
+        start-up scan that finds turns to recover and to offer for resuming."""
