@@ -69,6 +69,11 @@ class ConversationStorage(Protocol):
     def root(self) -> Path:
         """The local data dir (blobs, replay files)."""
 
+    @property
+    def takeover_interval(self) -> float | None:
+        """Seconds between scans for turns whose holder stopped renewing its lease (a
+        fleet's store); None: a lease dies with its process (`flock`), nothing to scan."""
+
     def create(self, conversation_id: str) -> None:
         """Create an empty conversation; raise `ConversationExists` if it has a log."""
 

@@ -123,19 +123,19 @@ def recover_all(store: ConversationStorage) -> dict[str, ev.TurnStart]:
     return found
 
 
-def recover_unlocked(store: ConversationStorage, conversation_id: str) -> bool:
-    """`recover` under the turn lease, unless a live daemon holds it; whether it ran."""
+def recover_unlocked(store: ConversationStorage, conversation_id: str) -> int:
+    """`recover` under the turn lease, unless a live daemon holds it; the number of
+    events appended (0: nothing was open, or another daemon holds the lease)."""
     try:
         lease = store.lock_turn(conversation_id)
     except (ConversationNotFound, OSError):
-        return False
+        return 0
     if lease is None:
-        return False  # a live daemon runs this turn
+        return 0  # a live daemon runs this turn
     try:
-        recover(store, conversation_id)
+        return recover(store, conversation_id)
     except (OSError, LeaseLost) as exc:
         log.warning("could not recover conversation %s: %s", conversation_id, exc)
-        return False
+        return 0
     finally:
         lease.release()
-    return True

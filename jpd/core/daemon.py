@@ -86,6 +86,11 @@ class Daemon:
         self.undo_turn, self.turn_changes = undoing.undo, undoing.changes
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
+        interval = self.store.takeover_interval
+        if interval is not None:  # a fleet member: take over the turns others left
+            from jpd.core.takeover import watch
+
+            task_group.start_soon(watch, self.store, self.resume_turn, interval)
 
     # --- configuration -------------------------------------------------------------
 

@@ -8,6 +8,8 @@ import logging
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from jpd.conversation.port import ConversationStorage
@@ -60,6 +62,10 @@ class RunningTurns:
         self._locks[turn.turn_id] = lock
         self._turns[turn.turn_id] = turn
         self._hub.subscribe(turn.conversation_id, link)
+        # A fleet's lease can be lost (another daemon took the turn over): stop the turn
+        # and its tools at once; its writes are refused by then (port.LeaseLost).
+        token = anyio.lowlevel.current_token()
+        lock.on_lost(lambda: anyio.from_thread.run_sync(turn.cancel, token=token))
         self._tg.start_soon(self._run, turn)
 
     async def _run(self, turn: Turn) -> None:

@@ -4,6 +4,7 @@ conversation (creating a new one) and hand the turn to `RunningTurns`."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import secrets
 from collections.abc import Mapping
@@ -100,9 +101,14 @@ class TurnStarter:
         turn_id: str,
         detached: Any = None,
         environment: ClientEnvironment | None = None,
+        takeover: bool = False,
     ) -> TurnInfo:
         """Continue an interrupted turn under its id (protocol.md 12.4): interrupted tool
-        calls run again, a cut output is continued, then the turn goes on as usual."""
+        calls run again, a cut output is continued, then the turn goes on as usual.
+
+        `takeover`: this daemon continues a turn another daemon of the fleet left (its
+        lease expired): a cut tool whose kind is not read or search stays reported
+        interrupted and is not run again (it may have acted already)."""
         from jpd.conversation.resume import NotResumable, TurnNotFound, plan_resume
         from jpd.llm.base import ToolChoiceAuto
 
@@ -116,6 +122,11 @@ class TurnStarter:
                 functools.partial(self._parts.store.load, conversation_id, sanitized=False)
             )
             plan = plan_resume(events, turn_id)
+            if takeover:
+                from jpd.tools.kinds import tool_kind
+
+                safe = tuple(r for r in plan.rerun if tool_kind(r.name) in ("read", "search"))
+                plan = dataclasses.replace(plan, rerun=safe)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
         except TurnNotFound:

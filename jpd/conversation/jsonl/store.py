@@ -99,6 +99,11 @@ class ConversationStore:
         """The data dir this store was created with."""
         return self._root
 
+    @property
+    def takeover_interval(self) -> float | None:
+        """None: a turn lock dies with its daemon; start-up recovery covers the rest."""
+        return None
+
     @staticmethod
     def new_conversation_id() -> str:
         """A fresh id, sortable by creation time (see `paths.new_conversation_id`)."""

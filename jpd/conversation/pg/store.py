@@ -114,6 +114,7 @@ class PgStore:
         max_connections: int = 8,
     ) -> None:
         self._root = Path(root)
+        self.url = url
         self.holder = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_ttl = lease_ttl
         self._leases: dict[str, PgLease] = {}
@@ -129,8 +130,12 @@ class PgStore:
             name="jpd-store",
         )
         self._pool.open(wait=True, timeout=RETRY_FOR)
-        with self._pool.connection() as conn:
-            migrate(conn)
+        try:
+            with self._pool.connection() as conn:
+                migrate(conn)
+        except BaseException:
+            self._pool.close()
+            raise
 
     @staticmethod
     def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -140,6 +145,11 @@ class PgStore:
     @property
     def root(self) -> Path:
         return self._root
+
+    @property
+    def takeover_interval(self) -> float | None:
+        """Often enough that a turn is taken over within a second or so of its expiry."""
+        return min(1.0, self.lease_ttl / 3)
 
     def _run(self, work: Callable[[psycopg.Connection[Any]], T], retry_for: float = RETRY_FOR) -> T:
         """`work` on a pooled connection, retried while the database is unreachable."""

@@ -1,0 +1,116 @@
+"""Two daemons on one Postgres store: after a SIGKILL of the daemon running a turn, the
+other takes the turn over once its lease expired, closes it with jpd's recovery (the
+cut tool reported interrupted, not run again) and finishes it; seqs stay contiguous
+and no event is written twice."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from tests.e2e.sockets import Daemons, Listening, SocketClient, add_config, socket_env, wait_for
+from tests.e2e.tools import add_tool, tool_call
+
+TTL = 2
+SLOW = """
+with open(os.path.join(os.getcwd(), "runs"), "a") as f:
+    f.write(f"{os.getpid()}\\n")
+time.sleep(600)
+"""
+
+
+def member(home: Path, url: str, responses: list[dict[str, Any]]) -> dict[str, str]:
+    home.mkdir()
+    env = socket_env(home, responses)
+    env["JPD_STORE_URL"] = url
+    add_config(env, f'[daemon.fleet]\nhost = "{home.name}"\nlease_ttl = {TTL}\n')
+    add_tool(env, "slow", SLOW)
+    return env
+
+
+async def start(
+    daemons: Daemons, env: dict[str, str], **init: Any
+) -> tuple[Listening, SocketClient]:
+    daemon = await daemons.start(env)
+    client = await SocketClient.connect(daemon.socket)
+    await client.initialize(**init)
+    return daemon, client
+
+
+def stored(url: str, cid: str) -> list[tuple[int, dict[str, Any]]]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT seq, body FROM jpd_events WHERE conversation_id = %s ORDER BY seq", (cid,)
+        ).fetchall()
+    return [(seq, json.loads(body)) for seq, body in rows]
+
+
+async def test_a_killed_members_turn_is_taken_over_and_finished(
+    tmp_path: Path, pg_url: str, daemons: Daemons
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env_a = member(tmp_path / "a", pg_url, [{"text": "Running it.", **tool_call("slow")}])
+    env_b = member(tmp_path / "b", pg_url, [{"text": "Finished on B."}])
+    daemon_a, client_a = await start(daemons, env_a, workspaceRoot=str(workspace))
+    _, client_b = await start(daemons, env_b)
+    try:
+        started = await client_a.request("turn/start", {"message": "run it"})
+        cid = started["conversationId"]
+        await wait_for((workspace / "runs").exists, "the tool to run")
+        # B sees the conversation, and leaves A's running turn alone.
+        listed = await client_b.request("conversation/list")
+        assert cid in [c["conversationId"] for c in listed["conversations"]]
+
+        daemon_a.process.send_signal(signal.SIGKILL)
+        await daemon_a.wait_exit()
+        await client_a.close()
+
+        def finished() -> bool:
+            events = [e for _, e in stored(pg_url, cid)]
+            return bool(events) and events[-1] == {
+                **events[-1],
+                "type": "turn_end",
+                "stop_reason": "end_turn",
+            }
+
+        await wait_for(finished, "B to finish the turn")
+        rows = stored(pg_url, cid)
+        assert [seq for seq, _ in rows] == list(range(1, len(rows) + 1))
+        lines = [json.dumps(e, sort_keys=True) for _, e in rows]
+        assert len(lines) == len(set(lines)), "an event was written twice"
+        types = [e["type"] for _, e in rows]
+        assert types == [
+            "turn_start",
+            "chat_request",
+            "chat_response",
+            "tool_call_request",
+            "tool_call_response",
+            "turn_end",
+            "turn_resume",
+            "chat_response",
+            "turn_end",
+        ]
+        cut = rows[4][1]
+        assert cut["is_error"] and cut["interrupted"]
+        assert rows[5][1]["stop_reason"] == "interrupted"
+        assert rows[7][1]["message"] == "Finished on B."
+        runs = (workspace / "runs").read_text().split()
+        assert len(runs) == 1, "the cut tool ran again"
+        got = await client_b.request("conversation/get", {"conversationId": cid})
+        assert [e["type"] for e in got["events"]] == types
+    finally:
+        for pid in (
+            (workspace / "runs").read_text().split() if (workspace / "runs").exists() else []
+        ):
+            try:
+                import os
+
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        await client_b.close()
