@@ -5,14 +5,26 @@ and no event is written twice."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import os
 import signal
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from tests.e2e.sockets import Daemons, Listening, SocketClient, add_config, socket_env, wait_for
+from tests.e2e.sockets import (
+    Daemons,
+    Listening,
+    RpcError,
+    SocketClient,
+    add_config,
+    pid_alive,
+    socket_env,
+    wait_for,
+)
 from tests.e2e.tools import add_tool, tool_call
 
 TTL = 2
@@ -104,13 +116,98 @@ async def test_a_killed_members_turn_is_taken_over_and_finished(
         got = await client_b.request("conversation/get", {"conversationId": cid})
         assert [e["type"] for e in got["events"]] == types
     finally:
-        for pid in (
-            (workspace / "runs").read_text().split() if (workspace / "runs").exists() else []
-        ):
-            try:
-                import os
+        kill_runs(workspace)
+        await client_b.close()
 
-                os.kill(int(pid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+
+def kill_runs(workspace: Path) -> None:
+    runs = workspace / "runs"
+    for pid in runs.read_text().split() if runs.exists() else []:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+async def test_a_paused_member_writes_nothing_after_losing_its_lease_and_kills_its_tool(
+    tmp_path: Path, pg_url: str, daemons: Daemons
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env_a = member(tmp_path / "a", pg_url, [{"text": "Running it.", **tool_call("slow")}])
+    env_b = member(tmp_path / "b", pg_url, [{"text": "Finished on B."}])
+    daemon_a, client_a = await start(daemons, env_a, workspaceRoot=str(workspace))
+    _, client_b = await start(daemons, env_b)
+    try:
+        started = await client_a.request("turn/start", {"message": "run it"})
+        cid = started["conversationId"]
+        await wait_for((workspace / "runs").exists, "the tool to run")
+        (tool_pid,) = map(int, (workspace / "runs").read_text().split())
+
+        daemon_a.process.send_signal(signal.SIGSTOP)  # a zombie: alive, but not renewing
+        await wait_for(
+            lambda: (
+                [e["type"] for _, e in stored(pg_url, cid)][-1:] == ["turn_end"]
+                and stored(pg_url, cid)[-1][1]["stop_reason"] == "end_turn"
+            ),
+            "B to take the turn over and finish it",
+        )
+        before = stored(pg_url, cid)
+        daemon_a.process.send_signal(signal.SIGCONT)
+        # A learns it lost the lease at its next renewal: it cancels the turn, which
+        # kills the tool, and its end of the turn is refused by the store.
+        await wait_for(lambda: not pid_alive(tool_pid), "A to kill its tool")
+        await client_a.wait_completed(started["turnId"])
+        assert stored(pg_url, cid) == before
+        assert len((workspace / "runs").read_text().split()) == 1
+        assert daemon_a.process.poll() is None, "A keeps running"
+    finally:
+        daemon_a.process.send_signal(signal.SIGCONT)
+        kill_runs(workspace)
+        await client_a.close()
+        await client_b.close()
+
+
+async def test_members_racing_turn_start_never_run_two_turns(
+    tmp_path: Path, pg_url: str, daemons: Daemons
+) -> None:
+    slow = {"text": "x" * 40, "chunk": 4, "delay_ms": 20}  # about 0.2 s per turn
+    env_a = member(tmp_path / "a", pg_url, [slow] * 12)
+    env_b = member(tmp_path / "b", pg_url, [slow] * 12)
+    _, client_a = await start(daemons, env_a)
+    _, client_b = await start(daemons, env_b)
+    try:
+        first = await client_a.request("turn/start", {"message": "first"})
+        cid = first["conversationId"]
+        await client_a.wait_completed(first["turnId"])
+        busy = 0
+        for round_ in range(5):
+            params = {"message": f"race {round_}", "conversationId": cid}
+            results = await asyncio.gather(
+                client_a.request("turn/start", params),
+                client_b.request("turn/start", params),
+                return_exceptions=True,
+            )
+            for result in results:
+                if isinstance(result, RpcError):
+                    assert result.code == -32005, result
+                    busy += 1
+                else:
+                    assert not isinstance(result, BaseException), result
+            ran = [r for r in results if isinstance(r, dict)]
+            assert ran, "neither start ran"
+            for client, result in zip((client_a, client_b), results, strict=True):
+                if isinstance(result, dict):
+                    await client.wait_completed(result["turnId"])
+        assert busy >= 1  # the race was real at least once
+        events = [e for _, e in stored(pg_url, cid)]
+        open_turn = None
+        for event in events:  # turns never overlap: each start follows the last end
+            if event["type"] == "turn_start":
+                assert open_turn is None, "two turns ran at once"
+                open_turn = event["turn_id"]
+            elif event["type"] == "turn_end":
+                assert event["turn_id"] == open_turn
+                open_turn = None
+        assert open_turn is None
+    finally:
+        await client_a.close()
         await client_b.close()
