@@ -46,7 +46,9 @@ WITH c AS (
   UPDATE jpd_conversations SET
     next_seq = next_seq + 1,
     event_count = event_count + 1,
-    updated_at = greatest(updated_at, %(ts)s),
+    -- the first event dates the conversation (as the JSONL store's summary does)
+    created_at = CASE WHEN event_count = 0 THEN least(created_at, %(ts)s) ELSE created_at END,
+    updated_at = CASE WHEN event_count = 0 THEN %(ts)s ELSE greatest(updated_at, %(ts)s) END,
     title = coalesce(title, %(title)s),
     workspace = coalesce(%(workspace)s, workspace),
     turn_open = CASE %(turn)s WHEN 'start' THEN true WHEN 'resume' THEN true
