@@ -55,9 +55,7 @@ def test_import_copies_each_conversation_once(tmp_path: Path, pg_url: str) -> No
             got = store.metadata(cid)
             # Dated by its first event, as a summary rebuilt from the log is.
             assert got.created_at == events[0].timestamp
-            assert got.model_dump(exclude={"created_at"}) == meta.model_dump(
-                exclude={"created_at"}
-            )
+            assert got.model_dump(exclude={"created_at"}) == meta.model_dump(exclude={"created_at"})
             assert store.load(cid, sanitized=False) == events
         assert store.last_turn("c-2") == (True, None)
     finally:
