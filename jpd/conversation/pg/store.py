@@ -127,7 +127,6 @@ class PgStore:
             max_size=max_connections,
             kwargs={"autocommit": True},
             configure=self._configure,
-            check=ConnectionPool.check_connection,
             open=False,
             name="jpd-store",
         )
