@@ -37,6 +37,10 @@ class ConversationExists(FileExistsError):
     """`create` was called for an id that already has a log."""
 
 
+class ConversationBusy(RuntimeError):
+    """Another daemon holds the conversation's turn lease (it runs a turn there)."""
+
+
 class LeaseLost(RuntimeError):
     """This daemon no longer holds the conversation's turn lease: another daemon took it
     over (a newer epoch), or it could not renew it in time. Nothing more is written."""
@@ -100,7 +104,8 @@ class ConversationStorage(Protocol):
         """The sanitized events as one JSON array, each in its stored form."""
 
     def delete(self, conversation_id: str) -> None:
-        """Remove a conversation; raise `ConversationNotFound` if absent."""
+        """Remove a conversation; raise `ConversationNotFound` if absent, and
+        `ConversationBusy` if another daemon runs a turn in it."""
 
     def metadata(self, conversation_id: str) -> ConversationMeta:
         """The conversation's summary."""

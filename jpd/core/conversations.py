@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING
 import anyio
 
 from jpd.conversation.paths import InvalidConversationId
-from jpd.conversation.port import ConversationExists, ConversationNotFound, ConversationStorage
+from jpd.conversation.port import (
+    ConversationBusy,
+    ConversationExists,
+    ConversationNotFound,
+    ConversationStorage,
+)
 from jpd.core.hub import EventHub
 from jpd.protocol.errors import Busy, InvalidParams, NotFound
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
@@ -90,6 +95,8 @@ class Conversations:
             await anyio.to_thread.run_sync(self.store.delete, conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
+        except ConversationBusy as exc:
+            raise Busy(str(exc)) from exc
         await self._hub.forget(conversation_id)
         self.histories.pop(conversation_id, None)
         self.resumable.pop(conversation_id, None)

@@ -16,7 +16,7 @@ from jpd.conversation import events as ev
 from jpd.conversation.pg import PgStore
 from jpd.conversation.pg.schema import SCHEMA_VERSION, SchemaTooNew
 from jpd.conversation.pg.store import APPEND_SQL
-from jpd.conversation.port import LeaseLost
+from jpd.conversation.port import ConversationBusy, LeaseLost
 from jpd.conversation.recovery import recover
 
 CID = "c-lease"
@@ -156,3 +156,17 @@ def test_the_schema_is_migrated_once_and_a_newer_one_refused(pg_url: str, tmp_pa
         conn.execute("INSERT INTO jpd_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
     with pytest.raises(SchemaTooNew, match="upgrade jpd"):
         PgStore(pg_url, tmp_path, host="c")
+
+
+def test_a_conversation_whose_turn_runs_elsewhere_is_not_deleted(
+    stores: tuple[PgStore, PgStore],
+) -> None:
+    a, b = stores
+    lease = a.lock_turn(CID)
+    assert lease is not None
+    with pytest.raises(ConversationBusy):
+        b.delete(CID)
+    assert b.exists(CID)
+    lease.release()
+    b.delete(CID)
+    assert not a.exists(CID)

@@ -32,7 +32,12 @@ from jpd.conversation.metadata import ConversationMeta, aware, make_title
 from jpd.conversation.paths import validate_id
 from jpd.conversation.pg.lease import CLAIM_SQL, PgLease
 from jpd.conversation.pg.schema import migrate
-from jpd.conversation.port import ConversationExists, ConversationNotFound, LeaseLost
+from jpd.conversation.port import (
+    ConversationBusy,
+    ConversationExists,
+    ConversationNotFound,
+    LeaseLost,
+)
 from jpd.conversation.sanitize import sanitize
 
 log = logging.getLogger(__name__)
@@ -292,8 +297,14 @@ class PgStore:
 
     def delete(self, conversation_id: str) -> None:
         cid = validate_id(conversation_id)
-        row = self._one("DELETE FROM jpd_conversations WHERE id = %s RETURNING id", (cid,))
+        row = self._one(
+            "DELETE FROM jpd_conversations WHERE id = %s AND (lease_holder IS NULL "
+            "OR lease_expires < now() OR lease_holder = %s) RETURNING id",
+            (cid, self.holder),
+        )
         if row is None:
+            if self.exists(cid):
+                raise ConversationBusy(f"conversation {cid} has a turn running in another jpd")
             raise ConversationNotFound(cid)
 
     def metadata(self, conversation_id: str) -> ConversationMeta:
