@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 from jpd.conversation.events import Event, TurnStart
 from jpd.conversation.metadata import ConversationMeta
@@ -64,6 +64,37 @@ class TurnLease(Protocol):
     def on_lost(self, callback: Callable[[], None]) -> None:
         """Call `callback` (from any thread) if the lease is lost while held; a lease
         that cannot be lost (a `flock`) never calls it."""
+
+
+class QuestionBoard(Protocol):
+    """Questions pending in one daemon of a fleet, answerable from any (see
+    `jpd.conversation.pg.questions`). Keys are (conversation, turn, inquiry) ids."""
+
+    def post(self, key: tuple[str, str, str], info_json: str) -> None:
+        """Offer this daemon's question to the others (`PendingInfo` as JSON)."""
+
+    def withdraw(self, key: tuple[str, str, str]) -> None:
+        """The question was resolved or ended here."""
+
+    def others(self) -> builtins.list[str]:
+        """Unanswered questions other daemons wait on, as posted."""
+
+    def answer(
+        self,
+        inquiry_id: str,
+        conversation_id: str | None,
+        turn_id: str | None,
+        value: Any,
+        remember: bool,
+        by: str,
+    ) -> Literal["answered", "already", "missing", "ambiguous"]:
+        """Answer another daemon's question; the first answer stored wins."""
+
+    def answers(self) -> builtins.list[tuple[tuple[str, str, str], Any, bool, str]]:
+        """Answers stored for this daemon's questions: (key, value, remember, by)."""
+
+    def reopen(self, key: tuple[str, str, str], by: str) -> None:
+        """Clear an answer found invalid, so that the question waits on."""
 
 
 class ConversationStorage(Protocol):
@@ -130,6 +161,9 @@ class ConversationStorage(Protocol):
         """(open, resumable start) of the conversation's last turn: open when it has no
         `turn_end` after its start (or latest `turn_resume`); the start when it ended
         `interrupted`. (False, None) for a conversation without a turn or log."""
+
+    def question_board(self) -> QuestionBoard | None:
+        """Where questions are shared with other daemons; None: not in a fleet."""
 
     def scan_turns(self) -> Iterator[tuple[str, bool, TurnStart | None]]:
         """`last_turn` of every conversation, as (id, open, resumable start): the

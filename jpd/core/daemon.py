@@ -41,6 +41,7 @@ from jpd.settings import Settings
 # config, the turn loop, tools, inquiries and providers load with the first use.
 if TYPE_CHECKING:
     from jpd.config import Config
+    from jpd.core.shared_questions import SharedQuestions
     from jpd.tools.catalog import EffectiveTool
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,13 @@ class Daemon:
             from jpd.core.takeover import watch
 
             task_group.start_soon(watch, self.store, self.resume_turn, interval)
+        board = self.store.question_board()
+        self.shared: SharedQuestions | None = None
+        if board is not None:  # a fleet member: questions answerable from any member
+            from jpd.core.shared_questions import SharedQuestions
+
+            self.shared = SharedQuestions(board, self.questions)
+            task_group.start_soon(self.shared.run)
 
     # --- configuration -------------------------------------------------------------
 
@@ -185,8 +193,12 @@ class Daemon:
         return list((await self.tools.catalog(cfg, [], renv.root)).values())
 
     def pending_inquiries(self) -> list[PendingInfo]:
-        """Questions and permission requests waiting for an answer."""
-        return self.questions.pending()
+        """Questions and permission requests waiting for an answer (in a fleet, also
+        those of the other members)."""
+        mine = self.questions.pending()
+        if self.shared is None:
+            return mine
+        return sorted([*mine, *self.shared.others()], key=lambda i: i.asked_at)
 
     def answer_inquiry(
         self,
@@ -197,15 +209,22 @@ class Daemon:
         conversation_id: str | None = None,
         turn_id: str | None = None,
     ) -> None:
-        """Answer a pending question from any client (first valid answer wins)."""
-        self.questions.answer(
-            inquiry_id,
-            answer,
-            remember,
-            by=f"client-{link.link_id}",
-            conversation_id=conversation_id,
-            turn_id=turn_id,
-        )
+        """Answer a pending question from any client (first valid answer wins); in a
+        fleet, also one pending on another member."""
+        by = f"client-{link.link_id}"
+        try:
+            self.questions.answer(
+                inquiry_id,
+                answer,
+                remember,
+                by=by,
+                conversation_id=conversation_id,
+                turn_id=turn_id,
+            )
+        except NotFound as missing:
+            if self.shared is None:
+                raise
+            self.shared.answer(missing, inquiry_id, answer, remember, by, conversation_id, turn_id)
 
     async def aclose(self) -> None:
         """Cancel running turns, wait until each has recorded its end, close resources."""

@@ -66,6 +66,7 @@ NOT_AT_START_UP = (
     # The Postgres store: only with a store URL configured (a fleet member).
     "jpd.conversation.pg",
     "jpd.core.takeover",
+    "jpd.core.shared_questions",
     "jpd.core.store_import",
     "psycopg",
     "psycopg_pool",

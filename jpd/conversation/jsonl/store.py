@@ -273,6 +273,10 @@ class ConversationStore:
         """See `port.ConversationStorage.last_turn`: one tail read of the log."""
         return last_turn(self.conversation_dir(conversation_id) / EVENTS_FILE)
 
+    def question_board(self) -> None:
+        """None: one daemon owns a data dir, its questions are its own."""
+        return None
+
     def scan_turns(self) -> Iterator[tuple[str, bool, TurnStart | None]]:
         """`last_turn` of each conversation directory, one tail read each."""
         try:

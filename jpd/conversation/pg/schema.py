@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _LOCK_KEY = 0x6A7064  # "jpd": the advisory lock taken while migrating
 
 # Migration N brings the schema from version N-1 to N; never edit one once released.
@@ -38,6 +38,20 @@ MIGRATIONS: dict[int, str] = {
         UNIQUE (conversation_id, event_id)
     );
     CREATE INDEX jpd_conversations_open ON jpd_conversations (id) WHERE turn_open;
+    """,
+    2: """
+    CREATE TABLE jpd_questions (
+        conversation_id text NOT NULL REFERENCES jpd_conversations (id) ON DELETE CASCADE,
+        turn_id text NOT NULL,
+        inquiry_id text NOT NULL,
+        holder text NOT NULL,
+        info text NOT NULL,
+        answer text,
+        remember boolean NOT NULL DEFAULT false,
+        answered_by text,
+        PRIMARY KEY (conversation_id, turn_id, inquiry_id)
+    );
+    CREATE INDEX jpd_questions_holder ON jpd_questions (holder);
     """,
 }
 

@@ -31,6 +31,7 @@ from jpd.conversation.logfile import encode_sanitized, parse_log
 from jpd.conversation.metadata import ConversationMeta, aware, make_title
 from jpd.conversation.paths import validate_id
 from jpd.conversation.pg.lease import CLAIM_SQL, PgLease
+from jpd.conversation.pg.questions import PgQuestionBoard
 from jpd.conversation.pg.schema import migrate
 from jpd.conversation.port import (
     ConversationBusy,
@@ -358,6 +359,9 @@ class PgStore:
         if row is None:
             return False, None
         return bool(row[0]), None if row[0] else _start(row[1])
+
+    def question_board(self) -> PgQuestionBoard:
+        return PgQuestionBoard(self._run, self.holder)
 
     def scan_turns(self) -> Iterator[tuple[str, bool, ev.TurnStart | None]]:
         rows = self._run(
