@@ -97,6 +97,26 @@ class QuestionBoard(Protocol):
         """Clear an answer found invalid, so that the question waits on."""
 
 
+class TurnStream(Protocol):
+    """The live events of turns running on other daemons of a fleet (see
+    `jpd.conversation.pg.stream`). Bodies are `turn/event` params as sent on the wire."""
+
+    def publish(self, conversation_id: str, turn_id: str, bodies: builtins.list[str]) -> None:
+        """Add a batch of this daemon's events of a turn, and wake the followers."""
+
+    def read(self, conversation_id: str, after: int) -> builtins.list[tuple[int, str]]:
+        """Other daemons' events after position `after`: (position, body)."""
+
+    def follow(self, conversation_id: str) -> None:
+        """Be woken by `wait` when the conversation has new events."""
+
+    def unfollow(self, conversation_id: str) -> None:
+        """No more wake-ups for it."""
+
+    def wait(self, timeout: float) -> set[str]:
+        """Block up to `timeout` seconds; the followed conversations with new events."""
+
+
 class ConversationStorage(Protocol):
     """Conversations: their event logs, summaries, turn leases and blob directories."""
 
@@ -164,6 +184,9 @@ class ConversationStorage(Protocol):
 
     def question_board(self) -> QuestionBoard | None:
         """Where questions are shared with other daemons; None: not in a fleet."""
+
+    def turn_stream(self) -> TurnStream | None:
+        """Where turns' live events are shared with other daemons; None: not a fleet."""
 
     def scan_turns(self) -> Iterator[tuple[str, bool, TurnStart | None]]:
         """`last_turn` of every conversation, as (id, open, resumable start): the

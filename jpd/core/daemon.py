@@ -41,6 +41,7 @@ from jpd.settings import Settings
 # config, the turn loop, tools, inquiries and providers load with the first use.
 if TYPE_CHECKING:
     from jpd.config import Config
+    from jpd.core.follow import Followers
     from jpd.core.shared_questions import SharedQuestions
     from jpd.tools.catalog import EffectiveTool
 
@@ -92,6 +93,16 @@ class Daemon:
             from jpd.core.takeover import watch
 
             task_group.start_soon(watch, self.store, self.resume_turn, interval)
+        stream = self.store.turn_stream()
+        self.followers: Followers | None = None
+        if stream is not None:  # a fleet member: clients here follow turns of others
+            from jpd.core.follow import Followers, Relay
+
+            relay = Relay(stream)
+            self.turns.relay = relay
+            self.followers = Followers(stream, self.hub, self.turns.busy)
+            task_group.start_soon(relay.run)
+            task_group.start_soon(self.followers.run)
         board = self.store.question_board()
         self.shared: SharedQuestions | None = None
         if board is not None:  # a fleet member: questions answerable from any member
@@ -147,6 +158,8 @@ class Daemon:
         if not self.store.exists(conversation_id):
             raise NotFound(f"conversation not found: {conversation_id}")
         last, oldest = await self.hub.attach(conversation_id, link, from_seq)
+        if self.followers is not None and not self.turns.busy(conversation_id):
+            await self.followers.follow(conversation_id)  # its turn may run elsewhere
         self.questions.client_ready(link, conversation_id)
         return last, oldest
 

@@ -46,6 +46,8 @@ class RunningTurns:
         self._tg = task_group
         self._turns: dict[str, Turn] = {}
         self._locks: dict[str, TurnLease] = {}
+        self.relay: ClientLink | None = None
+        """In a fleet: follows every turn here, for other members' clients (core.follow)."""
 
     def busy(self, conversation_id: str) -> bool:
         """Whether a turn of this daemon runs in the conversation."""
@@ -62,6 +64,8 @@ class RunningTurns:
         self._locks[turn.turn_id] = lock
         self._turns[turn.turn_id] = turn
         self._hub.subscribe(turn.conversation_id, link)
+        if self.relay is not None:
+            self._hub.subscribe(turn.conversation_id, self.relay)
         # A fleet's lease can be lost (another daemon took the turn over): stop the turn
         # and its tools at once; its writes are refused by then (port.LeaseLost).
         token = anyio.lowlevel.current_token()
@@ -76,6 +80,8 @@ class RunningTurns:
             lock = self._locks.pop(turn.turn_id, None)
             if lock is not None:
                 lock.release()
+            if self.relay is not None and not self.busy(turn.conversation_id):
+                self._hub.unsubscribe(turn.conversation_id, self.relay)
             with anyio.CancelScope(shield=True):
                 await self.settle(turn.conversation_id)
 

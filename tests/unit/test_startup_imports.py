@@ -67,6 +67,7 @@ NOT_AT_START_UP = (
     "jpd.conversation.pg",
     "jpd.core.takeover",
     "jpd.core.shared_questions",
+    "jpd.core.follow",
     "jpd.core.store_import",
     "psycopg",
     "psycopg_pool",

@@ -273,6 +273,10 @@ class ConversationStore:
         """See `port.ConversationStorage.last_turn`: one tail read of the log."""
         return last_turn(self.conversation_dir(conversation_id) / EVENTS_FILE)
 
+    def turn_stream(self) -> None:
+        """None: one daemon owns a data dir; its clients follow its turns directly."""
+        return None
+
     def question_board(self) -> None:
         """None: one daemon owns a data dir, its questions are its own."""
         return None

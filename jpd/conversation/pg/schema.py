@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _LOCK_KEY = 0x6A7064  # "jpd": the advisory lock taken while migrating
 
 # Migration N brings the schema from version N-1 to N; never edit one once released.
@@ -52,6 +52,16 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (conversation_id, turn_id, inquiry_id)
     );
     CREATE INDEX jpd_questions_holder ON jpd_questions (holder);
+    """,
+    3: """
+    CREATE TABLE jpd_stream (
+        conversation_id text NOT NULL REFERENCES jpd_conversations (id) ON DELETE CASCADE,
+        n bigserial NOT NULL,
+        member text NOT NULL,
+        turn_id text NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (conversation_id, n)
+    );
     """,
 }
 

@@ -33,6 +33,7 @@ from jpd.conversation.paths import validate_id
 from jpd.conversation.pg.lease import CLAIM_SQL, PgLease
 from jpd.conversation.pg.questions import PgQuestionBoard
 from jpd.conversation.pg.schema import migrate
+from jpd.conversation.pg.stream import PgTurnStream
 from jpd.conversation.port import (
     ConversationBusy,
     ConversationExists,
@@ -143,6 +144,7 @@ class PgStore:
         except BaseException:
             self._pool.close()
             raise
+        self._stream = PgTurnStream(self._run, url, self.holder)
 
     @staticmethod
     def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -323,6 +325,7 @@ class PgStore:
         """Give back every lease still held and close the connections."""
         for lease in builtins.list(self._leases.values()):
             lease.release()
+        self._stream.close()
         self._pool.close()
 
     def conversation_dir(self, conversation_id: str) -> Path:
@@ -359,6 +362,9 @@ class PgStore:
         if row is None:
             return False, None
         return bool(row[0]), None if row[0] else _start(row[1])
+
+    def turn_stream(self) -> PgTurnStream:
+        return self._stream
 
     def question_board(self) -> PgQuestionBoard:
         return PgQuestionBoard(self._run, self.holder)
