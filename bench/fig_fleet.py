@@ -16,9 +16,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.fig_start import scripted_env
-from bench.report import Row, med, ms
+from bench.report import Row, med, ms, pct
 from bench.rpcclient import ROOT, Client
 
 LEASE_TTL = 2.0
@@ -180,6 +181,82 @@ def takeover(url: str, home: Path, base: dict[str, str]) -> list[Row]:
     ]
 
 
+async def _deltas(client: Client, seen: dict[tuple[str, int], float], turns: int) -> None:
+    """Stamp each text delta's arrival as (turn, its index in the turn): time."""
+    counts: dict[str, int] = {}
+    done = 0
+
+    def note(message: dict[str, Any]) -> int:
+        params = message.get("params") or {}
+        kind = (
+            params.get("event", {}).get("kind") if message.get("method") == "turn/event" else None
+        )
+        if kind == "text_delta":
+            turn = params["turnId"]
+            index = counts.get(turn, 0)
+            counts[turn] = index + 1
+            seen.setdefault((turn, index), time.perf_counter())
+        return 1 if kind == "turn_completed" else 0
+
+    queued, client.notifications = client.notifications, []
+    for message in queued:  # arrived before the stamping began: counted, not stamped
+        done += note(message)
+    seen.clear()
+    while done < turns:
+        done += note(json.loads(await client.read_body()))
+
+
+async def _follow(url: str, home: Path, base: dict[str, str], turns: int) -> list[float]:
+    text = " ".join(f"w{i}" for i in range(120))  # 40 deltas, one per 100 ms: 4 s
+    stream = {"text": text, "chunk": 12, "delay_ms": 100}
+    envs = [
+        _member(home / "f-a", base, url, [stream] * turns),
+        _member(home / "f-b", base, url, []),
+    ]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "jpd", "--listen"], cwd=ROOT, env=env, stdin=subprocess.DEVNULL
+        )
+        for env in envs
+    ]
+    try:
+        clients = []
+        for env in envs:
+            socket = Path(env["JP_SOCKET"])
+            while not socket.exists():
+                await asyncio.sleep(0.02)
+            client = await Client.connect(socket)
+            await client.initialize()
+            clients.append(client)
+        runner, follower = clients
+        started = [await runner.request("turn/start", {"message": "go"}) for _ in range(turns)]
+        for turn in started:
+            await follower.request("turn/attach", {"conversationId": turn["conversationId"]})
+        at_runner: dict[tuple[str, int], float] = {}
+        at_follower: dict[tuple[str, int], float] = {}
+        await asyncio.gather(
+            _deltas(runner, at_runner, turns), _deltas(follower, at_follower, turns)
+        )
+        return [at_follower[k] - t for k, t in at_runner.items() if k in at_follower]
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(30)
+
+
+def follow(url: str, home: Path, base: dict[str, str], turns: int) -> list[Row]:
+    delays = asyncio.run(_follow(url, home, base, turns))
+    return [
+        Row(
+            f"fleet: a follower on another member, {turns} streaming turns (p50 / p99)",
+            f"{ms(pct(delays, 0.5))} / {ms(pct(delays, 0.99))}",
+            "the member running them",
+            None,
+            "events relayed in 50 ms batches",
+        )
+    ]
+
+
 def fleet(base: dict[str, str], quick: bool) -> list[Row]:
     sys.path.insert(0, str(ROOT))
     from tests.fleet.pgserver import running_server
@@ -191,4 +268,5 @@ def fleet(base: dict[str, str], quick: bool) -> list[Row]:
         rows = appends(server.create_database("appends"), home, 500 if quick else 2000, 3)
         rows += turn_latency(server.create_database("turns"), home, base, 5 if quick else 20)
         rows += takeover(server.create_database("takeover"), home, base)
+        rows += follow(server.create_database("follow"), home, base, 20 if quick else 100)
         return rows

@@ -102,9 +102,12 @@ class PgTurnStream:
                 conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(name)))
                 self._listening.discard(name)
             notified = set(wanted.values()) if fresh else set()
-            for note in conn.notifies(timeout=timeout):
-                if note.channel in wanted:
-                    notified.add(wanted[note.channel])
+            if not notified:  # wait for the first, then take what else came with it
+                for note in conn.notifies(timeout=timeout, stop_after=1):
+                    notified.add(wanted.get(note.channel, ""))
+                for note in conn.notifies(timeout=0.001):
+                    notified.add(wanted.get(note.channel, ""))
+            notified.discard("")
             return notified
         except psycopg.Error:
             if self._listener is not None:
