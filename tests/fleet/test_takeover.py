@@ -143,13 +143,12 @@ async def test_a_paused_member_writes_nothing_after_losing_its_lease_and_kills_i
         (tool_pid,) = map(int, (workspace / "runs").read_text().split())
 
         daemon_a.process.send_signal(signal.SIGSTOP)  # a zombie: alive, but not renewing
-        await wait_for(
-            lambda: (
-                [e["type"] for _, e in stored(pg_url, cid)][-1:] == ["turn_end"]
-                and stored(pg_url, cid)[-1][1]["stop_reason"] == "end_turn"
-            ),
-            "B to take the turn over and finish it",
-        )
+
+        def finished() -> bool:
+            last = stored(pg_url, cid)[-1][1]  # one read: B appends meanwhile
+            return last.get("type") == "turn_end" and last.get("stop_reason") == "end_turn"
+
+        await wait_for(finished, "B to take the turn over and finish it")
         before = stored(pg_url, cid)
         daemon_a.process.send_signal(signal.SIGCONT)
         # A learns it lost the lease at its next renewal: it cancels the turn, which
