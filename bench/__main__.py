@@ -5,6 +5,8 @@ Run from the repository root (under a minute on 2 cores; `--quick` for fewer rou
 
     python -m bench [--quick] [--only start,requests,tokens,fanout,history,context,local]
 
+`--only fleet` (not in the default run) measures the Postgres store: docs/scale.md.
+
 It starts its own fake Anthropic server (2,000 tokens, one SSE event each), private
 daemons on stdio and on temporary Unix sockets, and temporary data directories.
 """
