@@ -14,8 +14,8 @@ import pytest
 
 from jpd.conversation import events as ev
 from jpd.conversation.pg import PgStore
+from jpd.conversation.pg.rows import APPEND_SQL
 from jpd.conversation.pg.schema import SCHEMA_VERSION, SchemaTooNew
-from jpd.conversation.pg.store import APPEND_SQL
 from jpd.conversation.port import ConversationBusy, LeaseLost
 from jpd.conversation.recovery import recover
 

@@ -49,3 +49,17 @@ def test_the_environment_wins_and_a_bad_fleet_config_is_an_error(
     env = env_with(tmp_path, "[daemon.fleet]\nlease_ttl = 0\n", JPD_STORE_URL=pg_url)
     with pytest.raises((ConfigInvalid, ConfigError), match="lease_ttl"):
         open_storage(tmp_path / "data", env, RequestConfigs(env))
+
+
+def test_an_unreachable_store_is_named_without_its_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jpd.conversation.pg import store as pg_store
+    from jpd.conversation.pg.rows import StoreUnavailable
+
+    monkeypatch.setattr(pg_store, "RETRY_FOR", 0.5)
+    url = "postgresql://jp:s3cret@127.0.0.1:1/jp"
+    with pytest.raises(StoreUnavailable, match="cannot reach the conversation store") as err:
+        pg_store.PgStore(url, tmp_path, host="h")
+    assert "s3cret" not in str(err.value)
+    assert "host=127.0.0.1" in str(err.value)

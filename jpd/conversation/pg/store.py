@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from jpd.conversation import events as ev
 from jpd.conversation.logfile import encode_sanitized, parse_log
@@ -32,6 +32,15 @@ from jpd.conversation.metadata import ConversationMeta, aware, make_title
 from jpd.conversation.paths import validate_id
 from jpd.conversation.pg.lease import CLAIM_SQL, PgLease
 from jpd.conversation.pg.questions import PgQuestionBoard
+from jpd.conversation.pg.rows import (
+    APPEND_SQL,
+    META_COLUMNS,
+    StoreUnavailable,
+    meta_of,
+    redacted,
+    start_of,
+    turn_mark,
+)
 from jpd.conversation.pg.schema import migrate
 from jpd.conversation.pg.stream import PgTurnStream
 from jpd.conversation.port import (
@@ -47,67 +56,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 RETRY_FOR = 30.0
 """Seconds an operation without a lease retries a lost connection (a restart)."""
-
-APPEND_SQL = """
-WITH c AS (
-  UPDATE jpd_conversations SET
-    next_seq = next_seq + 1,
-    event_count = event_count + 1,
-    -- the first event dates the conversation (as the JSONL store's summary does)
-    created_at = CASE WHEN event_count = 0 THEN least(created_at, %(ts)s) ELSE created_at END,
-    updated_at = CASE WHEN event_count = 0 THEN %(ts)s ELSE greatest(updated_at, %(ts)s) END,
-    title = coalesce(title, %(title)s),
-    workspace = coalesce(%(workspace)s, workspace),
-    turn_open = CASE %(turn)s WHEN 'start' THEN true WHEN 'resume' THEN true
-                              WHEN 'end' THEN false ELSE turn_open END,
-    last_start = CASE %(turn)s WHEN 'start' THEN %(body)s ELSE last_start END,
-    resumable_start = CASE WHEN %(turn)s = 'end' AND %(interrupted)s THEN last_start
-                           WHEN %(turn)s IN ('start', 'resume', 'end') THEN NULL
-                           ELSE resumable_start END
-  WHERE id = %(cid)s
-    AND (CASE WHEN %(epoch)s::bigint IS NULL
-              THEN lease_holder IS NULL OR lease_expires < now()
-              ELSE lease_epoch = %(epoch)s AND lease_holder = %(holder)s END)
-    AND NOT EXISTS (SELECT 1 FROM jpd_events e
-                     WHERE e.conversation_id = %(cid)s AND e.event_id = %(eid)s)
-  RETURNING next_seq - 1 AS seq)
-INSERT INTO jpd_events (conversation_id, seq, event_id, type, body)
-SELECT %(cid)s, seq, %(eid)s, %(type)s, %(body)s FROM c
-RETURNING seq
-"""
-META_COLUMNS = "id, title, created_at, updated_at, event_count, workspace"
-
-
-def _turn_mark(event: ev.Event) -> str | None:
-    if isinstance(event, ev.TurnStart):
-        return "start"
-    if isinstance(event, ev.TurnResume):
-        return "resume"
-    if isinstance(event, ev.TurnEnd):
-        return "end"
-    return None
-
-
-def _meta(row: tuple[Any, ...]) -> ConversationMeta:
-    cid, title, created, updated, count, workspace = row
-    return ConversationMeta(
-        id=cid,
-        title=title,
-        created_at=created,
-        updated_at=updated,
-        event_count=count,
-        workspace=workspace,
-    )
-
-
-def _start(line: str | None) -> ev.TurnStart | None:
-    if line is None:
-        return None
-    try:
-        event = ev.parse_event(line)
-    except ValueError:
-        return None
-    return event if isinstance(event, ev.TurnStart) else None
 
 
 class PgStore:
@@ -137,7 +85,14 @@ class PgStore:
             open=False,
             name="jpd-store",
         )
-        self._pool.open(wait=True, timeout=RETRY_FOR)
+        try:
+            self._pool.open(wait=True, timeout=RETRY_FOR)
+        except PoolTimeout:
+            self._pool.close()
+            raise StoreUnavailable(
+                f"cannot reach the conversation store {redacted(url)} "
+                f"within {RETRY_FOR:.0f} s (see the log for why)"
+            ) from None
         try:
             with self._pool.connection() as conn:
                 migrate(conn)
@@ -217,7 +172,7 @@ class PgStore:
             "ts": aware(event.timestamp),
             "title": make_title(event.content) if isinstance(event, ev.ChatRequest) else None,
             "workspace": event.workspace if isinstance(event, ev.TurnStart) else None,
-            "turn": _turn_mark(event),
+            "turn": turn_mark(event),
             "interrupted": isinstance(event, ev.TurnEnd) and event.stop_reason == "interrupted",
             "type": event.type,
             "body": body,
@@ -315,7 +270,7 @@ class PgStore:
         row = self._one(f"SELECT {META_COLUMNS} FROM jpd_conversations WHERE id = %s", (cid,))
         if row is None:
             raise ConversationNotFound(cid)
-        return _meta(row)
+        return meta_of(row)
 
     def release(self, conversation_id: str) -> None:
         """Nothing is kept in memory per conversation."""
@@ -361,7 +316,7 @@ class PgStore:
         )
         if row is None:
             return False, None
-        return bool(row[0]), None if row[0] else _start(row[1])
+        return bool(row[0]), None if row[0] else start_of(row[1])
 
     def turn_stream(self) -> PgTurnStream:
         return self._stream
@@ -377,7 +332,7 @@ class PgStore:
             ).fetchall()
         )
         for cid, is_open, start in rows:
-            yield cid, bool(is_open), None if is_open else _start(start)
+            yield cid, bool(is_open), None if is_open else start_of(start)
 
     def lease_expiry(self, conversation_id: str) -> datetime | None:
         """When the conversation's turn lease expires (None: free); for tests and tools."""
@@ -393,4 +348,4 @@ class PgStore:
                 f"SELECT {META_COLUMNS} FROM jpd_conversations ORDER BY updated_at DESC, id DESC"
             ).fetchall()
         )
-        return [_meta(row) for row in rows]
+        return [meta_of(row) for row in rows]
