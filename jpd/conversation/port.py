@@ -185,6 +185,10 @@ class ConversationStorage(Protocol):
     def question_board(self) -> QuestionBoard | None:
         """Where questions are shared with other daemons; None: not in a fleet."""
 
+    def turns_elsewhere(self) -> builtins.list[tuple[str, TurnStart]]:
+        """Turns other daemons of a fleet run now (a live lease): (conversation id, its
+        `turn_start`); [] outside a fleet."""
+
     def turn_stream(self) -> TurnStream | None:
         """Where turns' live events are shared with other daemons; None: not a fleet."""
 

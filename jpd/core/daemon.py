@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from anyio.abc import TaskGroup
 
 from jpd.conversation.replay import ReplayFiles
@@ -139,7 +140,20 @@ class Daemon:
         """Running turns, oldest first, then resumable ones, oldest first (protocol.md 5.10)."""
         await self.conversations.recovered.wait()
         resumable = sorted(self.conversations.resumable.values(), key=lambda t: t.started_at)
-        return [*self.running_turns(), *resumable]
+        running = self.running_turns()
+        if self.followers is not None:  # a fleet: the turns other members run, too
+            elsewhere = await anyio.to_thread.run_sync(self.store.turns_elsewhere)
+            running += [
+                TurnInfo(
+                    turn_id=start.turn_id,
+                    conversation_id=conversation_id,
+                    model=start.model or "",
+                    started_at=start.timestamp,
+                )
+                for conversation_id, start in elsewhere
+            ]
+            running.sort(key=lambda t: t.started_at)
+        return [*running, *resumable]
 
     def running_turns(self) -> list[TurnInfo]:
         """Turns currently running, oldest first."""

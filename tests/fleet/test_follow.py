@@ -23,6 +23,10 @@ async def test_a_client_on_b_follows_a_turn_running_on_a(
         started = await client_a.request("turn/start", {"message": "stream"})
         turn = started["turnId"]
         await wait_for(lambda: len(client_a.turn_events(turn)) > 5, "the turn to stream")
+        listed = (await client_b.request("turn/list"))["turns"]
+        assert [(t["turnId"], t["conversationId"]) for t in listed] == [
+            (turn, started["conversationId"])
+        ]
         attached = await client_b.request(
             "turn/attach", {"conversationId": started["conversationId"]}
         )

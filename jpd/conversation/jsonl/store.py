@@ -273,6 +273,10 @@ class ConversationStore:
         """See `port.ConversationStorage.last_turn`: one tail read of the log."""
         return last_turn(self.conversation_dir(conversation_id) / EVENTS_FILE)
 
+    def turns_elsewhere(self) -> builtins.list[tuple[str, TurnStart]]:
+        """[]: turns of another process on this data dir are not listed (as before)."""
+        return []
+
     def turn_stream(self) -> None:
         """None: one daemon owns a data dir; its clients follow its turns directly."""
         return None

@@ -318,6 +318,17 @@ class PgStore:
             return False, None
         return bool(row[0]), None if row[0] else start_of(row[1])
 
+    def turns_elsewhere(self) -> builtins.list[tuple[str, ev.TurnStart]]:
+        rows = self._run(
+            lambda conn: conn.execute(
+                "SELECT id, last_start FROM jpd_conversations WHERE turn_open "
+                "AND lease_holder <> %s AND lease_expires > now()",
+                (self.holder,),
+            ).fetchall()
+        )
+        found = [(str(cid), start_of(line)) for cid, line in rows]
+        return [(cid, start) for cid, start in found if start is not None]
+
     def turn_stream(self) -> PgTurnStream:
         return self._stream
 
