@@ -69,8 +69,14 @@ class RunningTurns:
         # A fleet's lease can be lost (another daemon took the turn over): stop the turn
         # and its tools at once; its writes are refused by then (port.LeaseLost).
         token = anyio.lowlevel.current_token()
-        lock.on_lost(lambda: anyio.from_thread.run_sync(turn.cancel, token=token))
+        lock.on_lost(lambda: anyio.from_thread.run_sync(self._lost, turn, token=token))
         self._tg.start_soon(self._run, turn)
+
+    def _lost(self, turn: Turn) -> None:
+        """Another daemon took the turn over: stop it, and relay nothing more of it."""
+        if self.relay is not None:
+            self._hub.unsubscribe(turn.conversation_id, self.relay)
+        turn.cancel()
 
     async def _run(self, turn: Turn) -> None:
         try:
