@@ -173,6 +173,12 @@ class ConversationStorage(Protocol):
     def conversation_dir(self, conversation_id: str) -> Path:
         """The local directory of a conversation's blobs (file snapshots, images)."""
 
+    def share_blobs(self, conversation_id: str) -> None:
+        """Make the blobs written here readable by the other daemons of a fleet."""
+
+    def fetch_blobs(self, conversation_id: str) -> None:
+        """Bring here the blobs other daemons of a fleet wrote (before reading them)."""
+
     def lock_turn(self, conversation_id: str) -> TurnLease | None:
         """Take the conversation's turn lease; None if a live holder has it. Raises
         `ConversationNotFound` if the conversation does not exist."""

@@ -116,6 +116,7 @@ class Conversations:
 
         def build() -> MessageHistory:
             events = self.store.load(conversation_id)
+            self.store.fetch_blobs(conversation_id)  # in a fleet: images written elsewhere
             with gc_paused(len(events)):  # no collector pauses for other clients
                 history = MessageHistory(events, self.store.conversation_dir(conversation_id))
             drop_sliced(events)  # not freed all at once on return (see drop_sliced)

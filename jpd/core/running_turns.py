@@ -88,8 +88,17 @@ class RunningTurns:
                 lock.release()
             if self.relay is not None and not self.busy(turn.conversation_id):
                 self._hub.unsubscribe(turn.conversation_id, self.relay)
+                with anyio.CancelScope(shield=True):
+                    await self.share_blobs(turn.conversation_id)
             with anyio.CancelScope(shield=True):
                 await self.settle(turn.conversation_id)
+
+    async def share_blobs(self, conversation_id: str) -> None:
+        """In a fleet: the turn's file snapshots and images, for the other members."""
+        try:
+            await anyio.to_thread.run_sync(self._store.share_blobs, conversation_id)
+        except Exception as exc:  # an undo elsewhere reports them missing
+            log.warning("could not share the files of %s: %s", conversation_id, exc)
 
     async def settle(self, conversation_id: str) -> None:
         """A conversation's turn or tool call ended: give back what it no longer needs.

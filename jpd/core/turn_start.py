@@ -273,6 +273,8 @@ class TurnStarter:
             except OSError as exc:
                 lock.release()
                 raise InvalidParams(f"cannot keep the images: {exc}") from None
+            if self._parts.turns.relay is not None:  # a fleet: for a member taking over
+                self._tg.start_soon(self._parts.turns.share_blobs, conversation_id)
         if is_new:
             # Durable while the model call runs, not on the way to turn_completed.
             self._tg.start_soon(conversations.sync_entries, conversation_id)

@@ -52,10 +52,14 @@ class TurnUndo:
 
         check_id(conversation_id)
         store = self._parts.store
+
+        def load() -> list[ev.Event]:
+            events = store.load(conversation_id, sanitized=False)
+            store.fetch_blobs(conversation_id)  # in a fleet: snapshots written elsewhere
+            return events
+
         try:
-            events = await anyio.to_thread.run_sync(
-                lambda: store.load(conversation_id, sanitized=False)
-            )
+            events = await anyio.to_thread.run_sync(load)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
         target = turn_id or last_turn(events)

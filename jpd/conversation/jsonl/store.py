@@ -273,6 +273,12 @@ class ConversationStore:
         """See `port.ConversationStorage.last_turn`: one tail read of the log."""
         return last_turn(self.conversation_dir(conversation_id) / EVENTS_FILE)
 
+    def share_blobs(self, conversation_id: str) -> None:
+        """Nothing to do: blobs are files beside the log."""
+
+    def fetch_blobs(self, conversation_id: str) -> None:
+        """Nothing to do: blobs are files beside the log."""
+
     def turns_elsewhere(self) -> builtins.list[tuple[str, TurnStart]]:
         """[]: turns of another process on this data dir are not listed (as before)."""
         return []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _LOCK_KEY = 0x6A7064  # "jpd": the advisory lock taken while migrating
 
 # Migration N brings the schema from version N-1 to N; never edit one once released.
@@ -61,6 +61,14 @@ MIGRATIONS: dict[int, str] = {
         turn_id text NOT NULL,
         body text NOT NULL,
         PRIMARY KEY (conversation_id, n)
+    );
+    """,
+    4: """
+    CREATE TABLE jpd_blobs (
+        conversation_id text NOT NULL REFERENCES jpd_conversations (id) ON DELETE CASCADE,
+        path text NOT NULL,
+        data bytea NOT NULL,
+        PRIMARY KEY (conversation_id, path)
     );
     """,
 }

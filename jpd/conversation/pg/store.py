@@ -30,6 +30,7 @@ from jpd.conversation import events as ev
 from jpd.conversation.logfile import encode_sanitized, parse_log
 from jpd.conversation.metadata import ConversationMeta, aware, make_title
 from jpd.conversation.paths import validate_id
+from jpd.conversation.pg import blobs
 from jpd.conversation.pg.lease import CLAIM_SQL, PgLease
 from jpd.conversation.pg.questions import PgQuestionBoard
 from jpd.conversation.pg.rows import (
@@ -317,6 +318,12 @@ class PgStore:
         if row is None:
             return False, None
         return bool(row[0]), None if row[0] else start_of(row[1])
+
+    def share_blobs(self, conversation_id: str) -> None:
+        blobs.share(self._run, conversation_id, self.conversation_dir(conversation_id))
+
+    def fetch_blobs(self, conversation_id: str) -> None:
+        blobs.fetch(self._run, conversation_id, self.conversation_dir(conversation_id))
 
     def turns_elsewhere(self) -> builtins.list[tuple[str, ev.TurnStart]]:
         rows = self._run(
