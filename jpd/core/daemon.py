@@ -93,7 +93,8 @@ class Daemon:
         if interval is not None:  # a fleet member: take over the turns others left
             from jpd.core.takeover import watch
 
-            task_group.start_soon(watch, self.store, self.resume_turn, interval)
+            resumable = self.conversations.note_resumable
+            task_group.start_soon(watch, self.store, self.resume_turn, resumable, interval)
         stream = self.store.turn_stream()
         self.followers: Followers | None = None
         if stream is not None:  # a fleet member: clients here follow turns of others

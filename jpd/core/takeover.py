@@ -4,7 +4,9 @@ In a fleet (a shared Postgres store) a running turn holds a lease that its daemo
 renews. Every few seconds each member scans for open turns; a turn whose lease expired
 is claimed (compare-and-set), closed by jpd's own recovery (protocol.md 12.4: the
 streamed text kept as interrupted, each cut tool call reported interrupted), and then
-resumed here with `takeover` (a cut tool is run again only if it reads or searches).
+resumed here with `takeover` (a cut tool is run again only if it reads or searches),
+if its workspace exists here; else it stays resumable for a member or client that has
+it.
 No client follows it at first: its questions go to the detached policy, and any client
 can attach to it.
 """
@@ -19,6 +21,7 @@ from typing import Any
 
 import anyio
 
+from jpd.conversation.events import TurnStart
 from jpd.conversation.port import ConversationStorage
 from jpd.conversation.recovery import recover_unlocked
 from jpd.protocol.client_port import ClientCapabilities, Notification
@@ -59,21 +62,27 @@ class Unattended:
         raise ConnectionLost("no client follows a taken-over turn")
 
 
-def claim_expired(store: ConversationStorage) -> list[tuple[str, str, str | None]]:
+def claim_expired(store: ConversationStorage) -> list[tuple[str, TurnStart]]:
     """Recover each open turn whose lease is free or expired; returns (conversation id,
-    turn id, workspace) of each turn this call closed (and so should resume)."""
-    closed: list[tuple[str, str, str | None]] = []
+    `turn_start`) of each turn this call closed (and so should resume)."""
+    closed: list[tuple[str, TurnStart]] = []
     for conversation_id, is_open, _ in store.scan_turns():
         if not is_open or not recover_unlocked(store, conversation_id):
             continue
         start = store.last_turn(conversation_id)[1]
         if start is not None:
-            closed.append((conversation_id, start.turn_id, start.workspace))
+            closed.append((conversation_id, start))
     return closed
 
 
-async def watch(store: ConversationStorage, resume: Resume, interval: float) -> None:
-    """Every `interval` seconds, take over the turns other members left (see above)."""
+async def watch(
+    store: ConversationStorage,
+    resume: Resume,
+    resumable: Callable[[str, TurnStart], None],
+    interval: float,
+) -> None:
+    """Every `interval` seconds, take over the turns other members left (see above);
+    `resumable` notes a closed turn that this member does not resume."""
     while True:
         await anyio.sleep(interval)
         try:
@@ -81,9 +90,17 @@ async def watch(store: ConversationStorage, resume: Resume, interval: float) -> 
         except Exception as exc:  # the store is away: try at the next scan
             log.warning("takeover scan failed: %s", exc)
             continue
-        for conversation_id, turn_id, workspace in closed:
+        for conversation_id, start in closed:
+            turn_id, workspace = start.turn_id, start.workspace
+            if workspace and not await anyio.Path(workspace).is_dir():
+                # Its tools act on a workspace this member lacks: leave it resumable
+                # (turn/list) for a member or client that has it.
+                log.warning("turn %s: workspace %s is not here; not resuming", turn_id, workspace)
+                resumable(conversation_id, start)
+                continue
             log.warning("conversation %s: taking over turn %s", conversation_id, turn_id)
             try:
                 await resume(Unattended(workspace), conversation_id, turn_id, takeover=True)
             except Exception:
                 log.exception("could not resume turn %s after taking it over", turn_id)
+                resumable(conversation_id, start)

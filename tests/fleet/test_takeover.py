@@ -210,3 +210,36 @@ async def test_members_racing_turn_start_never_run_two_turns(
     finally:
         await client_a.close()
         await client_b.close()
+
+
+async def test_a_turn_whose_workspace_is_not_on_the_survivor_is_closed_not_resumed(
+    tmp_path: Path, pg_url: str, daemons: Daemons
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env_a = member(tmp_path / "a", pg_url, [{"text": "Running it.", **tool_call("slow")}])
+    env_b = member(tmp_path / "b", pg_url, [{"text": "never"}])
+    daemon_a, client_a = await start(daemons, env_a, workspaceRoot=str(workspace))
+    _, client_b = await start(daemons, env_b)
+    try:
+        started = await client_a.request("turn/start", {"message": "run it"})
+        await wait_for((workspace / "runs").exists, "the tool to run")
+        kill_runs(workspace)
+        daemon_a.process.send_signal(signal.SIGKILL)
+        await daemon_a.wait_exit()
+        workspace.rename(tmp_path / "ws-elsewhere")  # the survivor lacks the workspace
+
+        async def resumable() -> bool:
+            turns = (await client_b.request("turn/list"))["turns"]
+            return any(t["turnId"] == started["turnId"] and t.get("resumable") for t in turns)
+
+        deadline = asyncio.get_running_loop().time() + 60
+        while not await resumable():
+            assert asyncio.get_running_loop().time() < deadline, "never listed resumable"
+            await asyncio.sleep(0.1)
+        types = [e["type"] for _, e in stored(pg_url, started["conversationId"])]
+        assert types[-1] == "turn_end" and "turn_resume" not in types
+        assert stored(pg_url, started["conversationId"])[-1][1]["stop_reason"] == "interrupted"
+    finally:
+        await client_a.close()
+        await client_b.close()
