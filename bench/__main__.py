@@ -5,6 +5,8 @@ Run from the repository root (under a minute on 2 cores; `--quick` for fewer rou
 
     python -m bench [--quick] [--only start,requests,tokens,fanout,history,context,local]
 
+`--only fleet` (not in the default run) measures the Postgres store: docs/scale.md.
+
 It starts its own fake Anthropic server (2,000 tokens, one SSE event each), private
 daemons on stdio and on temporary Unix sockets, and temporary data directories.
 """
@@ -26,6 +28,7 @@ from bench import fig_context, fig_history, fig_local, fig_start, fig_stream  # 
 from bench.report import Row, print_table  # noqa: E402
 
 PARTS = ("start", "requests", "tokens", "fanout", "history", "context", "local")
+OPT_IN = ("fleet",)  # `--only fleet`: needs Postgres's binaries (docs/scale.md)
 
 
 def main() -> None:
@@ -34,8 +37,9 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts")
     args = parser.parse_args()
     parts = set(args.only.split(","))
-    if parts - set(PARTS):
-        parser.error(f"--only: unknown part(s) {', '.join(sorted(parts - set(PARTS)))}")
+    if parts - set(PARTS + OPT_IN):
+        unknown = ", ".join(sorted(parts - set(PARTS + OPT_IN)))
+        parser.error(f"--only: unknown part(s) {unknown}")
     quick = args.quick
     base = {k: v for k, v in os.environ.items() if not k.startswith(("JP_", "JPD_"))}
     # Time the product as installed, with its bytecode, like the floor's packages: with
@@ -81,6 +85,10 @@ def main() -> None:
             sub = home / "local"
             sub.mkdir()
             rows += fig_local.embedded(sub, base, quick)
+        if "fleet" in parts:
+            from bench import fig_fleet
+
+            rows += fig_fleet.fleet(base, quick)
     print_table(rows)
 
 

@@ -30,8 +30,8 @@ if str(ROOT) not in sys.path:
 
 from bench.longrun import scripted_env  # noqa: E402
 from bench.rpcclient import Client  # noqa: E402
+from jpd.conversation.jsonl.store import ConversationStore  # noqa: E402
 from jpd.conversation.recovery import lock_turn, recover  # noqa: E402
-from jpd.conversation.store import ConversationStore  # noqa: E402
 from jpd.core.checkpoints import INTERVAL  # noqa: E402
 
 CHUNK, DELAY_MS = 4, 10

@@ -25,7 +25,7 @@ from jpd.conversation.events import (
     ToolCallRequest,
     ToolCallResponse,
 )
-from jpd.conversation.store import ConversationStore
+from jpd.conversation.jsonl.store import ConversationStore
 from jpd.protocol.usage import TokenUsage
 
 SMALL, LARGE = 100, 10_000

@@ -19,7 +19,7 @@ from bench.fig_start import scripted_env
 from bench.fig_stream import _listen
 from bench.report import Row, med, ms, pct
 from bench.rpcclient import Client
-from jpd.conversation.store import ConversationStore
+from jpd.conversation.jsonl.store import ConversationStore
 
 BIG_TURNS = 25_000  # 4 events a turn: 100,000 events
 

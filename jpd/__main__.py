@@ -109,6 +109,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    words = sys.argv[1:] if argv is None else argv
+    if words[:1] == ["store"]:  # `jpd store import`: a command, not a daemon
+        from jpd.core.store_import import main as store_main
+
+        return store_main(words[1:])
     parser = argparse.ArgumentParser(prog="jpd", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--listen",

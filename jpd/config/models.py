@@ -264,7 +264,26 @@ def _check_log_level(value: str) -> str:
     return upper
 
 
+class StoreConfig(ConfigModel):
+    """`[daemon.store]`: where conversations are stored (`JPD_STORE_URL` wins)."""
+
+    url: str | None = None
+    """`postgresql://...`: share conversations with other daemons; unset: JSONL files."""
+
+
+class FleetConfig(ConfigModel):
+    """`[daemon.fleet]`: this daemon as a member of a fleet on one Postgres store."""
+
+    host: str | None = None
+    """This member's name in turn leases (default: the hostname)."""
+    lease_ttl: Annotated[float, Field(ge=1.0, le=3600.0)] = 15.0
+    """Seconds a turn lease lasts unless renewed; another daemon takes the turn over
+    once it expired."""
+
+
 class DaemonConfig(ConfigModel):
+    store: StoreConfig = StoreConfig()
+    fleet: FleetConfig = FleetConfig()
     idle_timeout: Annotated[float, Field(ge=0)] = 600.0
     """Seconds without clients or running turns before the daemon exits; 0 = never."""
     log_level: Annotated[str, AfterValidator(_check_log_level)] = "WARNING"

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from jpd.conversation import events as ev
-from jpd.conversation.store import ConversationStore
+from jpd.conversation.port import ConversationStorage
 
 
 def split_turns(events: list[ev.Event]) -> tuple[list[ev.Event], list[list[ev.Event]]]:
@@ -71,7 +71,9 @@ def image_files(events: list[ev.Event]) -> set[str]:
     return files
 
 
-def write_fork(store: ConversationStore, source: str, target: str, events: list[ev.Event]) -> None:
+def write_fork(
+    store: ConversationStorage, source: str, target: str, events: list[ev.Event]
+) -> None:
     """Create conversation `target` holding `events` (taken from `source`), with copies
     of the images they show. Blocking: call it in a worker thread."""
     store.create(target)

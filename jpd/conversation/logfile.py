@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import operator
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,8 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from jpd.conversation.events import Event, parse_event
+from jpd.conversation.events import Event, dump_event, parse_event
 from jpd.conversation.gc_pause import gc_paused
+from jpd.conversation.sanitize import sanitize
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,28 @@ def parse_lines(data: bytes, source: str) -> list[tuple[bytes, Event]]:
                 what = "invalid line" if terminated else "torn last line"
                 log.warning("%s: skipping %s %d: %s", source, what, index + 1, _describe(exc))
     return events
+
+
+def encode_sanitized(data: bytes, source: str) -> bytes:
+    """A log's sanitized events as one JSON array, each in its stored form.
+
+    What `sanitize` keeps as it was is sent as the stored line (no decode/re-encode);
+    only events it adds or changes are encoded.
+    """
+    with gc_paused(count_lines(data)):  # see gc_pause: no collector pauses for others
+        pairs = parse_lines(data, source)
+        events = [event for _, event in pairs]
+        kept = sanitize(events)
+        if len(kept) == len(events) and all(map(operator.is_, kept, events)):
+            parts = [line for line, _ in pairs]  # a sound log: every line as stored
+        else:
+            stored = {id(event): line for line, event in pairs}
+            parts = [stored.get(id(e)) or dump_event(e).encode() for e in kept]
+        encoded = b"".join((b"[", join_sliced(parts, b","), b"]"))  # see join_sliced
+        del kept, events  # the pairs hold the last references: free them in slices
+        drop_sliced(parts)
+        drop_sliced(pairs)
+        return encoded
 
 
 def split_lines(data: bytes, slice_bytes: int | None = None) -> Iterator[tuple[int, bytes, bool]]:

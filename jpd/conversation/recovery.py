@@ -10,14 +10,10 @@ for each tool call left without one, and `turn_end` with `stop_reason: "interrup
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from jpd.conversation import events as ev
-from jpd.conversation.paths import EVENTS_FILE, is_valid_id
-from jpd.conversation.store import ConversationNotFound, ConversationStore
-from jpd.conversation.turn_lock import TurnLock, last_turn_is_open, reverse_lines, try_lock
+from jpd.conversation.port import ConversationNotFound, ConversationStorage, LeaseLost, TurnLease
 
 log = logging.getLogger(__name__)
 
@@ -87,97 +83,59 @@ def recovery_events(events: Sequence[ev.Event]) -> list[ev.Event]:
     return out
 
 
-def interrupted_turn(log_file: Path) -> ev.TurnStart | None:
-    """The `turn_start` of the log's last turn when that turn ended `interrupted` (it can
-    be resumed, protocol.md 12.4), else None. Reads the log backwards: a tail read."""
-    return last_turn(log_file)[1]
-
-
-def last_turn(log_file: Path) -> tuple[bool, ev.TurnStart | None]:
-    """One tail read of the log's last turn: (open, resumable start). Open: no `turn_end`
-    after its start (or its latest `turn_resume`). Resumable start: its `turn_start` when
-    it ended `interrupted`, else None."""
-    ended = False
-    for line in reverse_lines(log_file):
-        if b'"type":"turn_end"' in line:
-            if not ended and b'"stop_reason":"interrupted"' not in line:
-                return False, None
-            ended = True
-        elif b'"type":"turn_resume"' in line and not ended:
-            return True, None  # running, or not recovered yet
-        elif b'"type":"turn_start"' in line:
-            if not ended:
-                return True, None
-            try:
-                event = ev.parse_event(line)
-            except ValueError:
-                return False, None
-            return False, event if isinstance(event, ev.TurnStart) else None
-    return False, None
-
-
 # --- applying it to the store --------------------------------------------------------
 
 
-def lock_turn(store: ConversationStore, conversation_id: str) -> TurnLock | None:
-    """Take the conversation's turn lock (see `turn_lock`); None if a live daemon holds
-    it. Raises `ConversationNotFound` if the conversation does not exist."""
-    directory = store.conversation_dir(conversation_id)
-    if not (directory / EVENTS_FILE).is_file():
-        raise ConversationNotFound(conversation_id)
-    return try_lock(directory)
+def lock_turn(store: ConversationStorage, conversation_id: str) -> TurnLease | None:
+    """Take the conversation's turn lease (see `port.TurnLease`); None if a live daemon
+    holds it. Raises `ConversationNotFound` if the conversation does not exist."""
+    return store.lock_turn(conversation_id)
 
 
-def recover(store: ConversationStore, conversation_id: str) -> int:
+def recover(store: ConversationStorage, conversation_id: str) -> int:
     """Close the conversation's last turn if a stopped daemon left it open.
 
-    The caller holds the turn lock. Returns the number of events appended.
+    The caller holds the turn lease. Returns the number of events appended.
     """
-    if not last_turn_is_open(store.conversation_dir(conversation_id) / EVENTS_FILE):
+    if not store.last_turn(conversation_id)[0]:
         return 0
     appended = recovery_events(store.load(conversation_id, sanitized=False))
     for event in appended:
         store.append(conversation_id, event)
     if appended:
         store.sync(conversation_id)
-        store.release(conversation_id)  # its metadata.json is written; nothing stays in memory
+        store.release(conversation_id)  # its summary is written; nothing stays in memory
         log.warning("conversation %s: closed a turn its daemon left open", conversation_id)
     return len(appended)
 
 
-def recover_all(store: ConversationStore) -> dict[str, ev.TurnStart]:
-    """At start-up: `recover` each conversation whose last turn is open and whose lock is
-    free, and return conversation id -> `turn_start` of each last turn that ended
-    `interrupted` (now or before). One tail read per log, two for an open one."""
-    try:
-        entries = list(os.scandir(store.root / "conversations"))
-    except FileNotFoundError:
-        return {}
+def recover_all(store: ConversationStorage) -> dict[str, ev.TurnStart]:
+    """At start-up: `recover` each conversation whose last turn is open and whose lease
+    is free, and return conversation id -> `turn_start` of each last turn that ended
+    `interrupted` (now or before). One scan of the last turns, then a read per open one."""
     found: dict[str, ev.TurnStart] = {}
-    for entry in entries:
-        if not is_valid_id(entry.name):
-            continue
-        log_file = Path(entry.path) / EVENTS_FILE
-        is_open, start = last_turn(log_file)
+    for conversation_id, is_open, start in store.scan_turns():
         if is_open:  # recovered now, or by another daemon meanwhile, or still running
-            _recover_unlocked(store, entry.name)
-            start = interrupted_turn(log_file)
+            recover_unlocked(store, conversation_id)
+            start = store.last_turn(conversation_id)[1]
         if start is not None:
-            found[entry.name] = start
+            found[conversation_id] = start
     return found
 
 
-def _recover_unlocked(store: ConversationStore, conversation_id: str) -> None:
-    """`recover` under the turn lock, unless a live daemon holds it."""
+def recover_unlocked(store: ConversationStorage, conversation_id: str) -> int:
+    """`recover` under the turn lease, unless a live daemon holds it; the number of
+    events appended (0: nothing was open, or another daemon holds the lease)."""
     try:
-        lock = lock_turn(store, conversation_id)
+        lease = store.lock_turn(conversation_id)
     except (ConversationNotFound, OSError):
-        return
-    if lock is None:
-        return  # a live daemon runs this turn
+        return 0
+    if lease is None:
+        return 0  # a live daemon runs this turn
     try:
-        recover(store, conversation_id)
-    except OSError as exc:
+        return recover(store, conversation_id)
+    except (OSError, LeaseLost) as exc:
         log.warning("could not recover conversation %s: %s", conversation_id, exc)
+        return 0
     finally:
-        lock.release()
+        lease.release()

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import anyio
 
-from jpd.conversation.store import ConversationStore
+from jpd.conversation.port import ConversationStorage
 from jpd.protocol.client_requests import ImageInput
 from jpd.protocol.errors import InvalidParams
 
@@ -250,13 +250,13 @@ async def resolve(
     return found
 
 
-def conversation_reader(store: ConversationStore) -> Callable[[str], Awaitable[str]]:
+def conversation_reader(store: ConversationStorage) -> Callable[[str], Awaitable[str]]:
     """What `jp://ID` reads: that conversation's messages, one `role: text` each."""
 
     async def read(conversation_id: str) -> str:
         from jpd.conversation.grep import texts
         from jpd.conversation.paths import is_valid_id
-        from jpd.conversation.store import ConversationNotFound
+        from jpd.conversation.port import ConversationNotFound
 
         if not is_valid_id(conversation_id):
             raise InvalidParams(f"attachment jp://{conversation_id}: not a conversation id")

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from jpd.conversation.store import (
+from jpd.conversation.paths import InvalidConversationId
+from jpd.conversation.port import (
+    ConversationBusy,
     ConversationExists,
     ConversationNotFound,
-    ConversationStore,
-    InvalidConversationId,
+    ConversationStorage,
 )
 from jpd.core.hub import EventHub
 from jpd.protocol.errors import Busy, InvalidParams, NotFound
@@ -23,7 +24,7 @@ from jpd.protocol.summaries import ConversationSummary, TurnInfo
 
 if TYPE_CHECKING:
     from jpd.conversation.events import TurnStart
-    from jpd.conversation.turn_lock import TurnLock
+    from jpd.conversation.port import TurnLease
     from jpd.llm.history import MessageHistory
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ HISTORY_CACHE = 64  # conversations whose message history stays built between tu
 def check_id(conversation_id: str) -> None:
     """Raise `InvalidParams` (-32602) for an id that cannot name a conversation."""
     try:
-        from jpd.conversation.store import validate_id
+        from jpd.conversation.paths import validate_id
 
         validate_id(conversation_id)
     except InvalidConversationId as exc:
@@ -46,7 +47,7 @@ class Conversations:
     conversation runs a turn in this daemon."""
 
     def __init__(
-        self, store: ConversationStore, hub: EventHub, busy: Callable[[str], bool]
+        self, store: ConversationStorage, hub: EventHub, busy: Callable[[str], bool]
     ) -> None:
         self.store = store
         self._hub = hub
@@ -94,6 +95,8 @@ class Conversations:
             await anyio.to_thread.run_sync(self.store.delete, conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
+        except ConversationBusy as exc:
+            raise Busy(str(exc)) from exc
         await self._hub.forget(conversation_id)
         self.histories.pop(conversation_id, None)
         self.resumable.pop(conversation_id, None)
@@ -113,6 +116,7 @@ class Conversations:
 
         def build() -> MessageHistory:
             events = self.store.load(conversation_id)
+            self.store.fetch_blobs(conversation_id)  # in a fleet: images written elsewhere
             with gc_paused(len(events)):  # no collector pauses for other clients
                 history = MessageHistory(events, self.store.conversation_dir(conversation_id))
             drop_sliced(events)  # not freed all at once on return (see drop_sliced)
@@ -157,8 +161,7 @@ class Conversations:
 
     async def recover(self, conversation_id: str) -> None:
         """Close the conversation's last turn if a stopped daemon left it open."""
-        from jpd.conversation.paths import EVENTS_FILE
-        from jpd.conversation.recovery import interrupted_turn, lock_turn, recover
+        from jpd.conversation.recovery import lock_turn, recover
 
         await self.recovered.wait()
 
@@ -171,17 +174,17 @@ class Conversations:
                     return None
             finally:
                 lock.release()
-            return interrupted_turn(self.store.conversation_dir(conversation_id) / EVENTS_FILE)
+            return self.store.last_turn(conversation_id)[1]
 
         start = await anyio.to_thread.run_sync(run)
         if start is not None:
             self.note_resumable(conversation_id, start)
 
-    async def create(self, conversation_id: str) -> TurnLock:
+    async def create(self, conversation_id: str) -> TurnLease:
         """Create a new conversation and take its turn lock, in one worker-thread hop."""
         from jpd.conversation.recovery import lock_turn
 
-        def run() -> TurnLock | None:
+        def run() -> TurnLease | None:
             self.store.create(conversation_id)
             return lock_turn(self.store, conversation_id)
 
@@ -203,7 +206,7 @@ class Conversations:
         except Exception:  # the end-of-turn sync does it then
             log.exception("could not sync the directory of conversation %s", conversation_id)
 
-    async def lock_turn(self, conversation_id: str) -> TurnLock:
+    async def lock_turn(self, conversation_id: str) -> TurnLease:
         """The conversation's turn lock, held while this daemon runs a turn there."""
         from jpd.conversation.recovery import lock_turn
 

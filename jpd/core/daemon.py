@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from anyio.abc import TaskGroup
 
 from jpd.conversation.replay import ReplayFiles
-from jpd.conversation.store import ConversationStore
 from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
 from jpd.core.hub import REPLAY_BYTES, EventHub
@@ -24,6 +24,7 @@ from jpd.core.organize import Organizer
 from jpd.core.parts import DaemonParts
 from jpd.core.request_env import RequestEnv, request_env
 from jpd.core.running_turns import RunningTurns
+from jpd.core.storage import open_storage
 from jpd.core.tool_call import ToolCalls
 from jpd.core.toolbox import Toolbox
 from jpd.core.turn_start import TurnStarter
@@ -48,6 +49,8 @@ from jpd.settings import Settings
 # config, the turn loop, tools, inquiries and providers load with the first use.
 if TYPE_CHECKING:
     from jpd.config import Config
+    from jpd.core.follow import Followers
+    from jpd.core.shared_questions import SharedQuestions
     from jpd.tools.catalog import EffectiveTool
 
 log = logging.getLogger(__name__)
@@ -59,9 +62,9 @@ class Daemon:
     def __init__(self, settings: Settings, task_group: TaskGroup) -> None:
         self.settings = settings
         self._tg = task_group
-        self.store = ConversationStore(settings.data_dir)
         self.providers = ProviderRegistry(settings.env)
         self.configs = RequestConfigs(settings.env)
+        self.store = open_storage(settings.data_dir, settings.env, self.configs)
         replay_files = ReplayFiles(settings.data_dir / "replay")
         replay_files.prepare()  # seqs go on from earlier runs (protocol.md section 7.2)
         self.hub = EventHub(
@@ -96,6 +99,29 @@ class Daemon:
         self.undo_turn, self.turn_changes = undoing.undo, undoing.changes
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
+        interval = self.store.takeover_interval
+        if interval is not None:  # a fleet member: take over the turns others left
+            from jpd.core.takeover import watch
+
+            resumable = self.conversations.note_resumable
+            task_group.start_soon(watch, self.store, self.resume_turn, resumable, interval)
+        stream = self.store.turn_stream()
+        self.followers: Followers | None = None
+        if stream is not None:  # a fleet member: clients here follow turns of others
+            from jpd.core.follow import Followers, Relay
+
+            relay = Relay(stream)
+            self.turns.relay = relay
+            self.followers = Followers(stream, self.hub, self.turns.busy)
+            task_group.start_soon(relay.run)
+            task_group.start_soon(self.followers.run)
+        board = self.store.question_board()
+        self.shared: SharedQuestions | None = None
+        if board is not None:  # a fleet member: questions answerable from any member
+            from jpd.core.shared_questions import SharedQuestions
+
+            self.shared = SharedQuestions(board, self.questions)
+            task_group.start_soon(self.shared.run)
         task_group.start_soon(self._sweep_expired)
 
     async def _sweep_expired(self) -> None:
@@ -149,7 +175,20 @@ class Daemon:
         """Running turns, oldest first, then resumable ones, oldest first (protocol.md 5.10)."""
         await self.conversations.recovered.wait()
         resumable = sorted(self.conversations.resumable.values(), key=lambda t: t.started_at)
-        return [*self.running_turns(), *resumable]
+        running = self.running_turns()
+        if self.followers is not None:  # a fleet: the turns other members run, too
+            elsewhere = await anyio.to_thread.run_sync(self.store.turns_elsewhere)
+            running += [
+                TurnInfo(
+                    turn_id=start.turn_id,
+                    conversation_id=conversation_id,
+                    model=start.model or "",
+                    started_at=start.timestamp,
+                )
+                for conversation_id, start in elsewhere
+            ]
+            running.sort(key=lambda t: t.started_at)
+        return [*running, *resumable]
 
     def running_turns(self) -> list[TurnInfo]:
         """Turns currently running, oldest first."""
@@ -168,6 +207,8 @@ class Daemon:
         if not self.store.exists(conversation_id):
             raise NotFound(f"conversation not found: {conversation_id}")
         last, oldest = await self.hub.attach(conversation_id, link, from_seq)
+        if self.followers is not None and not self.turns.busy(conversation_id):
+            await self.followers.follow(conversation_id)  # its turn may run elsewhere
         self.questions.client_ready(link, conversation_id)
         return last, oldest
 
@@ -221,8 +262,12 @@ class Daemon:
         return list((await self.tools.catalog(cfg, [], renv.root)).values())
 
     def pending_inquiries(self) -> list[PendingInfo]:
-        """Questions and permission requests waiting for an answer."""
-        return self.questions.pending()
+        """Questions and permission requests waiting for an answer (in a fleet, also
+        those of the other members)."""
+        mine = self.questions.pending()
+        if self.shared is None:
+            return mine
+        return sorted([*mine, *self.shared.others()], key=lambda i: i.asked_at)
 
     def answer_inquiry(
         self,
@@ -233,15 +278,22 @@ class Daemon:
         conversation_id: str | None = None,
         turn_id: str | None = None,
     ) -> None:
-        """Answer a pending question from any client (first valid answer wins)."""
-        self.questions.answer(
-            inquiry_id,
-            answer,
-            remember,
-            by=f"client-{link.link_id}",
-            conversation_id=conversation_id,
-            turn_id=turn_id,
-        )
+        """Answer a pending question from any client (first valid answer wins); in a
+        fleet, also one pending on another member."""
+        by = f"client-{link.link_id}"
+        try:
+            self.questions.answer(
+                inquiry_id,
+                answer,
+                remember,
+                by=by,
+                conversation_id=conversation_id,
+                turn_id=turn_id,
+            )
+        except NotFound as missing:
+            if self.shared is None:
+                raise
+            self.shared.answer(missing, inquiry_id, answer, remember, by, conversation_id, turn_id)
 
     async def aclose(self) -> None:
         """Cancel running turns, wait until each has recorded its end, close resources."""

@@ -12,7 +12,8 @@ import anyio
 
 from jpd.conversation.attributes import Attributes, read_attributes
 from jpd.conversation.metadata import ConversationMeta
-from jpd.conversation.store import ConversationNotFound, new_conversation_id
+from jpd.conversation.paths import new_conversation_id
+from jpd.conversation.port import ConversationNotFound
 from jpd.core.conversations import Conversations, check_id
 from jpd.protocol import client_requests as wire
 from jpd.protocol.errors import InvalidParams, NotFound

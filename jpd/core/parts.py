@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from jpd.conversation.store import ConversationStore
+from jpd.conversation.port import ConversationStorage
 from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations
 from jpd.core.hub import EventHub
@@ -22,7 +22,7 @@ class DaemonParts:
     """The store, event hub, configs, conversations, running turns and tools of one
     daemon, and how a request's environment is made (protocol.md 5.5)."""
 
-    store: ConversationStore
+    store: ConversationStorage
     hub: EventHub
     configs: RequestConfigs
     conversations: Conversations

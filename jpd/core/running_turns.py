@@ -8,9 +8,11 @@ import logging
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from jpd.conversation.store import ConversationStore
+from jpd.conversation.port import ConversationStorage
 from jpd.core.hub import EventHub
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.errors import Busy, NotFound
@@ -19,7 +21,7 @@ from jpd.protocol.turn_events import StopReason
 
 # The turn loop loads with the first turn (protocol.md section 4, "Start-up").
 if TYPE_CHECKING:
-    from jpd.conversation.turn_lock import TurnLock
+    from jpd.conversation.port import TurnLease
     from jpd.core.turn import Turn
 
 log = logging.getLogger(__name__)
@@ -38,12 +40,14 @@ def turn_info(turn: Turn) -> TurnInfo:
 class RunningTurns:
     """The daemon's running turns by turn id, with the turn lock each one holds."""
 
-    def __init__(self, store: ConversationStore, hub: EventHub, task_group: TaskGroup) -> None:
+    def __init__(self, store: ConversationStorage, hub: EventHub, task_group: TaskGroup) -> None:
         self._store = store
         self._hub = hub
         self._tg = task_group
         self._turns: dict[str, Turn] = {}
-        self._locks: dict[str, TurnLock] = {}
+        self._locks: dict[str, TurnLease] = {}
+        self.relay: ClientLink | None = None
+        """In a fleet: follows every turn here, for other members' clients (core.follow)."""
         self._released: dict[str, anyio.Event] = {}
 
     def busy(self, conversation_id: str) -> bool:
@@ -55,14 +59,26 @@ class RunningTurns:
         if self.busy(conversation_id):
             raise Busy(f"conversation {conversation_id} already has a running turn")
 
-    def run(self, turn: Turn, lock: TurnLock, link: ClientLink) -> None:
+    def run(self, turn: Turn, lock: TurnLease, link: ClientLink) -> None:
         """Run `turn` as a task, `link` following its conversation; `lock` (the
         conversation's turn lock) is released when the turn ends."""
         self._locks[turn.turn_id] = lock
         self._released[turn.turn_id] = anyio.Event()
         self._turns[turn.turn_id] = turn
         self._hub.subscribe(turn.conversation_id, link)
+        if self.relay is not None:
+            self._hub.subscribe(turn.conversation_id, self.relay)
+        # A fleet's lease can be lost (another daemon took the turn over): stop the turn
+        # and its tools at once; its writes are refused by then (port.LeaseLost).
+        token = anyio.lowlevel.current_token()
+        lock.on_lost(lambda: anyio.from_thread.run_sync(self._lost, turn, token=token))
         self._tg.start_soon(self._run, turn)
+
+    def _lost(self, turn: Turn) -> None:
+        """Another daemon took the turn over: stop it, and relay nothing more of it."""
+        if self.relay is not None:
+            self._hub.unsubscribe(turn.conversation_id, self.relay)
+        turn.cancel()
 
     async def _run(self, turn: Turn) -> None:
         try:
@@ -72,6 +88,10 @@ class RunningTurns:
             lock = self._locks.pop(turn.turn_id, None)
             if lock is not None:
                 lock.release()
+            if self.relay is not None and not self.busy(turn.conversation_id):
+                self._hub.unsubscribe(turn.conversation_id, self.relay)
+                with anyio.CancelScope(shield=True):
+                    await self.share_blobs(turn.conversation_id)
             with anyio.CancelScope(shield=True):
                 await self.settle(turn.conversation_id)
             released = self._released.pop(turn.turn_id, None)
@@ -83,6 +103,13 @@ class RunningTurns:
         released = self._released.get(turn_id)
         if released is not None:
             await released.wait()
+
+    async def share_blobs(self, conversation_id: str) -> None:
+        """In a fleet: the turn's file snapshots and images, for the other members."""
+        try:
+            await anyio.to_thread.run_sync(self._store.share_blobs, conversation_id)
+        except Exception as exc:  # an undo elsewhere reports them missing
+            log.warning("could not share the files of %s: %s", conversation_id, exc)
 
     async def settle(self, conversation_id: str) -> None:
         """A conversation's turn or tool call ended: give back what it no longer needs.

@@ -4,6 +4,7 @@ conversation (creating a new one) and hand the turn to `RunningTurns`."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import secrets
@@ -14,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
-from jpd.conversation.paths import SNAPSHOTS_DIR
-from jpd.conversation.store import ConversationNotFound, new_conversation_id
+from jpd.conversation.paths import SNAPSHOTS_DIR, new_conversation_id
+from jpd.conversation.port import ConversationNotFound
 from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
 from jpd.core.request_env import RequestEnv
@@ -159,9 +160,14 @@ class TurnStarter:
         turn_id: str,
         detached: Any = None,
         environment: ClientEnvironment | None = None,
+        takeover: bool = False,
     ) -> TurnInfo:
         """Continue an interrupted turn under its id (protocol.md 12.4): interrupted tool
-        calls run again, a cut output is continued, then the turn goes on as usual."""
+        calls run again, a cut output is continued, then the turn goes on as usual.
+
+        `takeover`: this daemon continues a turn another daemon of the fleet left (its
+        lease expired): a cut tool whose kind is not read or search stays reported
+        interrupted and is not run again (it may have acted already)."""
         from jpd.conversation.resume import NotResumable, TurnNotFound, plan_resume
         from jpd.llm.base import ToolChoiceAuto
 
@@ -175,6 +181,11 @@ class TurnStarter:
                 functools.partial(self._parts.store.load, conversation_id, sanitized=False)
             )
             plan = plan_resume(events, turn_id)
+            if takeover:
+                from jpd.tools.kinds import tool_kind
+
+                safe = tuple(r for r in plan.rerun if tool_kind(r.name) in ("read", "search"))
+                plan = dataclasses.replace(plan, rerun=safe)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
         except TurnNotFound:
@@ -331,6 +342,8 @@ class TurnStarter:
             except OSError as exc:
                 lock.release()
                 raise InvalidParams(f"cannot keep the images: {exc}") from None
+            if self._parts.turns.relay is not None:  # a fleet: for a member taking over
+                self._tg.start_soon(self._parts.turns.share_blobs, conversation_id)
         if is_new:
             # Durable while the model call runs, not on the way to turn_completed.
             self._tg.start_soon(conversations.sync_entries, conversation_id)

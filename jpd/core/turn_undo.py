@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from jpd.conversation.paths import SNAPSHOTS_DIR
-from jpd.conversation.store import ConversationNotFound
+from jpd.conversation.port import ConversationNotFound
 from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
 from jpd.protocol.client_requests import ChangedFile, TurnChangesResult
@@ -52,10 +52,14 @@ class TurnUndo:
 
         check_id(conversation_id)
         store = self._parts.store
+
+        def load() -> list[ev.Event]:
+            events = store.load(conversation_id, sanitized=False)
+            store.fetch_blobs(conversation_id)  # in a fleet: snapshots written elsewhere
+            return events
+
         try:
-            events = await anyio.to_thread.run_sync(
-                lambda: store.load(conversation_id, sanitized=False)
-            )
+            events = await anyio.to_thread.run_sync(load)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
         from jpd.tools.changes import last_changing_turn

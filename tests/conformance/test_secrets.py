@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 
 from jpd.conversation import events as ev
-from jpd.conversation.store import ConversationStore
+from jpd.conversation.jsonl.store import ConversationStore
 from jpd.inquiry.recorder import InquiryRecorder
 from jpd.inquiry.router import Failed, Resolved
 from jpd.protocol.question import Question

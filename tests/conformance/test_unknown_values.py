@@ -16,8 +16,8 @@ import pytest
 from jpcli.render import format_persisted_event
 
 from jpd.conversation import events as ev
+from jpd.conversation.jsonl.store import ConversationStore
 from jpd.conversation.sanitize import sanitize
-from jpd.conversation.store import ConversationStore
 
 CID = "c-unknown"
 REQUEST = (

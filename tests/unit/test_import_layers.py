@@ -54,9 +54,19 @@ def test_the_contracts_hold() -> None:
     ("module", "line", "named"),
     [
         (
-            "jpd/conversation/store.py",
+            "jpd/conversation/jsonl/store.py",
             "from jpd.core import hub as _upward  # noqa: F401",
-            "jpd.conversation.store -> jpd.core.hub",
+            "jpd.conversation.jsonl.store -> jpd.core.hub",
+        ),
+        (
+            "jpd/conversation/jsonl/store.py",
+            "import psycopg as _driver  # noqa: F401",
+            "jpd.conversation.jsonl.store -> psycopg",
+        ),
+        (
+            "jpd/core/daemon.py",
+            "from jpd.conversation import pg as _pg  # noqa: F401",
+            "jpd.core.daemon -> jpd.conversation.pg",
         ),
         (
             "jpd/core/hub.py",

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from jpd.conversation import events as ev
-from jpd.conversation.recovery import interrupted_turn, last_turn, recover_all, recovery_events
+from jpd.conversation.jsonl.store import ConversationStore
+from jpd.conversation.jsonl.turn_lock import interrupted_turn, last_turn, try_lock
+from jpd.conversation.recovery import recover_all, recovery_events
 from jpd.conversation.resume import NotResumable, TurnNotFound, plan_resume
 from jpd.conversation.sanitize import sanitize
-from jpd.conversation.store import ConversationStore
-from jpd.conversation.turn_lock import try_lock
 from jpd.llm.base import ToolResultMessage
 from jpd.llm.history import MessageHistory
 

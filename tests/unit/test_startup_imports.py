@@ -68,6 +68,14 @@ NOT_AT_START_UP = (
     "jpd.inquiry.router",
     "jpd.mcp",
     "jpd.rpc.listener",  # the Unix socket's: a daemon on stdio never needs it
+    # The Postgres store: only with a store URL configured (a fleet member).
+    "jpd.conversation.pg",
+    "jpd.core.takeover",
+    "jpd.core.shared_questions",
+    "jpd.core.follow",
+    "jpd.core.store_import",
+    "psycopg",
+    "psycopg_pool",
 )
 
 

@@ -1,4 +1,4 @@
-"""Tests for `jpd.conversation.store` (with `paths`, `metadata` and `logfile`)."""
+"""Tests for `jpd.conversation.jsonl.store` (with `paths`, `metadata` and `logfile`)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,7 @@ from jpd.conversation.events import (
     event_to_json,
     parse_event,
 )
-from jpd.conversation.sanitize import INTERRUPTED_CONTENT
-from jpd.conversation.store import (
+from jpd.conversation.jsonl.store import (
     ConversationExists,
     ConversationNotFound,
     ConversationStore,
@@ -43,6 +42,7 @@ from jpd.conversation.store import (
     new_conversation_id,
     validate_id,
 )
+from jpd.conversation.sanitize import INTERRUPTED_CONTENT
 from jpd.protocol.question import BooleanAnswer, Question, SelectAnswer
 from jpd.protocol.usage import TokenUsage
 

@@ -1,4 +1,4 @@
-"""Append-only conversation store.
+"""The embedded default store (`port.ConversationStorage`): append-only JSONL files.
 
 Layout under the data dir: `conversations/<id>/events.jsonl` (one event per line,
 only ever appended) and `conversations/<id>/metadata.json` (derived, rebuildable).
@@ -26,27 +26,28 @@ import builtins
 import contextlib
 import io
 import logging
-import operator
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
 from jpd.conversation.events import (
     Event,
+    TurnStart,
     dump_event,
     now,
     unknown_value,
 )
 from jpd.conversation.gc_pause import gc_paused
+from jpd.conversation.jsonl.state import LogState, LogStates
+from jpd.conversation.jsonl.turn_lock import TurnLock, last_turn, try_lock
 from jpd.conversation.logfile import (
     count_lines,
-    drop_sliced,
+    encode_sanitized,
     ends_with_newline,
     fsync_dir,
     fsync_file,
-    join_sliced,
-    parse_lines,
     parse_log,
 )
 from jpd.conversation.metadata import (
@@ -64,8 +65,8 @@ from jpd.conversation.paths import (
     new_conversation_id,
     validate_id,
 )
+from jpd.conversation.port import ConversationExists, ConversationNotFound
 from jpd.conversation.sanitize import sanitize
-from jpd.conversation.state import LogState, LogStates
 
 log = logging.getLogger(__name__)
 
@@ -79,21 +80,6 @@ __all__ = [
     "new_conversation_id",
     "validate_id",
 ]
-
-
-class ConversationNotFound(KeyError):
-    """No conversation with this id exists in the store."""
-
-    def __init__(self, conversation_id: str) -> None:
-        super().__init__(conversation_id)
-        self.conversation_id = conversation_id
-
-    def __str__(self) -> str:
-        return f"conversation not found: {self.conversation_id}"
-
-
-class ConversationExists(FileExistsError):
-    """`create` was called for an id that already has a log."""
 
 
 class ConversationStore:
@@ -112,6 +98,11 @@ class ConversationStore:
     def root(self) -> Path:
         """The data dir this store was created with."""
         return self._root
+
+    @property
+    def takeover_interval(self) -> float | None:
+        """None: a turn lock dies with its daemon; start-up recovery covers the rest."""
+        return None
 
     @staticmethod
     def new_conversation_id() -> str:
@@ -227,21 +218,7 @@ class ConversationStore:
         What `sanitize` keeps as it was is sent as the line read from disk (no
         decode/re-encode); only events it adds or changes are encoded.
         """
-        data, source = self._read(validate_id(conversation_id))
-        with gc_paused(count_lines(data)):  # see gc_pause: no collector pauses for others
-            pairs = parse_lines(data, source)
-            events = [event for _, event in pairs]
-            kept = sanitize(events)
-            if len(kept) == len(events) and all(map(operator.is_, kept, events)):
-                parts = [line for line, _ in pairs]  # a sound log: every line as stored
-            else:
-                stored = {id(event): line for line, event in pairs}
-                parts = [stored.get(id(e)) or dump_event(e).encode() for e in kept]
-            encoded = b"".join((b"[", join_sliced(parts, b","), b"]"))  # see join_sliced
-            del kept, events  # the pairs hold the last references: free them in slices
-            drop_sliced(parts)
-            drop_sliced(pairs)
-            return encoded
+        return encode_sanitized(*self._read(validate_id(conversation_id)))
 
     def delete(self, conversation_id: str) -> None:
         """Remove a conversation's directory; raise `ConversationNotFound` if absent."""
@@ -281,6 +258,49 @@ class ConversationStore:
         for cid in self._states:  # a snapshot of the ids
             with self._states.locked(cid) as state:
                 self._settle(cid, state, fsync=True)
+
+    # --- turns: the lease is a `flock` (see `turn_lock`); the scans are tail reads
+
+    def lock_turn(self, conversation_id: str) -> TurnLock | None:
+        """Take the conversation's turn lock; None if a live daemon holds it. Raises
+        `ConversationNotFound` if the conversation does not exist."""
+        directory = self.conversation_dir(conversation_id)
+        if not (directory / EVENTS_FILE).is_file():
+            raise ConversationNotFound(conversation_id)
+        return try_lock(directory)
+
+    def last_turn(self, conversation_id: str) -> tuple[bool, TurnStart | None]:
+        """See `port.ConversationStorage.last_turn`: one tail read of the log."""
+        return last_turn(self.conversation_dir(conversation_id) / EVENTS_FILE)
+
+    def share_blobs(self, conversation_id: str) -> None:
+        """Nothing to do: blobs are files beside the log."""
+
+    def fetch_blobs(self, conversation_id: str) -> None:
+        """Nothing to do: blobs are files beside the log."""
+
+    def turns_elsewhere(self) -> builtins.list[tuple[str, TurnStart]]:
+        """[]: turns of another process on this data dir are not listed (as before)."""
+        return []
+
+    def turn_stream(self) -> None:
+        """None: one daemon owns a data dir; its clients follow its turns directly."""
+        return None
+
+    def question_board(self) -> None:
+        """None: one daemon owns a data dir, its questions are its own."""
+        return None
+
+    def scan_turns(self) -> Iterator[tuple[str, bool, TurnStart | None]]:
+        """`last_turn` of each conversation directory, one tail read each."""
+        try:
+            entries = builtins.list(os.scandir(self._dir))
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            if is_valid_id(entry.name):
+                is_open, start = last_turn(Path(entry.path) / EVENTS_FILE)
+                yield entry.name, is_open, start
 
     def __enter__(self) -> ConversationStore:
         return self

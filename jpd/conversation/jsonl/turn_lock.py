@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from jpd.conversation import events as ev
 
 LOCK_FILE = "turn.lock"
 _TAIL_CHUNK = 64 * 1024
@@ -35,6 +37,9 @@ class TurnLock:
                 os.close(self._fd)
             self._fd = None
 
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        """A `flock` held by a live process is never lost: `callback` is not called."""
+
 
 def try_lock(directory: Path) -> TurnLock | None:
     """Take the turn lock of the conversation in `directory`; None if another holds it."""
@@ -48,33 +53,6 @@ def try_lock(directory: Path) -> TurnLock | None:
         os.close(fd)
         raise
     return TurnLock(fd)
-
-
-def last_turn_is_open(log: Path) -> bool:
-    """Whether the log's last `turn_start` (or `turn_resume`) has no `turn_end` after it.
-
-    Reads the log backwards from its end, so checking a long conversation costs a
-    chunk, not the whole file. Event lines are compact JSON, where these markers
-    cannot appear inside a string (its quotes would be escaped).
-    """
-    try:
-        with open(log, "rb") as fh:
-            end = fh.seek(0, os.SEEK_END)
-            position = end
-            carry = b""
-            while position > 0:
-                start = max(0, position - _TAIL_CHUNK)
-                fh.seek(start)
-                chunk = fh.read(position - start) + carry
-                last_start = max(chunk.rfind(_START), chunk.rfind(_RESUME))
-                last_end = chunk.rfind(_END)
-                if last_start != -1 or last_end != -1:
-                    return last_start > last_end
-                carry = chunk[: len(_RESUME)]
-                position = start
-    except FileNotFoundError:
-        return False
-    return False
 
 
 def reverse_lines(log: Path) -> Iterator[bytes]:
@@ -97,3 +75,32 @@ def reverse_lines(log: Path) -> Iterator[bytes]:
                     yield line
         if rest.strip():
             yield rest
+
+
+def interrupted_turn(log_file: Path) -> ev.TurnStart | None:
+    """The `turn_start` of the log's last turn when that turn ended `interrupted` (it can
+    be resumed, protocol.md 12.4), else None. Reads the log backwards: a tail read."""
+    return last_turn(log_file)[1]
+
+
+def last_turn(log_file: Path) -> tuple[bool, ev.TurnStart | None]:
+    """One tail read of the log's last turn: (open, resumable start). Open: no `turn_end`
+    after its start (or its latest `turn_resume`). Resumable start: its `turn_start` when
+    it ended `interrupted`, else None."""
+    ended = False
+    for line in reverse_lines(log_file):
+        if _END in line:
+            if not ended and b'"stop_reason":"interrupted"' not in line:
+                return False, None
+            ended = True
+        elif _RESUME in line and not ended:
+            return True, None  # running, or not recovered yet
+        elif _START in line:
+            if not ended:
+                return True, None
+            try:
+                event = ev.parse_event(line)
+            except ValueError:
+                return False, None
+            return False, event if isinstance(event, ev.TurnStart) else None
+    return False, None

@@ -1,0 +1,1 @@
+"""The embedded default storage: one directory of JSONL files per conversation."""

@@ -1,0 +1,137 @@
+"""A turn lease in Postgres: a row's (holder, epoch, expiry), renewed while held.
+
+Claiming is a compare-and-set on the conversation row (free or expired -> ours, with
+the epoch raised by one), so two daemons never both hold it. Every append names the
+epoch (`store.PgStore.append`): once another daemon claimed the lease, a zombie's
+writes fail in the database. A holder that cannot renew before its own deadline (the
+start of its last successful renewal plus the TTL, never later than the expiry the
+database recorded) counts the lease as lost: appends stop locally and `on_lost`
+callbacks run (the daemon cancels the turn and kills its tools).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import psycopg
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+log = logging.getLogger(__name__)
+
+CLAIM_SQL = """
+UPDATE jpd_conversations
+   SET lease_holder = %(holder)s, lease_epoch = lease_epoch + 1,
+       lease_expires = now() + make_interval(secs => %(ttl)s)
+ WHERE id = %(cid)s AND (lease_holder IS NULL OR lease_expires < now())
+RETURNING lease_epoch
+"""
+RENEW_SQL = """
+UPDATE jpd_conversations SET lease_expires = now() + make_interval(secs => %(ttl)s)
+ WHERE id = %(cid)s AND lease_epoch = %(epoch)s AND lease_holder = %(holder)s
+RETURNING 1
+"""
+RELEASE_SQL = """
+UPDATE jpd_conversations SET lease_holder = NULL, lease_expires = NULL
+ WHERE id = %(cid)s AND lease_epoch = %(epoch)s AND lease_holder = %(holder)s
+"""
+
+
+class PgLease:
+    """A held turn lease (`port.TurnLease`); renewed by a thread every third of its TTL."""
+
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        conversation_id: str,
+        holder: str,
+        epoch: int,
+        ttl: float,
+        started: float,
+        forget: Callable[[PgLease], None],
+    ) -> None:
+        self._pool = pool
+        self.conversation_id = conversation_id
+        self.holder = holder
+        self.epoch = epoch
+        self.ttl = ttl
+        self.deadline = started + ttl
+        self._forget = forget
+        self._callbacks: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.lost = False
+        self.released = False
+        self._thread = threading.Thread(
+            target=self._keep, name=f"jpd-lease-{conversation_id}", daemon=True
+        )
+        self._thread.start()
+
+    def _params(self) -> dict[str, object]:
+        return {"cid": self.conversation_id, "epoch": self.epoch, "holder": self.holder}
+
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if not self.lost:
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def check(self) -> bool:
+        """Whether the lease is still held by the local clock (marks it lost if not)."""
+        if not self.lost and time.monotonic() >= self.deadline:
+            self._lose("not renewed in time")
+        return not self.lost
+
+    def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        self._stop.set()
+        self._forget(self)
+        if self.lost:
+            return
+        try:
+            with self._pool.connection(timeout=self.ttl) as conn:
+                conn.execute(RELEASE_SQL, self._params())
+        except (psycopg.Error, OSError) as exc:  # it expires by itself
+            log.warning("could not release the lease of %s: %s", self.conversation_id, exc)
+
+    def _keep(self) -> None:
+        while not self._stop.wait(self.ttl / 3):
+            if not self.renew():
+                return
+
+    def renew(self) -> bool:
+        """Extend the lease; False once it is lost."""
+        started = time.monotonic()
+        try:
+            with self._pool.connection(timeout=max(0.1, self.deadline - started)) as conn:
+                row = conn.execute(RENEW_SQL, {**self._params(), "ttl": self.ttl}).fetchone()
+        except Exception as exc:  # a database that is away: try again until the deadline
+            log.warning("could not renew the lease of %s: %s", self.conversation_id, exc)
+            return self.check()
+        if row is None:
+            self._lose("another daemon took the turn over")
+            return False
+        self.deadline = started + self.ttl
+        return self.check()
+
+    def _lose(self, why: str) -> None:
+        with self._lock:
+            if self.lost or self.released:
+                return
+            self.lost = True
+            callbacks, self._callbacks = self._callbacks, []
+        self._stop.set()
+        log.warning("lost the turn lease of %s: %s", self.conversation_id, why)
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                log.exception("a lease-lost callback failed")

@@ -1,0 +1,120 @@
+"""The live events of the turns a fleet member runs, for clients of other members.
+
+The member running a turn writes its `turn/event`s (as sent to its own clients) into
+`jpd_stream` in batches, never a write per token, then `NOTIFY`s the conversation's
+channel. Members with a client attached to that conversation `LISTEN` on it (and only
+they: a member with none receives nothing), read the rows after their cursor and hand
+them to their clients. A conversation keeps the rows of its latest turn only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import sql
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Run = Callable[[Callable[[psycopg.Connection[Any]], T]], T]
+
+
+def channel(conversation_id: str) -> str:
+    """The conversation's notification channel (an identifier of bounded length)."""
+    return "jpd_" + hashlib.sha1(conversation_id.encode()).hexdigest()[:24]
+
+
+class PgTurnStream:
+    """`port.TurnStream` on `jpd_stream` and LISTEN/NOTIFY."""
+
+    def __init__(self, run: Run[Any], url: str, member: str) -> None:
+        self._run = run
+        self._url = url
+        self._member = member
+        self._turns: dict[str, str] = {}  # conversation -> the turn whose rows it keeps
+        self._lock = threading.Lock()
+        self._wanted: dict[str, str] = {}  # channel -> conversation
+        self._listening: set[str] = set()
+        self._listener: psycopg.Connection[Any] | None = None
+
+    def publish(self, conversation_id: str, turn_id: str, bodies: list[str]) -> None:
+        new_turn = self._turns.get(conversation_id) != turn_id
+
+        def work(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                if new_turn:  # the rows of earlier turns are no longer followed
+                    conn.execute(
+                        "DELETE FROM jpd_stream WHERE conversation_id = %s AND turn_id <> %s",
+                        (conversation_id, turn_id),
+                    )
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO jpd_stream (conversation_id, member, turn_id, body) "
+                        "VALUES (%s, %s, %s, %s)",
+                        [(conversation_id, self._member, turn_id, b) for b in bodies],
+                    )
+                conn.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(channel(conversation_id))))
+
+        self._run(work)
+        self._turns[conversation_id] = turn_id
+
+    def read(self, conversation_id: str, after: int) -> list[tuple[int, str]]:
+        """Rows other members wrote after position `after`: (position, body)."""
+        rows = self._run(
+            lambda conn: conn.execute(
+                "SELECT n, body FROM jpd_stream WHERE conversation_id = %s AND n > %s "
+                "AND member <> %s ORDER BY n",
+                (conversation_id, after, self._member),
+            ).fetchall()
+        )
+        return [(int(n), str(body)) for n, body in rows]
+
+    def follow(self, conversation_id: str) -> None:
+        with self._lock:
+            self._wanted[channel(conversation_id)] = conversation_id
+
+    def unfollow(self, conversation_id: str) -> None:
+        with self._lock:
+            self._wanted.pop(channel(conversation_id), None)
+
+    def wait(self, timeout: float) -> set[str]:
+        """Block up to `timeout` s for notifications; the conversations notified (all
+        followed ones after a (re)connection, whose notifications may have been missed).
+        Called from one thread at a time."""
+        fresh = self._listener is None or self._listener.closed
+        try:
+            if fresh:
+                self._listener = psycopg.connect(self._url, autocommit=True)
+                self._listening = set()
+            conn = self._listener
+            assert conn is not None
+            with self._lock:
+                wanted = dict(self._wanted)
+            for name in set(wanted) - self._listening:
+                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(name)))
+                self._listening.add(name)
+            for name in self._listening - set(wanted):
+                conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(name)))
+                self._listening.discard(name)
+            notified = set(wanted.values()) if fresh else set()
+            if not notified:  # wait for the first, then take what else came with it
+                for note in conn.notifies(timeout=timeout, stop_after=1):
+                    notified.add(wanted.get(note.channel, ""))
+                for note in conn.notifies(timeout=0.001):
+                    notified.add(wanted.get(note.channel, ""))
+            notified.discard("")
+            return notified
+        except psycopg.Error:
+            if self._listener is not None:
+                self._listener.close()
+            self._listener = None
+            raise
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()

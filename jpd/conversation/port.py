@@ -1,0 +1,203 @@
+"""The storage port under the conversation layer: what the daemon asks of a store.
+
+Two implementations: `jpd.conversation.jsonl` (the embedded default: a directory of
+JSONL files per conversation, a `flock` per running turn) and `jpd.conversation.pg`
+(Postgres, for daemons that share conversations; imported only when configured, see
+`jpd.conversation.open_store`). Both keep the same log semantics: events are only ever
+appended, in order; `sync` makes them durable; recovery (`jpd.conversation.recovery`)
+reads the log to close a turn its daemon left open.
+
+The methods are synchronous: the daemon calls the slow ones (load, sync, list) from a
+worker thread, and `append` (a flushed write, no fsync) from the event loop.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from jpd.conversation.events import Event, TurnStart
+from jpd.conversation.metadata import ConversationMeta
+
+
+class ConversationNotFound(KeyError):
+    """No conversation with this id exists in the store."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(conversation_id)
+        self.conversation_id = conversation_id
+
+    def __str__(self) -> str:
+        return f"conversation not found: {self.conversation_id}"
+
+
+class ConversationExists(FileExistsError):
+    """`create` was called for an id that already has a log."""
+
+
+class ConversationBusy(RuntimeError):
+    """Another daemon holds the conversation's turn lease (it runs a turn there)."""
+
+
+class LeaseLost(RuntimeError):
+    """This daemon no longer holds the conversation's turn lease: another daemon took it
+    over (a newer epoch), or it could not renew it in time. Nothing more is written."""
+
+    def __init__(self, conversation_id: str, detail: str = "") -> None:
+        super().__init__(conversation_id)
+        self.conversation_id = conversation_id
+        self.detail = detail
+
+    def __str__(self) -> str:
+        more = f": {self.detail}" if self.detail else ""
+        return f"turn lease of conversation {self.conversation_id} lost{more}"
+
+
+class TurnLease(Protocol):
+    """The right to write a conversation's turn, held while it runs (one writer)."""
+
+    def release(self) -> None:
+        """Give it back (idempotent)."""
+
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (from any thread) if the lease is lost while held; a lease
+        that cannot be lost (a `flock`) never calls it."""
+
+
+class QuestionBoard(Protocol):
+    """Questions pending in one daemon of a fleet, answerable from any (see
+    `jpd.conversation.pg.questions`). Keys are (conversation, turn, inquiry) ids."""
+
+    def post(self, key: tuple[str, str, str], info_json: str) -> None:
+        """Offer this daemon's question to the others (`PendingInfo` as JSON)."""
+
+    def withdraw(self, key: tuple[str, str, str]) -> None:
+        """The question was resolved or ended here."""
+
+    def others(self) -> builtins.list[str]:
+        """Unanswered questions other daemons wait on, as posted."""
+
+    def answer(
+        self,
+        inquiry_id: str,
+        conversation_id: str | None,
+        turn_id: str | None,
+        value: Any,
+        remember: bool,
+        by: str,
+    ) -> Literal["answered", "already", "missing", "ambiguous"]:
+        """Answer another daemon's question; the first answer stored wins."""
+
+    def answers(self) -> builtins.list[tuple[tuple[str, str, str], Any, bool, str]]:
+        """Answers stored for this daemon's questions: (key, value, remember, by)."""
+
+    def reopen(self, key: tuple[str, str, str], by: str) -> None:
+        """Clear an answer found invalid, so that the question waits on."""
+
+
+class TurnStream(Protocol):
+    """The live events of turns running on other daemons of a fleet (see
+    `jpd.conversation.pg.stream`). Bodies are `turn/event` params as sent on the wire."""
+
+    def publish(self, conversation_id: str, turn_id: str, bodies: builtins.list[str]) -> None:
+        """Add a batch of this daemon's events of a turn, and wake the followers."""
+
+    def read(self, conversation_id: str, after: int) -> builtins.list[tuple[int, str]]:
+        """Other daemons' events after position `after`: (position, body)."""
+
+    def follow(self, conversation_id: str) -> None:
+        """Be woken by `wait` when the conversation has new events."""
+
+    def unfollow(self, conversation_id: str) -> None:
+        """No more wake-ups for it."""
+
+    def wait(self, timeout: float) -> set[str]:
+        """Block up to `timeout` seconds; the followed conversations with new events."""
+
+
+class ConversationStorage(Protocol):
+    """Conversations: their event logs, summaries, turn leases and blob directories."""
+
+    @property
+    def root(self) -> Path:
+        """The local data dir (blobs, replay files)."""
+
+    @property
+    def takeover_interval(self) -> float | None:
+        """Seconds between scans for turns whose holder stopped renewing its lease (a
+        fleet's store); None: a lease dies with its process (`flock`), nothing to scan."""
+
+    def create(self, conversation_id: str) -> None:
+        """Create an empty conversation; raise `ConversationExists` if it has a log."""
+
+    def exists(self, conversation_id: str) -> bool:
+        """Whether the conversation has a log."""
+
+    def append(self, conversation_id: str, event: Event) -> None:
+        """Append one event (visible to readers at once, durable after `sync`).
+
+        Raises `ConversationNotFound`, or `LeaseLost` when a lease-holding store no
+        longer holds the conversation's turn lease.
+        """
+
+    def sync(self, conversation_id: str) -> None:
+        """Make every appended event durable."""
+
+    def sync_entries(self, conversation_id: str) -> None:
+        """Make a created conversation itself durable, ahead of its first `sync`."""
+
+    def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
+        """All events, oldest first (passed through `sanitize` unless told not to)."""
+
+    def load_encoded(self, conversation_id: str) -> bytes:
+        """The sanitized events as one JSON array, each in its stored form."""
+
+    def delete(self, conversation_id: str) -> None:
+        """Remove a conversation; raise `ConversationNotFound` if absent, and
+        `ConversationBusy` if another daemon runs a turn in it."""
+
+    def metadata(self, conversation_id: str) -> ConversationMeta:
+        """The conversation's summary."""
+
+    def list(self) -> builtins.list[ConversationMeta]:
+        """Every conversation's summary, most recently updated first."""
+
+    def release(self, conversation_id: str) -> None:
+        """The conversation went idle: drop what is kept in memory for it."""
+
+    def close(self) -> None:
+        """Make everything durable and close what is open (the store stays usable)."""
+
+    def conversation_dir(self, conversation_id: str) -> Path:
+        """The local directory of a conversation's blobs (file snapshots, images)."""
+
+    def share_blobs(self, conversation_id: str) -> None:
+        """Make the blobs written here readable by the other daemons of a fleet."""
+
+    def fetch_blobs(self, conversation_id: str) -> None:
+        """Bring here the blobs other daemons of a fleet wrote (before reading them)."""
+
+    def lock_turn(self, conversation_id: str) -> TurnLease | None:
+        """Take the conversation's turn lease; None if a live holder has it. Raises
+        `ConversationNotFound` if the conversation does not exist."""
+
+    def last_turn(self, conversation_id: str) -> tuple[bool, TurnStart | None]:
+        """(open, resumable start) of the conversation's last turn: open when it has no
+        `turn_end` after its start (or latest `turn_resume`); the start when it ended
+        `interrupted`. (False, None) for a conversation without a turn or log."""
+
+    def question_board(self) -> QuestionBoard | None:
+        """Where questions are shared with other daemons; None: not in a fleet."""
+
+    def turns_elsewhere(self) -> builtins.list[tuple[str, TurnStart]]:
+        """Turns other daemons of a fleet run now (a live lease): (conversation id, its
+        `turn_start`); [] outside a fleet."""
+
+    def turn_stream(self) -> TurnStream | None:
+        """Where turns' live events are shared with other daemons; None: not a fleet."""
+
+    def scan_turns(self) -> Iterator[tuple[str, bool, TurnStart | None]]:
+        """`last_turn` of every conversation, as (id, open, resumable start): the
+        start-up scan that finds turns to recover and to offer for resuming."""

@@ -1,0 +1,140 @@
+"""Following a turn that runs on another fleet member (docs/scale.md).
+
+`Relay`: on the member running a turn, a subscriber of the turn's conversation like a
+client, which hands each `turn/event` to the store's turn stream in batches (every 50
+ms, never a write per token). `Followers`: on a member whose client attached to a
+conversation that runs no turn here, reads the events other members streamed and
+publishes them to this member's clients as if the turn ran here (with this member's
+seqs). A conversation is followed while a client of this member is subscribed to it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from jpd.conversation.port import TurnStream
+from jpd.core.hub import EventHub
+from jpd.protocol.client_port import ClientCapabilities, Notification
+from jpd.protocol.errors import ConnectionLost
+from jpd.protocol.turn_events import TurnEventParams
+
+log = logging.getLogger(__name__)
+
+FLUSH = 0.05
+WAIT = 0.5
+_ids = itertools.count(-1_000_000, -1)  # below real clients' and taken-over turns' ids
+
+
+class Relay:
+    """A pseudo-client that streams the events of this member's turns to the store."""
+
+    def __init__(self, stream: TurnStream) -> None:
+        self._stream = stream
+        self._id = next(_ids)
+        self._batches: dict[tuple[str, str], list[str]] = {}
+
+    @property
+    def link_id(self) -> int:
+        return self._id
+
+    @property
+    def capabilities(self) -> ClientCapabilities:
+        return ClientCapabilities()
+
+    @property
+    def workspace_root(self) -> Path | None:
+        return None
+
+    @property
+    def peer_verified(self) -> bool:
+        return False  # it sends no requests
+
+    def notify(self, method: Any, params: Any) -> None:
+        """Only `turn/event`s are relayed (they come through `send`)."""
+
+    def send(self, notification: Notification) -> None:
+        if notification.method.name != "turn/event":
+            return
+        wire = notification.wire
+        key = (str(wire["conversationId"]), str(wire["turnId"]))
+        self._batches.setdefault(key, []).append(json.dumps(wire, separators=(",", ":")))
+
+    async def request(self, method: Any, params: Any) -> Any:
+        raise ConnectionLost("the relay answers nothing")
+
+    async def run(self) -> None:
+        while True:
+            await anyio.sleep(FLUSH)
+            await self.flush()
+
+    async def flush(self) -> None:
+        batches, self._batches = self._batches, {}
+        for (conversation_id, turn_id), bodies in batches.items():
+            try:
+                await anyio.to_thread.run_sync(
+                    self._stream.publish, conversation_id, turn_id, bodies
+                )
+            except Exception as exc:  # followers miss these; the log has the outcome
+                log.warning("could not stream events of %s: %s", conversation_id, exc)
+
+
+class Followers:
+    """Conversations this member's clients follow while their turns run elsewhere."""
+
+    def __init__(self, stream: TurnStream, hub: EventHub, busy: Callable[[str], bool]) -> None:
+        self._stream = stream
+        self._hub = hub
+        self._busy = busy
+        self._cursors: dict[str, int] = {}
+        self._pulling = anyio.Lock()  # one reader at a time: nothing relayed twice
+
+    async def follow(self, conversation_id: str) -> None:
+        """A client attached: relay what the conversation's turn streamed so far, then
+        what it streams next."""
+        if conversation_id in self._cursors:
+            return
+        self._cursors[conversation_id] = 0
+        self._stream.follow(conversation_id)
+        await self._pull(conversation_id)
+
+    async def run(self) -> None:
+        while True:
+            for conversation_id in list(self._cursors):
+                if not self._hub.subscribers(conversation_id):
+                    del self._cursors[conversation_id]
+                    self._stream.unfollow(conversation_id)
+            try:
+                notified = await anyio.to_thread.run_sync(
+                    self._stream.wait, WAIT, abandon_on_cancel=True
+                )
+            except Exception as exc:  # the store is away: the next wait reconnects
+                log.warning("could not follow turns of other members: %s", exc)
+                await anyio.sleep(WAIT)
+                continue
+            for conversation_id in notified:
+                if conversation_id in self._cursors:
+                    await self._pull(conversation_id)
+
+    async def _pull(self, conversation_id: str) -> None:
+        async with self._pulling:
+            after = self._cursors.get(conversation_id, 0)
+            rows = await anyio.to_thread.run_sync(self._stream.read, conversation_id, after)
+            self._publish(conversation_id, rows)
+
+    def _publish(self, conversation_id: str, rows: list[tuple[int, str]]) -> None:
+        for position, body in rows:
+            self._cursors[conversation_id] = position
+            if self._busy(conversation_id):
+                continue  # its turn runs here now: this member's own events go out
+            try:
+                params = TurnEventParams.model_validate(json.loads(body))
+            except ValueError:
+                continue  # written by a newer jpd
+            self._hub.publish(conversation_id, params.turn_id, params.event)

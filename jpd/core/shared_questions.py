@@ -1,0 +1,101 @@
+"""Questions across a fleet: this daemon's pending questions are posted on the store's
+board (`port.QuestionBoard`), where a client of any member lists and answers them;
+answers stored there are delivered to the waiting question here and checked as a local
+client's answer would be (an invalid one is cleared, and the question waits on).
+
+The board is synced by polling, every quarter second: a question is offered to other
+members and its answer delivered within about that. First answer stored wins among
+members (compare-and-set); a local answer resolves the question at once here.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+
+from jpd.conversation.port import QuestionBoard
+from jpd.inquiry.pending import PendingQuestions
+from jpd.protocol.errors import InvalidParams, NotFound
+from jpd.protocol.server_requests import PendingInfo
+
+log = logging.getLogger(__name__)
+
+INTERVAL = 0.25
+Key = tuple[str, str, str]
+
+
+class SharedQuestions:
+    """See the module docstring."""
+
+    def __init__(self, board: QuestionBoard, questions: PendingQuestions) -> None:
+        self._board = board
+        self._questions = questions
+        self._posted: set[Key] = set()
+
+    async def run(self) -> None:
+        while True:
+            await anyio.sleep(INTERVAL)
+            try:
+                await self.sync()
+            except Exception as exc:  # the store is away: the next round catches up
+                log.warning("could not share questions: %s", exc)
+
+    async def sync(self) -> None:
+        mine = {(i.conversation_id, i.turn_id, i.inquiry_id): i for i in self._questions.pending()}
+        for key in set(mine) - self._posted:
+            await anyio.to_thread.run_sync(self._board.post, key, mine[key].model_dump_json())
+            self._posted.add(key)
+        for key in self._posted - set(mine):
+            await anyio.to_thread.run_sync(self._board.withdraw, key)
+            self._posted.discard(key)
+        for key, value, remember, by in await anyio.to_thread.run_sync(self._board.answers):
+            if key not in mine:
+                continue  # resolved here meanwhile: withdrawn at the next round
+            conversation_id, turn_id, inquiry_id = key
+            try:
+                self._questions.answer(
+                    inquiry_id,
+                    value,
+                    remember,
+                    by,
+                    conversation_id=conversation_id,
+                    turn_id=turn_id,
+                )
+            except InvalidParams as exc:
+                log.info("answer to %s from another member refused: %s", inquiry_id, exc)
+                await anyio.to_thread.run_sync(self._board.reopen, key, by)
+            except NotFound:
+                pass
+
+    def others(self) -> list[PendingInfo]:
+        """Questions other members wait on (for `inquiry/list`)."""
+        found = []
+        for info in self._board.others():
+            try:
+                found.append(PendingInfo.model_validate_json(info))
+            except ValueError:
+                continue  # posted by a newer jpd: not ours to show
+        return found
+
+    def answer(
+        self,
+        missing: NotFound,
+        inquiry_id: str,
+        value: Any,
+        remember: bool,
+        by: str,
+        conversation_id: str | None,
+        turn_id: str | None,
+    ) -> None:
+        """Answer a question pending on another member; raises as `inquiry/answer` does."""
+        outcome = self._board.answer(inquiry_id, conversation_id, turn_id, value, remember, by)
+        if outcome == "already":
+            raise NotFound(f"inquiry {inquiry_id} was already answered")
+        if outcome == "ambiguous":
+            raise InvalidParams(
+                f"inquiry {inquiry_id} is pending in several conversations: pass conversationId"
+            )
+        if outcome == "missing":
+            raise missing

@@ -1,0 +1,65 @@
+"""A Postgres restart in the middle of a turn (fast and immediate, over TCP and a Unix
+socket) leaves no turn stuck: it ends, or records an error, and the next turn runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.e2e.sockets import Daemons, SocketClient, wait_for
+from tests.fleet.pgserver import PgServer, running_server
+from tests.fleet.test_takeover import member
+
+TEXT = " ".join(f"word{i}" for i in range(300))
+
+
+@pytest.fixture
+def own_server() -> Iterator[PgServer]:
+    """A server of this test's own: it is restarted."""
+    with running_server() as server:
+        if isinstance(server, str):
+            pytest.skip(server)
+        yield server
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+@pytest.mark.parametrize("transport", ["tcp", "unix"])
+async def test_a_restart_mid_turn_leaves_no_turn_stuck(
+    tmp_path: Path, own_server: PgServer, daemons: Daemons, mode: str, transport: str
+) -> None:
+    own_server.create_database("jpd")
+    url = own_server.url.rsplit("/", 1)[0] + "/jpd"
+    if transport == "unix":
+        url = f"postgresql://postgres@/jpd?host={own_server.sockets}&port={own_server.port}"
+    stream = {"text": TEXT, "chunk": 8, "delay_ms": 20}
+    env = member(tmp_path / "a", url, [stream, {"text": "after"}])
+    daemon = await daemons.start(env)
+    client = await SocketClient.connect(daemon.socket)
+    await client.initialize()
+    try:
+        started = await client.request("turn/start", {"message": "stream"})
+        await wait_for(
+            lambda: len(client.turn_events(started["turnId"])) > 20, "the turn to stream"
+        )
+        own_server.restart(mode)
+        completed = await client.wait_completed(started["turnId"])
+        assert completed["event"]["stopReason"] in ("end_turn", "error", "cancelled")
+        assert daemon.process.poll() is None
+        cid = started["conversationId"]
+        nxt = await client.request("turn/start", {"message": "again", "conversationId": cid})
+        done = await client.wait_completed(nxt["turnId"])
+        assert done["event"]["stopReason"] == "end_turn"
+        with psycopg.connect(url) as conn:
+            rows = conn.execute(
+                "SELECT seq, body FROM jpd_events WHERE conversation_id = %s ORDER BY seq",
+                (cid,),
+            ).fetchall()
+        assert [seq for seq, _ in rows] == list(range(1, len(rows) + 1))
+        types = [json.loads(body)["type"] for _, body in rows]
+        assert types.count("turn_start") == types.count("turn_end") == 2
+    finally:
+        await client.close()

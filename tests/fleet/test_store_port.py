@@ -1,0 +1,157 @@
+"""Both stores behind `port.ConversationStorage` behave alike: the JSONL files (the
+embedded default) and Postgres (a real server, see conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jpd.conversation import events as ev
+from jpd.conversation.jsonl.store import ConversationStore
+from jpd.conversation.port import ConversationExists, ConversationNotFound, ConversationStorage
+from jpd.conversation.recovery import INTERRUPTED_TOOL, recover_all
+
+CID = "c-port"
+
+
+@pytest.fixture(params=["jsonl", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ConversationStorage]:
+    if request.param == "jsonl":
+        s: ConversationStorage = ConversationStore(tmp_path)
+    else:
+        from jpd.conversation.pg import PgStore
+
+        url = request.getfixturevalue("pg_url")
+        s = PgStore(url, tmp_path, host="test", lease_ttl=5)
+    yield s
+    s.close()
+
+
+def turn(cid: str = CID, turn_id: str = "t-1") -> list[ev.Event]:
+    return [
+        ev.TurnStart(turn_id=turn_id, model="m/x", workspace="/w"),
+        ev.ChatRequest(content="Hello there\nsecond line"),
+        ev.ChatResponse(message="hi"),
+        ev.TurnEnd(turn_id=turn_id, stop_reason="end_turn"),
+    ]
+
+
+def test_create_append_load_and_summary(store: ConversationStorage) -> None:
+    store.create(CID)
+    assert store.exists(CID)
+    with pytest.raises(ConversationExists):
+        store.create(CID)
+    for event in turn():
+        store.append(CID, event)
+    store.sync(CID)
+    loaded = store.load(CID)
+    assert [type(e) for e in loaded] == [type(e) for e in turn()]
+    assert loaded[1] == turn()[1].model_copy(update={"timestamp": loaded[1].timestamp})
+    meta = store.metadata(CID)
+    assert (meta.title, meta.event_count, meta.workspace) == ("Hello there", 4, "/w")
+    assert [m.id for m in store.list()] == [CID]
+    assert [e["type"] for e in json.loads(store.load_encoded(CID))] == [
+        "turn_start",
+        "chat_request",
+        "chat_response",
+        "turn_end",
+    ]
+
+
+def test_missing_conversations_are_reported(store: ConversationStorage) -> None:
+    assert not store.exists("c-none")
+    for call in (
+        lambda: store.load("c-none"),
+        lambda: store.metadata("c-none"),
+        lambda: store.delete("c-none"),
+        lambda: store.lock_turn("c-none"),
+    ):
+        with pytest.raises(ConversationNotFound):
+            call()
+    assert store.last_turn("c-none") == (False, None)
+
+
+def test_delete_removes_the_log(store: ConversationStorage) -> None:
+    store.create(CID)
+    store.append(CID, ev.ChatRequest(content="x"))
+    store.delete(CID)
+    assert not store.exists(CID)
+    assert store.list() == []
+
+
+def test_concurrent_appends_keep_every_event_once_in_order_per_writer(
+    store: ConversationStorage,
+) -> None:
+    store.create(CID)
+
+    def write(who: int) -> None:
+        for n in range(25):
+            store.append(CID, ev.ChatRequest(content=f"{who}:{n}"))
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    contents = [e.content for e in store.load(CID) if isinstance(e, ev.ChatRequest)]
+    assert sorted(contents) == sorted(f"{w}:{n}" for w in range(4) for n in range(25))
+    for w in range(4):
+        mine = [c for c in contents if c.startswith(f"{w}:")]
+        assert mine == [f"{w}:{n}" for n in range(25)]
+
+
+def test_one_turn_lease_at_a_time(store: ConversationStorage) -> None:
+    store.create(CID)
+    lease = store.lock_turn(CID)
+    assert lease is not None
+    if isinstance(store, ConversationStore):
+        other: ConversationStorage = ConversationStore(store.root)
+    else:
+        from jpd.conversation.pg import PgStore
+
+        assert isinstance(store, PgStore)
+        other = PgStore(store.url, store.root, host="other", lease_ttl=5)
+    try:
+        assert other.lock_turn(CID) is None
+        lease.release()
+        again = other.lock_turn(CID)
+        assert again is not None
+        again.release()
+    finally:
+        if other is not store:
+            other.close()
+
+
+def test_the_last_turn_and_the_recovery_scan(store: ConversationStorage) -> None:
+    store.create(CID)
+    assert store.last_turn(CID) == (False, None)
+    start = ev.TurnStart(turn_id="t-1", model="m/x")
+    store.append(CID, start)
+    store.append(CID, ev.ChatRequest(content="run it"))
+    store.append(CID, ev.ToolCallRequest(id="call-1", name="run_command", arguments={}))
+    assert store.last_turn(CID) == (True, None)
+    assert [(c, o) for c, o, _ in store.scan_turns()] == [(CID, True)]
+    store.create("c-done")
+    for event in turn("c-done"):
+        store.append("c-done", event)
+
+    found = recover_all(store)  # the open turn: closed as interrupted, and resumable
+
+    assert list(found) == [CID]
+    assert found[CID].turn_id == "t-1"
+    is_open, resumable = store.last_turn(CID)
+    assert not is_open and resumable is not None and resumable.turn_id == "t-1"
+    tail = store.load(CID, sanitized=False)[-2:]
+    assert isinstance(tail[0], ev.ToolCallResponse) and tail[0].content == INTERRUPTED_TOOL
+    assert isinstance(tail[1], ev.TurnEnd) and tail[1].stop_reason == "interrupted"
+    assert recover_all(store) == found  # nothing appended twice
+    assert len(store.load(CID, sanitized=False)) == 5
+
+    store.append(CID, ev.TurnResume(turn_id="t-1"))
+    assert store.last_turn(CID) == (True, None)
+    store.append(CID, ev.TurnEnd(turn_id="t-1", stop_reason="end_turn"))
+    assert store.last_turn(CID) == (False, None)
