@@ -65,10 +65,18 @@ def kill_descendants() -> None:
     launcher before it dies, so the loop ends when none is left (or, for a process stuck
     in the kernel, after a few seconds)."""
     deadline = time.monotonic() + 5
+    quiet = 0
     while time.monotonic() < deadline:
         victims = _children()
         if not victims:
-            return
+            # An orphan is reparented here only once its parent has fully exited: look
+            # again shortly before trusting an empty scan.
+            quiet += 1
+            if quiet >= 3:
+                return
+            time.sleep(0.01)
+            continue
+        quiet = 0
         for pid in victims:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
