@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.e2e.sockets import (
     Daemons,
     RpcError,
@@ -28,12 +30,16 @@ SANDBOX_OFF = '[conversation.tools.run_command.options]\nsandbox = "off"\nnetwor
 ATTACKER = r"""
 import json, os, socket, sys, time
 path, out, trigger, target = sys.argv[1:5]
-if sys.argv[5:] == ["detach"]:
+if sys.argv[5:] in (["detach"], ["setsid"]):
     # Leave the command's process group (so its end does not kill us) and its parent
-    # chain (double fork: reparented to init or a reaper); the session stays.
+    # chain (double fork: reparented to init or a reaper); the session stays, unless
+    # `setsid` leaves that too.
     if os.fork():
         os._exit(0)
-    os.setpgid(0, 0)
+    if sys.argv[5:] == ["setsid"]:
+        os.setsid()
+    else:
+        os.setpgid(0, 0)
     if os.fork():
         os._exit(0)
     for fd in (0, 1, 2):
@@ -155,23 +161,24 @@ async def test_a_sandboxed_command_cannot_use_the_daemon(tmp_path: Path, daemons
     assert not target.exists()
 
 
-async def test_a_leftover_of_a_command_cannot_use_the_daemon(
-    tmp_path: Path, daemons: Daemons
+@pytest.mark.parametrize("how", ["detach", "setsid"])
+async def test_a_double_fork_of_an_unsandboxed_command_is_refused(
+    tmp_path: Path, daemons: Daemons, how: str
 ) -> None:
-    """A child leaves its command's process group and parent chain, outlives the call
-    (its launcher gone), then connects: still in the tool's session, still refused.
-    (One that also calls `setsid` is only caught by the sandbox's namespaces.)"""
+    """With the sandbox off, a child that leaves its command's process group (or its
+    session: `setsid`) and parent chain (a double fork) is reparented to the tool's
+    launcher (a subreaper), so its parent chain still reaches the daemon: refused. (It
+    cannot wait for the call to end: the launcher kills it then, tests/e2e/test_cage_*.)"""
     env, workspace = await start(tmp_path, daemons, UNATTENDED + SANDBOX_OFF)
-    out, target, trigger = workspace / "answers.json", tmp_path / "escaped", workspace / "go"
+    out, target = workspace / "answers.json", tmp_path / "escaped"
     socket = Path(env["JP_SOCKET"])
-    command = attack_command(attacker(workspace), socket, out, target, str(trigger), "detach")
-    result = await call_command(env, workspace, command)
+    attack = attack_command(attacker(workspace), socket, out, target, "-", how)
+    wait = f"for i in $(seq 100); do [ -s {out} ] && break; sleep 0.1; done"
+    result = await call_command(env, workspace, f"{attack}; {wait}")
     assert result["content"].startswith("exit code: 0"), result
-    trigger.touch()
-    await wait_for(out.exists, "the leftover to try the socket")
-    await wait_for(lambda: out.read_text().endswith("]"), "its answers")
+    await wait_for(lambda: out.exists() and out.read_text().endswith("]"), "its answers")
     message = assert_refused(json.loads(out.read_text()))
-    assert "tool process" in message or "started by the daemon" in message
+    assert "started by the daemon" in message or "tool process" in message, message
     assert not target.exists()
 
 
