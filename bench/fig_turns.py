@@ -132,23 +132,36 @@ class _Daemon:
 
 
 async def _batch(daemon: _Daemon, count: int) -> tuple[float, list[float], int, float]:
-    """Start `count` turns at once; (daemon CPU, turn/list latencies, turns that ended
-    normally with all their text, wall seconds)."""
+    """Start `count` turns at once, timing a `turn/list` every `PROBE_EVERY` seconds from
+    the first `turn/start` to the last turn's end; (daemon CPU, the `turn/list`
+    latencies, turns that ended normally with all their text, wall seconds)."""
     pid = daemon.process.pid
     daemon.ended.clear()
     daemon.text.clear()
     expected = len("".join(f" tok{i}" for i in range(TOKENS)))
+    latencies: list[float] = []
+    done = asyncio.Event()
+
+    async def probe() -> None:
+        while not done.is_set():
+            sent = time.perf_counter()
+            await daemon.request("turn/list")
+            latencies.append(time.perf_counter() - sent)
+            await asyncio.sleep(max(0.0, PROBE_EVERY - (time.perf_counter() - sent)))
+
     cpu0, start = cpu_seconds(pid), time.perf_counter()
+    prober = asyncio.create_task(probe())
     starts = [daemon.send("turn/start", {"message": "bench"}) for _ in range(count)]
     turn_ids = {result["turnId"] for result in await asyncio.gather(*starts)}
-    latencies: list[float] = []
     while not turn_ids <= daemon.ended.keys():
-        sent = time.perf_counter()
-        await daemon.request("turn/list")
-        latencies.append(time.perf_counter() - sent)
-        await asyncio.sleep(max(0.0, PROBE_EVERY - (time.perf_counter() - sent)))
+        daemon.any_end.clear()
+        await daemon.any_end.wait()
     wall = time.perf_counter() - start
     cpu = cpu_seconds(pid) - cpu0
+    done.set()
+    await prober
+    if os.environ.get("BENCH_TURNS_TRACE"):
+        print([round(x * 1000) for x in latencies], file=sys.stderr)
     normal = sum(
         1
         for turn in turn_ids

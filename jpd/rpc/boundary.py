@@ -40,6 +40,8 @@ from jpd.protocol.method_table import (
     CANCEL_REQUEST,
     EXIT,
     INITIALIZE,
+    TURN_ATTACH,
+    TURN_DETACH,
     TURN_EVENT,
     TURN_LAGGED,
 )
@@ -131,19 +133,33 @@ class _Server(JsonRPCServer):
             log.error("%s", error)
 
 
+# Their answers come after the events they replay or stop (protocol.md 5.8, 5.9): they
+# keep their place in the queue; every other answer goes ahead of queued notifications.
+_IN_ORDER = frozenset({TURN_ATTACH.name, TURN_DETACH.name})
+
+
 class _QueueWriter:
     """pygls writes message bodies here; we frame them (only `Content-Length`, as
     protocol.md section 2 says: pygls would add a `Content-Type` header) and queue them
-    for the writer task, so sends never block."""
+    for the writer task, so sends never block. Answers are queued ahead of
+    notifications (`Outbox.put_answer`), except those of `in_order` requests."""
 
-    def __init__(self, out: Outbox) -> None:
-        self._out = out
+    def __init__(self, out: Outbox, protocol: _JpdProtocol) -> None:
+        self.out = out
+        self._protocol = protocol
+        self.in_order: set[Any] = set()
+        """Ids of requests in flight whose answers keep their place in the queue."""
 
     def write(self, data: bytes) -> None:
-        self._out.put(encode_frame(data))
+        answering = self._protocol.answering
+        if answering is None or answering in self.in_order:
+            self.in_order.discard(answering)
+            self.out.put(encode_frame(data))
+        else:
+            self.out.put_answer(encode_frame(data))
 
     def close(self) -> None:
-        self._out.close()
+        self.out.close()
 
 
 def _make_handler(
@@ -229,7 +245,8 @@ async def serve_connection(
     session.on_attach = outbox.reattached
     session.host = host if host is not None else SingleClientHost()
     protocol.session = session
-    protocol.set_writer(_QueueWriter(outbox), include_headers=False)
+    writer = _QueueWriter(outbox, protocol)
+    protocol.set_writer(writer, include_headers=False)
     for method, handler in HANDLERS.items():
         protocol.fm.feature(method.name)(_make_handler(daemon, session, calls, method, handler))
     daemon.connected(session)
@@ -238,7 +255,7 @@ async def serve_connection(
     async with anyio.create_task_group() as tg:
         tg.start_soon(_write_loop, outbox, send, session, flushed, limits.stall_timeout)
         tg.start_soon(
-            _read_loop, protocol, receive, outbox, session, limits.max_frame, limits.max_nesting
+            _read_loop, protocol, receive, writer, session, limits.max_frame, limits.max_nesting
         )
         await session.closed.wait()
         await _flush(calls, outbox, flushed)
@@ -253,11 +270,12 @@ async def serve_connection(
 async def _read_loop(
     protocol: _JpdProtocol,
     receive: Receive,
-    out: Outbox,
+    writer: _QueueWriter,
     session: Session,
     max_frame: int,
     max_nesting: int,
 ) -> None:
+    out = writer.out
     async for frame in read_frames(receive, max_frame):
         if session.closed.is_set():
             return  # closing: the queue no longer takes frames
@@ -265,7 +283,7 @@ async def _read_loop(
             log.warning("malformed frame: %s", frame.reason)
             out.put(_error_frame(None, ParseError(f"parse error: {frame.reason}")))
             continue
-        _dispatch(protocol, frame, out, max_nesting)
+        _dispatch(protocol, frame, writer, max_nesting)
         if session.closed.is_set():
             return
         await out.wait_room()
@@ -273,7 +291,8 @@ async def _read_loop(
     session.close(session.exit_code if session.closed.is_set() else 1)
 
 
-def _dispatch(protocol: _JpdProtocol, body: bytes, out: Outbox, max_nesting: int) -> None:
+def _dispatch(protocol: _JpdProtocol, body: bytes, writer: _QueueWriter, max_nesting: int) -> None:
+    out = writer.out
     read = read_message(body, max_nesting)
     if isinstance(read, Refused):
         log.warning("refused message: %s", read.message)
@@ -291,6 +310,8 @@ def _dispatch(protocol: _JpdProtocol, body: bytes, out: Outbox, max_nesting: int
         return
     if method is not None and not _admit(protocol.session, data, msg_id, out):
         return
+    if method in _IN_ORDER and msg_id is not None:
+        writer.in_order.add(msg_id)
     try:
         message = protocol.structure_message(data)
         protocol.handle_message(message)
