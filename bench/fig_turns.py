@@ -195,9 +195,7 @@ async def _read_streams(kind: str, url: str, count: int) -> float:
         return time.process_time() - cpu0
 
 
-async def _measure(
-    home: Path, base_url: str, counts: list[int]
-) -> dict[str, dict[int, Any]]:
+async def _measure(home: Path, base_url: str, counts: list[int]) -> dict[str, dict[int, Any]]:
     env = environment(home, base_url)
     url = f"{base_url}/v1/messages"
     results: dict[str, dict[int, Any]] = {"httpx": {}, "aiohttp": {}, "jpd": {}}
@@ -268,5 +266,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.pop("JPD_LOG_LEVEL", None)
     main()

@@ -30,6 +30,10 @@ class ClientCapabilities(BaseModel):
     permission: bool = False
 
 
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+"""`json.dumps` with these separators builds an encoder per call: half its time for a delta."""
+
+
 class Notification:
     """A daemon-to-client notification, encoded once however many clients receive it."""
 
@@ -59,7 +63,7 @@ class Notification:
     def body(self) -> bytes:
         """The JSON-RPC message, UTF-8 encoded (computed on first use, then shared)."""
         message = {"jsonrpc": "2.0", "method": self.method.name, "params": self.wire}
-        return json.dumps(message, separators=(",", ":")).encode()
+        return _compact(message).encode()
 
 
 class ClientLink(Protocol):

@@ -157,6 +157,19 @@ class TurnEventParams(WireModel):
     seq: int
     event: TurnEvent
 
+    def to_wire(self) -> dict[str, Any]:
+        """As `WireModel.to_wire`; a delta (most events of a turn) is built directly, at a
+        fifth of pydantic's cost (`tests/unit/test_protocol_schemas.py` checks they agree)."""
+        event = self.event
+        if type(event) is TextDeltaEvent or type(event) is ReasoningDeltaEvent:
+            return {
+                "conversationId": self.conversation_id,
+                "turnId": self.turn_id,
+                "seq": self.seq,
+                "event": {"kind": event.kind, "text": event.text},
+            }
+        return super().to_wire()
+
 
 class TurnLaggedParams(WireModel):
     """Params of the `turn/lagged` notification: the client fell behind, so the daemon
