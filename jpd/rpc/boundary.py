@@ -40,13 +40,12 @@ from jpd.protocol.method_table import (
     CANCEL_REQUEST,
     EXIT,
     INITIALIZE,
-    TURN_ATTACH,
-    TURN_DETACH,
     TURN_EVENT,
     TURN_LAGGED,
 )
 from jpd.protocol.turn_events import TurnLaggedParams
 from jpd.rpc import errors
+from jpd.rpc.answers import QueueWriter, answer_now
 from jpd.rpc.converter import message_converter
 from jpd.rpc.framing import Malformed, Receive, encode_frame, read_frames
 from jpd.rpc.inbound import Refused, read_message
@@ -83,6 +82,7 @@ class _JpdProtocol(EncodedResultProtocol):
     """pygls protocol with `$/cancelRequest` typing (lifecycle gating is in `_dispatch`)."""
 
     session: Session
+    daemon: Daemon
 
     def get_message_type(self, method: str) -> Any:
         # With the plain-dict converter pygls cannot read cancel params unless typed.
@@ -131,35 +131,6 @@ class _Server(JsonRPCServer):
             log.info("error reply: %s", error)
         else:
             log.error("%s", error)
-
-
-# Their answers come after the events they replay or stop (protocol.md 5.8, 5.9): they
-# keep their place in the queue; every other answer goes ahead of queued notifications.
-_IN_ORDER = frozenset({TURN_ATTACH.name, TURN_DETACH.name})
-
-
-class _QueueWriter:
-    """pygls writes message bodies here; we frame them (only `Content-Length`, as
-    protocol.md section 2 says: pygls would add a `Content-Type` header) and queue them
-    for the writer task, so sends never block. Answers are queued ahead of
-    notifications (`Outbox.put_answer`), except those of `in_order` requests."""
-
-    def __init__(self, out: Outbox, protocol: _JpdProtocol) -> None:
-        self.out = out
-        self._protocol = protocol
-        self.in_order: set[Any] = set()
-        """Ids of requests in flight whose answers keep their place in the queue."""
-
-    def write(self, data: bytes) -> None:
-        answering = self._protocol.answering
-        if answering is None or answering in self.in_order:
-            self.in_order.discard(answering)
-            self.out.put(encode_frame(data))
-        else:
-            self.out.put_answer(encode_frame(data))
-
-    def close(self) -> None:
-        self.out.close()
 
 
 def _make_handler(
@@ -245,7 +216,8 @@ async def serve_connection(
     session.on_attach = outbox.reattached
     session.host = host if host is not None else SingleClientHost()
     protocol.session = session
-    writer = _QueueWriter(outbox, protocol)
+    protocol.daemon = daemon
+    writer = QueueWriter(outbox, protocol)
     protocol.set_writer(writer, include_headers=False)
     for method, handler in HANDLERS.items():
         protocol.fm.feature(method.name)(_make_handler(daemon, session, calls, method, handler))
@@ -270,7 +242,7 @@ async def serve_connection(
 async def _read_loop(
     protocol: _JpdProtocol,
     receive: Receive,
-    writer: _QueueWriter,
+    writer: QueueWriter,
     session: Session,
     max_frame: int,
     max_nesting: int,
@@ -291,7 +263,7 @@ async def _read_loop(
     session.close(session.exit_code if session.closed.is_set() else 1)
 
 
-def _dispatch(protocol: _JpdProtocol, body: bytes, writer: _QueueWriter, max_nesting: int) -> None:
+def _dispatch(protocol: _JpdProtocol, body: bytes, writer: QueueWriter, max_nesting: int) -> None:
     out = writer.out
     read = read_message(body, max_nesting)
     if isinstance(read, Refused):
@@ -310,8 +282,10 @@ def _dispatch(protocol: _JpdProtocol, body: bytes, writer: _QueueWriter, max_nes
         return
     if method is not None and not _admit(protocol.session, data, msg_id, out):
         return
-    if method in _IN_ORDER and msg_id is not None:
-        writer.in_order.add(msg_id)
+    if msg_id is not None and method is not None:
+        writer.requested(method, msg_id)
+        if answer_now(protocol.daemon, protocol.session, data, msg_id, out):
+            return
     try:
         message = protocol.structure_message(data)
         protocol.handle_message(message)
