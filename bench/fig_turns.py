@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -46,6 +47,7 @@ INTERVAL = 0.05
 PROBE_EVERY = 0.05
 """Seconds between two timed `turn/list` requests."""
 COUNTS = (100, 1000)
+_DELTA = re.compile(rb'"turnId":"([^"]+)".*"kind":"text_delta","text":"([^"\\]*)"}}}$')
 
 
 class _Daemon:
@@ -91,32 +93,41 @@ class _Daemon:
         return await self.send(method, params)
 
     async def _read(self) -> None:
-        reader = self._in
-        while True:
-            header = await reader.readuntil(b"\r\n\r\n")
-            length = int(header.split(b":", 1)[1].split(b"\r\n", 1)[0])
-            body = await reader.readexactly(length)
-            head = body[:80]
-            if b'"turn/event"' in head:
-                if b'"text_delta"' in body:
-                    # Only the length of the text matters: the fake answer's text is known.
-                    event = json.loads(body)["params"]
-                    turn = event["turnId"]
-                    self.text[turn] = self.text.get(turn, 0) + len(event["event"]["text"])
-                elif b'"turn_completed"' in body:
-                    params = json.loads(body)["params"]
-                    self.ended[params["turnId"]] = params["event"]["stopReason"]
-                    self.any_end.set()
-                continue
-            message = json.loads(body)
-            if "method" in message:
-                continue  # another notification or a request (none expected)
-            future = self._waiting.pop(message["id"], None)
-            if future is not None and not future.done():
-                if "error" in message:
-                    future.set_exception(RuntimeError(str(message["error"])))
-                else:
-                    future.set_result(message.get("result"))
+        # Frames are cut from large reads, and a delta is not decoded (the fake answer's
+        # text has no escapes): this client must keep up with 20,000 deltas a second on
+        # the same two cores, or its own backlog would time it, not the daemon.
+        reader, buffer, ended, text = self._in, b"", self.ended, self.text
+        while chunk := await reader.read(1 << 20):
+            buffer = buffer + chunk if buffer else chunk
+            start = 0
+            while (sep := buffer.find(b"\r\n\r\n", start)) >= 0:
+                length = int(buffer[buffer.index(b":", start) + 1 : sep])
+                end = sep + 4 + length
+                if end > len(buffer):
+                    break
+                body, start = buffer[sep + 4 : end], end
+                if body.startswith(b'{"jsonrpc":"2.0","method":"turn/event"'):
+                    match = _DELTA.search(body)
+                    if match is not None:
+                        turn = match[1].decode()
+                        text[turn] = text.get(turn, 0) + len(match[2])
+                    elif b'"turn_completed"' in body:
+                        params = json.loads(body)["params"]
+                        ended[params["turnId"]] = params["event"]["stopReason"]
+                        self.any_end.set()
+                    continue
+                self._answer(json.loads(body))
+            buffer = buffer[start:]
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        if "method" in message:
+            return  # another notification or a request (none expected)
+        future = self._waiting.pop(message["id"], None)
+        if future is not None and not future.done():
+            if "error" in message:
+                future.set_exception(RuntimeError(str(message["error"])))
+            else:
+                future.set_result(message.get("result"))
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -131,7 +142,11 @@ class _Daemon:
         self._reader.cancel()
 
 
-async def _batch(daemon: _Daemon, count: int) -> tuple[float, list[float], int, float]:
+Latencies = tuple[list[float], list[float]]
+"""`turn/list` answer times: sent while turns were being started, then after."""
+
+
+async def _batch(daemon: _Daemon, count: int) -> tuple[float, Latencies, int, float]:
     """Start `count` turns at once, timing a `turn/list` every `PROBE_EVERY` seconds from
     the first `turn/start` to the last turn's end; (daemon CPU, the `turn/list`
     latencies, turns that ended normally with all their text, wall seconds)."""
@@ -139,20 +154,23 @@ async def _batch(daemon: _Daemon, count: int) -> tuple[float, list[float], int, 
     daemon.ended.clear()
     daemon.text.clear()
     expected = len("".join(f" tok{i}" for i in range(TOKENS)))
-    latencies: list[float] = []
+    starting: list[float] = []
+    streaming: list[float] = []
+    started = False
     done = asyncio.Event()
 
     async def probe() -> None:
         while not done.is_set():
-            sent = time.perf_counter()
+            sent, during = time.perf_counter(), streaming if started else starting
             await daemon.request("turn/list")
-            latencies.append(time.perf_counter() - sent)
+            during.append(time.perf_counter() - sent)
             await asyncio.sleep(max(0.0, PROBE_EVERY - (time.perf_counter() - sent)))
 
     cpu0, start = cpu_seconds(pid), time.perf_counter()
     prober = asyncio.create_task(probe())
     starts = [daemon.send("turn/start", {"message": "bench"}) for _ in range(count)]
     turn_ids = {result["turnId"] for result in await asyncio.gather(*starts)}
+    started = True
     while not turn_ids <= daemon.ended.keys():
         daemon.any_end.clear()
         await daemon.any_end.wait()
@@ -161,13 +179,13 @@ async def _batch(daemon: _Daemon, count: int) -> tuple[float, list[float], int, 
     done.set()
     await prober
     if os.environ.get("BENCH_TURNS_TRACE"):
-        print([round(x * 1000) for x in latencies], file=sys.stderr)
+        print([round(x * 1000) for x in starting + streaming], file=sys.stderr)
     normal = sum(
         1
         for turn in turn_ids
         if daemon.ended[turn] == "end_turn" and daemon.text.get(turn) == expected
     )
-    return cpu, latencies, normal, wall
+    return cpu, (starting, streaming), normal, wall
 
 
 def _reader_client(kind: str, count: int) -> httpx.AsyncClient:
@@ -243,12 +261,14 @@ def turns(home: Path, counts: tuple[int, ...] = COUNTS) -> list[Row]:
                 f"{per_token[high] * 1e6:.0f} µs", f"{per_token[low] * 1e6:.0f} µs",
                 per_token[high] / per_token[low], "≤ 1.3x")
         )  # fmt: skip
-    latencies = results["jpd"][high][1]
-    rows.append(
-        Row(f"turn/list p99 while {high:,} turns stream",
-            f"{pct(latencies, 0.99) * 1000:.1f} ms ({len(latencies)} requests,"
-            f" max {max(latencies) * 1000:.1f} ms)", "-", None, "≤ 50 ms")
-    )  # fmt: skip
+    starting, streaming = results["jpd"][high][1]
+    for label, latencies in (("stream", streaming), ("start at once", starting)):
+        if latencies:
+            rows.append(
+                Row(f"turn/list p99 while {high:,} turns {label}",
+                    f"{pct(latencies, 0.99) * 1000:.1f} ms ({len(latencies)} requests,"
+                    f" max {max(latencies) * 1000:.1f} ms)", "-", None, "≤ 50 ms")
+            )  # fmt: skip
     return rows
 
 
