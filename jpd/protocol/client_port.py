@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from jpd.protocol.base import WireModel
 from jpd.protocol.method_table import ServerNotification, ServerRequest
 from jpd.protocol.question import AnswerTypeName
+from jpd.protocol.turn_events import TurnEventParams
 
 P = TypeVar("P", bound=WireModel)
 R = TypeVar("R", bound=WireModel)
@@ -62,6 +63,11 @@ class Notification:
     @functools.cached_property
     def body(self) -> bytes:
         """The JSON-RPC message, UTF-8 encoded (computed on first use, then shared)."""
+        params = self._params
+        if type(params) is TurnEventParams:
+            delta = params.delta_message(self.method.name)
+            if delta is not None:
+                return delta
         message = {"jsonrpc": "2.0", "method": self.method.name, "params": self.wire}
         return _compact(message).encode()
 

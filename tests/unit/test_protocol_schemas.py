@@ -195,7 +195,7 @@ def test_a_delta_notification_is_built_as_pydantic_would_dump_it() -> None:
     )
 
     events = [
-        TextDeltaEvent(text='a "quoted" é\n'),
+        TextDeltaEvent(text='a "quoted" é\n\x00\u2028 😀 \\'),
         ReasoningDeltaEvent(text=""),
         TurnCompleted(stop_reason="end_turn"),
     ]
@@ -204,3 +204,9 @@ def test_a_delta_notification_is_built_as_pydantic_would_dump_it() -> None:
         dumped = BaseModel.model_dump(params, mode="json", by_alias=True, exclude_none=True)
         assert params.to_wire() == dumped
         assert list(params.to_wire()) == list(dumped)
+        message = {"jsonrpc": "2.0", "method": "turn/event", "params": dumped}
+        direct = params.delta_message("turn/event")
+        if direct is not None:
+            assert direct == json.dumps(message, separators=(",", ":")).encode()
+        else:
+            assert isinstance(event, TurnCompleted)
