@@ -1,9 +1,10 @@
 """One bench command: every figure of the performance table, each beside its reference
 measured in the same run, as ratios (medians of interleaved rounds).
 
-Run from the repository root (under a minute on 2 cores; `--quick` for fewer rounds):
+Run from the repository root (a few minutes on 2 cores; `--quick` for fewer rounds):
 
-    python -m bench [--quick] [--only start,requests,tokens,fanout,history,context,local]
+    python -m bench [--quick] [--only start,requests,tokens,fanout,history,context,local,turns]
+        [--turns 100,1000]
 
 `--only fleet` (not in the default run) measures the Postgres store: docs/scale.md.
 
@@ -24,10 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import fig_context, fig_history, fig_local, fig_start, fig_stream  # noqa: E402
+from bench import fig_context, fig_history, fig_local, fig_start, fig_stream, fig_turns  # noqa: E402
 from bench.report import Row, print_table  # noqa: E402
 
-PARTS = ("start", "requests", "tokens", "fanout", "history", "context", "local")
+PARTS = ("start", "requests", "tokens", "fanout", "history", "context", "local", "turns")
 OPT_IN = ("fleet",)  # `--only fleet`: needs Postgres's binaries (docs/scale.md)
 
 
@@ -35,6 +36,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
     parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts")
+    parser.add_argument(
+        "--turns",
+        help="concurrent turn counts of the `turns` part (default 100,1000; quick 50,200)",
+    )
     args = parser.parse_args()
     parts = set(args.only.split(","))
     if parts - set(PARTS + OPT_IN):
@@ -85,6 +90,12 @@ def main() -> None:
             sub = home / "local"
             sub.mkdir()
             rows += fig_local.embedded(sub, base, quick)
+        if "turns" in parts:
+            sub = home / "turns"
+            sub.mkdir()
+            default = "50,200" if quick else ",".join(map(str, fig_turns.COUNTS))
+            counts = tuple(int(n) for n in (args.turns or default).split(","))
+            rows += fig_turns.turns(sub, counts)
         if "fleet" in parts:
             from bench import fig_fleet
 

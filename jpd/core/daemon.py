@@ -174,6 +174,14 @@ class Daemon:
     async def list_turns(self) -> list[TurnInfo]:
         """Running turns, oldest first, then resumable ones, oldest first (protocol.md 5.10)."""
         await self.conversations.recovered.wait()
+        listed = self.listed_turns()
+        assert listed is not None
+        return listed
+
+    def listed_turns(self) -> list[TurnInfo] | None:
+        """`list_turns` without waiting: None while the start-up recovery still runs."""
+        if not self.conversations.recovered.is_set():
+            return None
         resumable = sorted(self.conversations.resumable.values(), key=lambda t: t.started_at)
         running = self.running_turns()
         if self.followers is not None:  # a fleet: the turns other members run, too

@@ -136,11 +136,18 @@ async def _read(chunks: AsyncIterable[bytes], inbox: _Inbox) -> None:
                 if not chunk:
                     continue  # b"" is how `take` says the body ended
                 append(chunk)  # once per token: no method call
+                count += 1
                 if inbox.waiting is not None:
                     inbox.wake()
+                    if count > OPENING:
+                        # The parser runs as soon as this task next waits, normally for
+                        # the network at once (a slow stream): no extra step per chunk.
+                        # Bytes the HTTP client already holds are read on until then,
+                        # for HANDOVER seconds at most (below).
+                        inbox.since = clock()
+                        continue
                 # Reading bytes the HTTP client already holds never suspends: let the
                 # parser (and every other task) run at least every HANDOVER seconds.
-                count += 1
                 if count <= OPENING or clock() - inbox.since >= HANDOVER:
                     await anyio.lowlevel.checkpoint()
                     inbox.since = clock()

@@ -25,6 +25,8 @@ from jpd.llm.sse import SSEDecoder
 
 YIELD_INTERVAL = 0.001
 """Longest stretch (seconds) a fast stream is handled without letting other tasks run."""
+WAITED = 0.0002
+"""A read that took this long (seconds) waited for the network: other tasks ran meanwhile."""
 DRAIN_TIMEOUT = 1.0
 """Longest wait (seconds) for the body's end after the final event (see `_drain`)."""
 
@@ -123,7 +125,13 @@ async def stream_events(
     ended = False
     while not ended:
         try:
+            asked = time.perf_counter()
             chunk = await anext(reader)
+            got = time.perf_counter()
+            if got - asked >= WAITED:
+                # The read waited (a slow stream: the next token was not there yet), so
+                # every other task had its turn meanwhile: no extra step for them below.
+                last = got
         except StopAsyncIteration:  # end of body: what the decoder still holds
             ended = True
             batch = decoder.feed_data(utf8.decode(b"", final=True))

@@ -45,6 +45,7 @@ from jpd.protocol.method_table import (
 )
 from jpd.protocol.turn_events import TurnLaggedParams
 from jpd.rpc import errors
+from jpd.rpc.answers import QueueWriter, answer_now
 from jpd.rpc.converter import message_converter
 from jpd.rpc.framing import Malformed, Receive, encode_frame, read_frames
 from jpd.rpc.inbound import Refused, read_message
@@ -81,6 +82,7 @@ class _JpdProtocol(EncodedResultProtocol):
     """pygls protocol with `$/cancelRequest` typing (lifecycle gating is in `_dispatch`)."""
 
     session: Session
+    daemon: Daemon
 
     def get_message_type(self, method: str) -> Any:
         # With the plain-dict converter pygls cannot read cancel params unless typed.
@@ -129,21 +131,6 @@ class _Server(JsonRPCServer):
             log.info("error reply: %s", error)
         else:
             log.error("%s", error)
-
-
-class _QueueWriter:
-    """pygls writes message bodies here; we frame them (only `Content-Length`, as
-    protocol.md section 2 says: pygls would add a `Content-Type` header) and queue them
-    for the writer task, so sends never block."""
-
-    def __init__(self, out: Outbox) -> None:
-        self._out = out
-
-    def write(self, data: bytes) -> None:
-        self._out.put(encode_frame(data))
-
-    def close(self) -> None:
-        self._out.close()
 
 
 def _make_handler(
@@ -235,7 +222,9 @@ async def serve_connection(
     session.on_attach = outbox.reattached
     session.host = host if host is not None else SingleClientHost()
     protocol.session = session
-    protocol.set_writer(_QueueWriter(outbox), include_headers=False)
+    protocol.daemon = daemon
+    writer = QueueWriter(outbox, protocol)
+    protocol.set_writer(writer, include_headers=False)
     for method, handler in HANDLERS.items():
         protocol.fm.feature(method.name)(_make_handler(daemon, session, calls, method, handler))
     daemon.connected(session)
@@ -244,7 +233,7 @@ async def serve_connection(
     async with anyio.create_task_group() as tg:
         tg.start_soon(_write_loop, outbox, send, session, flushed, limits.stall_timeout)
         tg.start_soon(
-            _read_loop, protocol, receive, outbox, session, limits.max_frame, limits.max_nesting
+            _read_loop, protocol, receive, writer, session, limits.max_frame, limits.max_nesting
         )
         await session.closed.wait()
         await _flush(calls, outbox, flushed)
@@ -259,11 +248,12 @@ async def serve_connection(
 async def _read_loop(
     protocol: _JpdProtocol,
     receive: Receive,
-    out: Outbox,
+    writer: QueueWriter,
     session: Session,
     max_frame: int,
     max_nesting: int,
 ) -> None:
+    out = writer.out
     async for frame in read_frames(receive, max_frame):
         if session.closed.is_set():
             return  # closing: the queue no longer takes frames
@@ -271,7 +261,7 @@ async def _read_loop(
             log.warning("malformed frame: %s", frame.reason)
             out.put(_error_frame(None, ParseError(f"parse error: {frame.reason}")))
             continue
-        _dispatch(protocol, frame, out, max_nesting)
+        _dispatch(protocol, frame, writer, max_nesting)
         if session.closed.is_set():
             return
         await out.wait_room()
@@ -279,7 +269,8 @@ async def _read_loop(
     session.close(session.exit_code if session.closed.is_set() else 1)
 
 
-def _dispatch(protocol: _JpdProtocol, body: bytes, out: Outbox, max_nesting: int) -> None:
+def _dispatch(protocol: _JpdProtocol, body: bytes, writer: QueueWriter, max_nesting: int) -> None:
+    out = writer.out
     read = read_message(body, max_nesting)
     if isinstance(read, Refused):
         log.warning("refused message: %s", read.message)
@@ -297,6 +288,10 @@ def _dispatch(protocol: _JpdProtocol, body: bytes, out: Outbox, max_nesting: int
         return
     if method is not None and not _admit(protocol.session, data, msg_id, out):
         return
+    if msg_id is not None and method is not None:
+        writer.requested(method, msg_id)
+        if answer_now(protocol.daemon, protocol.session, data, msg_id, out):
+            return
     try:
         message = protocol.structure_message(data)
         protocol.handle_message(message)

@@ -25,6 +25,8 @@ from jpd.rpc.pygls_private import EncodedResult
 from jpd.rpc.session import Session
 
 Handler = Callable[[Daemon, Session, Any], Awaitable[WireModel | EncodedResult | None]]
+InstantHandler = Callable[[Daemon, Session, Any], WireModel | None]
+"""A handler that answers without waiting, or returns None when it would have to wait."""
 Incoming = mt.ClientRequest[Any, Any] | mt.ClientNotification[Any]
 
 
@@ -134,6 +136,19 @@ async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireM
     return wire.TurnListResult(
         turns=await daemon.list_turns(), inquiries=daemon.pending_inquiries()
     )
+
+
+def turn_list_now(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel | None:
+    """`turn_list` at once (None during the start-up recovery: then `turn_list` waits)."""
+    turns = daemon.listed_turns()
+    if turns is None:
+        return None
+    return wire.TurnListResult(turns=turns, inquiries=daemon.pending_inquiries())
+
+
+def turn_cancel_now(daemon: Daemon, session: Session, p: wire.TurnCancelParams) -> WireModel:
+    """`turn_cancel`, which never waits."""
+    return wire.TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
 
 
 async def turn_undo(daemon: Daemon, session: Session, p: wire.TurnUndoParams) -> WireModel:
@@ -345,6 +360,14 @@ HANDLERS: dict[Incoming, Handler] = {
 """Every client-to-server method but `$/cancelRequest` (the rpc layer's own)."""
 
 _METHOD_NAMES = sorted(m.name for m in HANDLERS)
+
+INSTANT: dict[Incoming, InstantHandler] = {
+    mt.TURN_LIST: turn_list_now,
+    mt.TURN_CANCEL: turn_cancel_now,
+}
+"""Control requests the rpc layer answers in the step that reads them, ahead of queued
+events, when they need no wait (protocol.md section 3): while a thousand turns stream,
+a request handled as a task waits several turns of a crowded event loop."""
 
 
 def _unhandled() -> list[str]:

@@ -8,6 +8,11 @@ queued) until the client re-attaches, and once the queue has drained it is told 
 `turn/lagged` notification carrying the seq to re-attach from. A client whose queue
 grows past `HARD_FACTOR` times the limit (it reads nothing, even responses) is stuck:
 `on_stuck` is called, and the connection is closed.
+
+Answers go ahead of everything else queued (`put_answer`): a client that follows a
+thousand streaming turns still gets `turn/list` or `turn/cancel` answered at once, not
+after the deltas queued before it (protocol.md section 3 lets answers and notifications
+come in any order, except where a method says otherwise: `turn/attach`).
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ class Outbox:
         self._lagged_frame = lagged_frame
         self._on_stuck = on_stuck
         self._frames: deque[bytes] = deque()
+        self._answers: deque[bytes] = deque()
+        """Frames that go out before `_frames` (answers to requests)."""
         self._wake = anyio.Event()
         self._room = anyio.Event()
         self._closed = False
@@ -79,6 +86,9 @@ class Outbox:
             log.debug("dropping %d bytes for a closed connection", len(frame))
             return
         self._append(frame)
+        self._check_stuck()
+
+    def _check_stuck(self) -> None:
         if self.queued > HARD_FACTOR * self._limit:
             log.warning(
                 "%s is stuck: %d bytes queued (limit %d); closing it",
@@ -88,6 +98,16 @@ class Outbox:
             )
             self.close()
             self._on_stuck()
+
+    def put_answer(self, frame: bytes) -> None:
+        """Queue a frame ahead of every frame queued with `put` and `put_event`."""
+        if self._closed:
+            log.debug("dropping %d bytes for a closed connection", len(frame))
+            return
+        self._answers.append(frame)
+        self.queued += len(frame)
+        self._wake.set()
+        self._check_stuck()
 
     def put_event(self, conversation_id: str, seq: int, frame: bytes) -> bool:
         """Queue a `turn/event` frame; False when it was dropped because the client lags."""
@@ -129,12 +149,16 @@ class Outbox:
 
     async def take(self) -> bytes | None:
         """The next batch of frames, joined into one write; None once closed and empty."""
-        while not self._frames:
+        while not self._frames and not self._answers:
             if self._closed:
                 return None
             await self._wake.wait()
             self._wake = anyio.Event()
         chunks: list[bytes] = []
+        while self._answers:
+            frame = self._answers.popleft()
+            self.queued -= len(frame)
+            chunks.append(frame)
         while self._frames and len(chunks) < _BATCH_FRAMES:
             frame = self._frames.popleft()
             self.queued -= len(frame)

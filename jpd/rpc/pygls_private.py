@@ -27,11 +27,22 @@ class EncodedResult:
 
 
 class EncodedResultProtocol(JsonRPCProtocol):
-    """A pygls protocol that sends an `EncodedResult` as it is."""
+    """A pygls protocol that sends an `EncodedResult` as it is, and says which writes are
+    answers (`answering`: the writer queues them ahead of notifications)."""
+
+    answering: Any = None
+    """The id of the request whose answer is being written (None: not an answer)."""
 
     def _send_response(
         self, msg_id: Any, result: Any | None = None, error: ResponseError | None = None
     ) -> None:
+        self.answering = msg_id
+        try:
+            self._send_answer(msg_id, result, error)
+        finally:
+            self.answering = None
+
+    def _send_answer(self, msg_id: Any, result: Any | None, error: ResponseError | None) -> None:
         if error is None and isinstance(result, EncodedResult) and self.writer is not None:
             head = b'{"jsonrpc": "2.0", "id": %s, "result": ' % json.dumps(msg_id).encode()
             self.writer.write(b"".join((head, result.json, b"}")))  # see framing.encode_frame

@@ -50,6 +50,9 @@ def test_the_quick_bench_prints_every_figure(tmp_path: Path) -> None:
         if line.startswith("| ") and len(cells := line.split("|")) >= 6
     }
     assert [figure for figure in FIGURES if figure not in rows] == []
+    # Named by their turn counts (fewer with --quick).
+    assert any(figure.startswith("daemon CPU per token, ") for figure in rows)
+    assert any(figure.startswith("turn/list p99 while ") for figure in rows)
     for figure in FIGURES:
         measured = rows[figure][0]
         assert re.search(r"\d", measured), f"{figure}: no measurement in {measured!r}"

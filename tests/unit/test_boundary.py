@@ -46,6 +46,9 @@ class FakeDaemon:
         self.sessions: list[Session] = []
         self.gone: list[Session] = []
         self.waiting = anyio.Event()
+        self.recovered = True
+        self.listed = 0
+        """How often `turn/list` was answered at once (`listed_turns`)."""
 
     def connected(self, session: Session) -> None:
         self.sessions.append(session)
@@ -57,6 +60,12 @@ class FakeDaemon:
         pass
 
     async def list_turns(self) -> list[Any]:
+        return []
+
+    def listed_turns(self) -> list[Any] | None:
+        if not self.recovered:
+            return None  # the boundary then takes the usual way: `list_turns`
+        self.listed += 1
         return []
 
     def running_turns(self) -> list[Any]:
@@ -178,6 +187,18 @@ async def test_initialize_lists_the_handled_methods() -> None:
     async with connect() as (client, _):
         response = await client.call("initialize", INIT)
     assert response["result"]["capabilities"]["methods"] == sorted(m.name for m in HANDLERS)
+
+
+async def test_turn_list_is_answered_in_the_read_step_or_the_usual_way_during_recovery() -> None:
+    async with connect() as (client, core):
+        await client.initialize()
+        answer = await client.call("turn/list")
+        assert answer["result"] == {"turns": [], "inquiries": []} and core.listed == 1
+        core.recovered = False  # `listed_turns` cannot answer: the handler does
+        assert (await client.call("turn/list"))["result"] == answer["result"]
+        assert core.listed == 1
+        bad = await client.call("turn/list", {"unexpected": 1})
+        assert bad["error"]["code"] == -32602  # params are checked as on the usual way
 
 
 # --- lifecycle gating -------------------------------------------------------------------

@@ -87,3 +87,27 @@ async def test_the_reader_waits_for_room() -> None:
         await box.take()
         with anyio.fail_after(1):
             await waited.wait()
+
+
+async def test_answers_go_ahead_of_queued_events_and_keep_their_own_order() -> None:
+    box = Outbox(1 << 20, lagged, lambda: None)
+    for seq in range(1, 600):  # more than one write's worth of frames
+        assert box.put_event("c1", seq, event(seq, size=10))
+    box.put(b"<ordered answer>")
+    box.put_answer(b"<answer 1>")
+    box.put_answer(b"<answer 2>")
+    first = await box.take()
+    assert first is not None and first.startswith(b"<answer 1><answer 2>")
+    rest = first + await drain(box)
+    # The ordered frame keeps its place after every event queued before it.
+    assert rest.index(b'"seq": 599') < rest.index(b"<ordered answer>")
+    assert rest.count(b'"seq": ') == 599 and box.queued == 0
+
+
+async def test_answers_count_towards_a_stuck_client() -> None:
+    stuck: list[bool] = []
+    box = Outbox(100, lagged, lambda: stuck.append(True))
+    box.put_answer(b"x" * (HARD_FACTOR * 100 + 1))
+    assert stuck == [True]
+    box.put_answer(b"after")  # closed: dropped
+    assert await box.take() is not None and await box.take() is None

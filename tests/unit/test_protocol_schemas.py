@@ -182,3 +182,31 @@ def test_main_requires_an_action() -> None:
     with pytest.raises(SystemExit) as exc:
         schemas.main([])
     assert exc.value.code == 2
+
+
+def test_a_delta_notification_is_built_as_pydantic_would_dump_it() -> None:
+    from pydantic import BaseModel
+
+    from jpd.protocol.turn_events import (
+        ReasoningDeltaEvent,
+        TextDeltaEvent,
+        TurnCompleted,
+        TurnEventParams,
+    )
+
+    events = [
+        TextDeltaEvent(text='a "quoted" é\n\x00\u2028 😀 \\'),
+        ReasoningDeltaEvent(text=""),
+        TurnCompleted(stop_reason="end_turn"),
+    ]
+    for event in events:
+        params = TurnEventParams(conversation_id="c-1", turn_id="t-1", seq=7, event=event)
+        dumped = BaseModel.model_dump(params, mode="json", by_alias=True, exclude_none=True)
+        assert params.to_wire() == dumped
+        assert list(params.to_wire()) == list(dumped)
+        message = {"jsonrpc": "2.0", "method": "turn/event", "params": dumped}
+        direct = params.delta_message("turn/event")
+        if direct is not None:
+            assert direct == json.dumps(message, separators=(",", ":")).encode()
+        else:
+            assert isinstance(event, TurnCompleted)

@@ -46,6 +46,8 @@ print(json.dumps({"modules": sorted(sys.modules), "models": len(models), "built"
 NOT_AT_START_UP = (
     "httpx",
     "httpcore",
+    "aiohttp",
+    "httpx_aiohttp",
     "rich",
     "prompt_toolkit",
     "llama_cpp",

@@ -1,0 +1,295 @@
+"""Many turns at once on one daemon: CPU per streamed token against bare HTTP readers.
+
+A fake Anthropic server in its own process streams `TOKENS` text events per answer,
+`INTERVAL` apart. For each count of concurrent turns (100 and 1,000 by default):
+
+- `jpd`: one stdio client of a private daemon starts that many turns (each in a new
+  conversation) at once and reads every `turn/event` until each turn ended; meanwhile it
+  sends `turn/list` every 50 ms on the same connection and times each answer. Measured:
+  the daemon's CPU (its threads' run time, `rpcclient.cpu_seconds`) over the batch, per
+  streamed token; the p99 of the `turn/list` answers; whether every turn ended with
+  `end_turn` and all of its text.
+- the reference readers, in this process, over the same streams: httpx with its default
+  transport, and httpx on the aiohttp transport (`httpx-aiohttp`), each reading the
+  bodies raw (no SSE parsing) with one client and a pool sized for the count. Their CPU
+  is this process's over the batch.
+
+Run alone from the repository root (a few minutes on 2 cores):
+
+    python -m bench.fig_turns [--turns 100,1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.bench_jpd_stream import environment, start_server  # noqa: E402
+from bench.report import Row, pct  # noqa: E402
+from bench.rpcclient import cpu_seconds, frame  # noqa: E402
+
+TOKENS = 100
+INTERVAL = 0.05
+PROBE_EVERY = 0.05
+"""Seconds between two timed `turn/list` requests."""
+COUNTS = (100, 1000)
+_DELTA = re.compile(rb'"turnId":"([^"]+)".*"kind":"text_delta","text":"([^"\\]*)"}}}$')
+
+
+class _Daemon:
+    """A stdio client of a private `jpd` that reads frames in one task: answers go to the
+    futures of their requests, `turn/event` notifications are only scanned."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process = process
+        self._in = process.stdout
+        self._out = process.stdin
+        self._next = 0
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self.ended: dict[str, str] = {}
+        """turn id -> stop reason, for every `turn_completed` read."""
+        self.text: dict[str, int] = {}
+        """turn id -> characters of text read."""
+        self.any_end = asyncio.Event()
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(cls, env: dict[str, str]) -> _Daemon:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "jpd", stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+            env=env, cwd=ROOT, limit=2**24,
+        )  # fmt: skip
+        daemon = cls(process)
+        init = {"protocolVersion": 1, "clientInfo": {"name": "bench", "version": "1"}}
+        await daemon.request("initialize", init)
+        daemon._out.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        return daemon
+
+    def send(self, method: str, params: Any) -> asyncio.Future[Any]:
+        self._next += 1
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[self._next] = future
+        msg = {"jsonrpc": "2.0", "id": self._next, "method": method, "params": params}
+        self._out.write(frame(msg))
+        return future
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        return await self.send(method, params)
+
+    async def _read(self) -> None:
+        # Frames are cut from large reads, and a delta is not decoded (the fake answer's
+        # text has no escapes): this client must keep up with 20,000 deltas a second on
+        # the same two cores, or its own backlog would time it, not the daemon.
+        reader, buffer, ended, text = self._in, b"", self.ended, self.text
+        while chunk := await reader.read(1 << 20):
+            buffer = buffer + chunk if buffer else chunk
+            start = 0
+            while (sep := buffer.find(b"\r\n\r\n", start)) >= 0:
+                length = int(buffer[buffer.index(b":", start) + 1 : sep])
+                end = sep + 4 + length
+                if end > len(buffer):
+                    break
+                body, start = buffer[sep + 4 : end], end
+                if body.startswith(b'{"jsonrpc":"2.0","method":"turn/event"'):
+                    match = _DELTA.search(body)
+                    if match is not None:
+                        turn = match[1].decode()
+                        text[turn] = text.get(turn, 0) + len(match[2])
+                    elif b'"turn_completed"' in body:
+                        params = json.loads(body)["params"]
+                        ended[params["turnId"]] = params["event"]["stopReason"]
+                        self.any_end.set()
+                    continue
+                self._answer(json.loads(body))
+            buffer = buffer[start:]
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        if "method" in message:
+            return  # another notification or a request (none expected)
+        future = self._waiting.pop(message["id"], None)
+        if future is not None and not future.done():
+            if "error" in message:
+                future.set_exception(RuntimeError(str(message["error"])))
+            else:
+                future.set_result(message.get("result"))
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.request("shutdown"), 30)
+            self._out.write(frame({"jsonrpc": "2.0", "method": "exit"}))
+            self._out.close()
+        try:
+            await asyncio.wait_for(self.process.wait(), 30)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+        self._reader.cancel()
+
+
+Latencies = tuple[list[float], list[float]]
+"""`turn/list` answer times: sent while turns were being started, then after."""
+
+
+async def _batch(daemon: _Daemon, count: int) -> tuple[float, Latencies, int, float]:
+    """Start `count` turns at once, timing a `turn/list` every `PROBE_EVERY` seconds from
+    the first `turn/start` to the last turn's end; (daemon CPU, the `turn/list`
+    latencies, turns that ended normally with all their text, wall seconds)."""
+    pid = daemon.process.pid
+    daemon.ended.clear()
+    daemon.text.clear()
+    expected = len("".join(f" tok{i}" for i in range(TOKENS)))
+    starting: list[float] = []
+    streaming: list[float] = []
+    started = False
+    done = asyncio.Event()
+
+    async def probe() -> None:
+        while not done.is_set():
+            sent, during = time.perf_counter(), streaming if started else starting
+            await daemon.request("turn/list")
+            during.append(time.perf_counter() - sent)
+            await asyncio.sleep(max(0.0, PROBE_EVERY - (time.perf_counter() - sent)))
+
+    cpu0, start = cpu_seconds(pid), time.perf_counter()
+    prober = asyncio.create_task(probe())
+    starts = [daemon.send("turn/start", {"message": "bench"}) for _ in range(count)]
+    turn_ids = {result["turnId"] for result in await asyncio.gather(*starts)}
+    started = True
+    while not turn_ids <= daemon.ended.keys():
+        daemon.any_end.clear()
+        await daemon.any_end.wait()
+    wall = time.perf_counter() - start
+    cpu = cpu_seconds(pid) - cpu0
+    done.set()
+    await prober
+    if os.environ.get("BENCH_TURNS_TRACE"):
+        print([round(x * 1000) for x in starting + streaming], file=sys.stderr)
+    normal = sum(
+        1
+        for turn in turn_ids
+        if daemon.ended[turn] == "end_turn" and daemon.text.get(turn) == expected
+    )
+    return cpu, (starting, streaming), normal, wall
+
+
+def _reader_client(kind: str, count: int) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=count + 10, max_keepalive_connections=count + 10)
+    if kind == "aiohttp":
+        from httpx_aiohttp import AiohttpTransport
+
+        return httpx.AsyncClient(transport=AiohttpTransport(limits=limits), timeout=120)
+    return httpx.AsyncClient(limits=limits, timeout=120)
+
+
+async def _read_streams(kind: str, url: str, count: int) -> float:
+    """`count` concurrent raw reads of the stream; this process's CPU seconds."""
+    body = json.dumps({"model": "claude-bench", "stream": True}).encode()
+
+    async def one(client: httpx.AsyncClient) -> None:
+        async with client.stream("POST", url, content=body) as response:
+            async for _ in response.aiter_raw():
+                pass
+
+    async with _reader_client(kind, count) as client:
+        await one(client)  # warm up: imports, the first connection
+        cpu0 = time.process_time()
+        await asyncio.gather(*(one(client) for _ in range(count)))
+        return time.process_time() - cpu0
+
+
+async def _measure(home: Path, base_url: str, counts: list[int]) -> dict[str, dict[int, Any]]:
+    env = environment(home, base_url)
+    url = f"{base_url}/v1/messages"
+    results: dict[str, dict[int, Any]] = {"httpx": {}, "aiohttp": {}, "jpd": {}}
+    for count in counts:
+        for kind in ("httpx", "aiohttp"):
+            results[kind][count] = await _read_streams(kind, url, count)
+    # This client reads 20,000 frames a second: its own collector's pauses would be
+    # timed as the daemon's answers (the readers above keep Python's defaults).
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
+    daemon = await _Daemon.start(env)
+    try:
+        await _batch(daemon, 1)  # warm up: the provider, its client, the store
+        for count in counts:
+            results["jpd"][count] = await _batch(daemon, count)
+    finally:
+        await daemon.close()
+    return results
+
+
+def turns(home: Path, counts: tuple[int, ...] = COUNTS) -> list[Row]:
+    """The figure's rows; starts (and stops) its own paced fake server."""
+    server, base_url = start_server(TOKENS, 0.0, INTERVAL)
+    try:
+        results = asyncio.run(_measure(home, base_url, list(counts)))
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(30)
+    rows: list[Row] = []
+    per_token: dict[int, float] = {}
+    for count in counts:
+        cpu, latencies, normal, wall = results["jpd"][count]
+        tokens = count * TOKENS
+        per_token[count] = cpu / tokens
+        floor = results["aiohttp"][count] / tokens
+        plain = results["httpx"][count] / tokens
+        rows.append(
+            Row(f"daemon CPU per token, {count:,} concurrent turns",
+                f"{per_token[count] * 1e6:.0f} µs ({normal}/{count} turns ended normally,"
+                f" {wall:.1f} s)",
+                f"httpx-aiohttp reader {floor * 1e6:.0f} µs; httpx {plain * 1e6:.0f} µs",
+                per_token[count] / floor, "≤ 2x (at 1,000)")
+        )  # fmt: skip
+    low, high = min(counts), max(counts)
+    if low != high:
+        rows.append(
+            Row(f"daemon CPU per token, {high:,} turns against {low:,}",
+                f"{per_token[high] * 1e6:.0f} µs", f"{per_token[low] * 1e6:.0f} µs",
+                per_token[high] / per_token[low], "≤ 1.3x")
+        )  # fmt: skip
+    starting, streaming = results["jpd"][high][1]
+    for label, latencies in (("stream", streaming), ("start at once", starting)):
+        if latencies:
+            rows.append(
+                Row(f"turn/list p99 while {high:,} turns {label}",
+                    f"{pct(latencies, 0.99) * 1000:.1f} ms ({len(latencies)} requests,"
+                    f" max {max(latencies) * 1000:.1f} ms)", "-", None, "≤ 50 ms")
+            )  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    import tempfile
+
+    from bench.report import print_table
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", default="100,1000", help="comma-separated turn counts")
+    args = parser.parse_args()
+    counts = tuple(int(n) for n in args.turns.split(","))
+    with tempfile.TemporaryDirectory(prefix="jpd-bench-") as tmp:
+        print_table(turns(Path(tmp), counts))
+
+
+if __name__ == "__main__":
+    main()
