@@ -174,29 +174,33 @@ class Daemon:
     async def list_turns(self) -> list[TurnInfo]:
         """Running turns, oldest first, then resumable ones, oldest first (protocol.md 5.10)."""
         await self.conversations.recovered.wait()
-        listed = self.listed_turns()
-        assert listed is not None
-        return listed
-
-    def listed_turns(self) -> list[TurnInfo] | None:
-        """`list_turns` without waiting: None while the start-up recovery still runs."""
-        if not self.conversations.recovered.is_set():
-            return None
+        if self.followers is None:
+            listed = self.listed_turns()
+            assert listed is not None
+            return listed
+        # A fleet: the turns other members run, too (read from the store).
         resumable = sorted(self.conversations.resumable.values(), key=lambda t: t.started_at)
         running = self.running_turns()
-        if self.followers is not None:  # a fleet: the turns other members run, too
-            elsewhere = await anyio.to_thread.run_sync(self.store.turns_elsewhere)
-            running += [
-                TurnInfo(
-                    turn_id=start.turn_id,
-                    conversation_id=conversation_id,
-                    model=start.model or "",
-                    started_at=start.timestamp,
-                )
-                for conversation_id, start in elsewhere
-            ]
-            running.sort(key=lambda t: t.started_at)
+        elsewhere = await anyio.to_thread.run_sync(self.store.turns_elsewhere)
+        running += [
+            TurnInfo(
+                turn_id=start.turn_id,
+                conversation_id=conversation_id,
+                model=start.model or "",
+                started_at=start.timestamp,
+            )
+            for conversation_id, start in elsewhere
+        ]
+        running.sort(key=lambda t: t.started_at)
         return [*running, *resumable]
+
+    def listed_turns(self) -> list[TurnInfo] | None:
+        """`list_turns` without waiting: None while the start-up recovery still runs, and
+        in a fleet (the store is read then: `list_turns`)."""
+        if not self.conversations.recovered.is_set() or self.followers is not None:
+            return None
+        resumable = sorted(self.conversations.resumable.values(), key=lambda t: t.started_at)
+        return [*self.running_turns(), *resumable]
 
     def running_turns(self) -> list[TurnInfo]:
         """Turns currently running, oldest first."""
