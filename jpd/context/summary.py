@@ -3,12 +3,14 @@ request reads the prompt cache warmed by the turn), checked before it is used.""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from jpd.context import summary_check
 from jpd.context.plan import Entry, safe_starts
 from jpd.llm import base as llm
 from jpd.llm.errors import ContextOverflow, ProviderError
+from jpd.llm.history import STUB_PREFIX
 
 INSTRUCTION = """\
 Stop here: do not answer or call tools. The conversation so far must be compacted, so \
@@ -25,6 +27,8 @@ SMALL_INSTRUCTION = """\
 Stop here: do not answer. Summarise everything above (an earlier summary included) in \
 at most 120 words: the user's goal, their constraints quoted verbatim, what was done, \
 what comes next. Write only the summary."""
+
+log = logging.getLogger(__name__)
 
 MAX_DROPS = 3
 """Times a summary request that overflows is retried with its oldest part dropped."""
@@ -85,8 +89,10 @@ async def write_summary(
             if summarizer.small:
                 # Small models restate the request instead of summarising: measured, and
                 # refused (the caller trims, keeping the latest turns verbatim).
-                why = summary_check.problem(text, instruction, _said(head))
+                why = summary_check.problem(text, instruction, _said(head), _exchanges(head))
                 if why is not None:
+                    # Logged whole: what small models write is how the measure is tuned.
+                    log.info("summary by %s refused, %s: %r", summarizer.model_id, why, text)
                     raise SummaryFailed(f"the summary was not used: {why}")
             return text.strip()
         rejects += 1
@@ -103,6 +109,21 @@ def _said(head: list[Entry]) -> str:
         if isinstance(message, llm.AssistantMessage):
             parts += [f"{call.name} {call.arguments}" for call in message.tool_calls]
     return "\n".join(parts)
+
+
+def _exchanges(head: list[Entry]) -> list[str]:
+    """`head` cut at each user message: the message and the replies to it. An earlier
+    compaction's text counts as the user's (jpd's note about it left out)."""
+    exchanges: list[list[str]] = []
+    for _, message in head:
+        text = message.content
+        if isinstance(message, llm.UserMessage):
+            if text.startswith(STUB_PREFIX):
+                text = text.partition("\n\n")[2]
+            exchanges.append([text])
+        elif isinstance(message, llm.AssistantMessage) and exchanges:
+            exchanges[-1].append(text)
+    return ["\n".join(parts) for parts in exchanges]
 
 
 def _drop_oldest(head: list[Entry]) -> list[Entry]:

@@ -226,3 +226,32 @@ async def test_garbled_lines_are_retried_and_bad_arguments_fail(
     server.push(ndjson(line({"tool_calls": calls}), done()))
     with pytest.raises(ProviderError, match="non-object arguments"):
         await collect(ollama.stream(ask(model="qwen3", tools=(SEARCH,))))
+
+
+async def test_listing_fails_in_one_line_naming_the_server(
+    ollama: OllamaProvider, server: FakeLLMServer
+) -> None:
+    server.push(json_reply(500, {"error": "boom"}))
+    with pytest.raises(ProviderError, match=r"^ollama: cannot list the models at http://"):
+        await ollama.model_names()
+    server.push(Reply(headers={"content-type": "application/json"}, body=(Send(b"<html>"),)))
+    with pytest.raises(ProviderError, match="cannot list the models"):
+        await ollama.model_names()
+    # Odd shapes list what they can: no `models`, entries that are not objects or named.
+    server.push(json_reply(200, {"tags": []}))
+    assert await ollama.model_names() == []
+    server.push(json_reply(200, {"models": ["x", {"name": 3}, {"name": "ok:1b"}]}))
+    assert await ollama.model_names() == ["ok:1b"]
+
+
+async def test_a_server_that_is_down_is_unavailable_in_jp_models() -> None:
+    from jpd.config import Config
+    from jpd.llm.registry import ProviderRegistry
+
+    with FakeLLMServer() as down:
+        base = down.base_url  # a port nothing listens on once the server is closed
+    cfg = Config.model_validate({"providers": {"ollama": {"base_url": base}}})
+    models, problem = await ProviderRegistry({}).server_models("ollama", cfg)
+    assert models is None and problem is not None
+    assert problem.startswith(f"ollama: cannot list the models at {base}")
+    assert "\n" not in problem
