@@ -30,7 +30,7 @@ def repo(home: Path) -> Path:
     root.mkdir()
     (root / "calc.py").write_text(BUGGY)
     (root / "test_calc.py").write_text(TEST)
-    (root / ".gitignore").write_text("*.log\n")
+    (root / ".gitignore").write_text("*.log\n__pycache__/\n")
     (root / "noise.log").write_text("return a - b\n")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "add", "."], check=True)

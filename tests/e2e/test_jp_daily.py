@@ -196,9 +196,9 @@ async def test_each_tool_end_is_shown_with_its_duration(tmp_path: Path, daemons:
     result = run_jp(env, "query", "--new", "go")
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
-    assert any(re.fullmatch(r"✓ fine \d+\.\ds: line one line two", line) for line in lines), lines
+    assert any(re.fullmatch(r"✓ fine \d+\.\ds: line one", line) for line in lines), lines
     at = next(i for i, line in enumerate(lines) if line.startswith("✗ broken"))
-    assert re.fullmatch(r"✗ broken \d+\.\ds:", lines[at])
+    assert re.fullmatch(r"✗ broken \d+\.\ds", lines[at])
     assert lines[at + 1 : at + 3] == ["  first", "  second"]
 
 
@@ -341,6 +341,7 @@ async def test_bash_completion_knows_commands_and_conversation_ids(
         "cancel",
         "resume",
         "undo",
+        "diff",
     ]
     assert complete_bash(env, script, "jp", "attach", "c-") == [conversation_id]
     assert complete_bash(env, script, "jp", "conversation", "use", "") == [conversation_id]

@@ -183,6 +183,8 @@ async def test_permission_allowed_then_denied(tmp_path: Path, daemons: Daemons) 
     child.sendline("maybe")
     child.expect(r"please answer y or n")
     child.sendline("n")
+    child.expect(r"Why not\? ")
+    child.sendline("")  # Enter: no reason given
     child.expect("ok")
     assert finish(child) == 0
     first, second = tool_results(env)
