@@ -21,16 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from jpd.allowed_env import base_environment
+from jpd.tools.inert_git import find_repository, git_command, git_environment
 
-INERT: tuple[str, ...] = (
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "safe.bareRepository=explicit",
-)
 TIMEOUT = 60.0
 MAX_FILE_BYTES = 10_000_000
 """Changed files larger than this are not kept for undo."""
@@ -40,10 +32,13 @@ class GitFailed(Exception):
     """git could not do it (no repository, no git, a timeout)."""
 
 
-def _env(base: Mapping[str, str], extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = base_environment(base)
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", GIT_TERMINAL_PROMPT="0")
-    env.update(extra or {})
+def _env(cwd: Path, base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """The inert environment (jpd/tools/inert_git.py) with `extra`'s repository; without
+    one, git is pointed at no repository (`init`)."""
+    env = git_environment(base, cwd, cwd / ".git")
+    if "GIT_DIR" not in extra:
+        del env["GIT_DIR"], env["GIT_WORK_TREE"]
+    env.update(extra)
     return env
 
 
@@ -63,9 +58,9 @@ def git(
         extra["GIT_INDEX_FILE"] = str(index)
     try:
         done = subprocess.run(
-            [program, *INERT, *args],
+            git_command(args, program),
             cwd=cwd,
-            env=_env(env, extra),
+            env=_env(cwd, env, extra),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=TIMEOUT,
@@ -98,15 +93,10 @@ class Repository:
 
 
 def repository(root: Path, env: Mapping[str, str]) -> Repository | None:
-    """The git working tree `root` lies in, if any."""
-    try:
-        out = git(root, "rev-parse", "--show-toplevel", "--absolute-git-dir", env=env)
-    except GitFailed:
-        return None
-    lines = out.decode().splitlines()
-    if len(lines) != 2:
-        return None
-    return Repository(Path(lines[0]), Path(lines[1]))
+    """The git working tree `root` lies in, if any: a `.git` of the workspace or its
+    nearest parent, never a repository git would discover itself (a bare layout)."""
+    found = find_repository(Path(os.path.realpath(root)))
+    return None if found is None else Repository(*found)
 
 
 def private(repo: Repository, scratch: Path, env: Mapping[str, str]) -> Repository:
