@@ -12,11 +12,8 @@ failure and is retried like a 5xx.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import httpx
 
 from jpd.llm import forced_tool
 from jpd.llm.anthropic_request import build_body, thinking_budget, uses_strict_tools
@@ -32,7 +29,7 @@ from jpd.llm.base import (
 from jpd.llm.errors import ProviderError
 from jpd.llm.http_provider import Call, HttpProvider
 from jpd.llm.request_build import encode_body
-from jpd.llm.retry import RetryableError, RetryPolicy
+from jpd.llm.retry import RetryableError
 from jpd.llm.stream_reader import Batch
 from jpd.llm.transport import event_json, one_line
 from jpd.protocol.usage import TokenUsage
@@ -61,29 +58,9 @@ class AnthropicProvider(HttpProvider):
 
     name = "anthropic"
     default_base_url = DEFAULT_BASE_URL
+    default_api_key_env = "ANTHROPIC_API_KEY"
     base_url_env = "ANTHROPIC_BASE_URL"
     refuses_forced_tool_with_reasoning = True
-
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        api_key_env: str = "ANTHROPIC_API_KEY",
-        max_retries: int = 3,
-        timeout: float = 600.0,
-        env: Mapping[str, str] | None = None,
-        client: httpx.AsyncClient | None = None,
-        retry_policy: RetryPolicy | None = None,
-    ) -> None:
-        super().__init__(
-            base_url=base_url,
-            api_key_env=api_key_env,
-            max_retries=max_retries,
-            timeout=timeout,
-            env=env,
-            client=client,
-            retry_policy=retry_policy,
-        )
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"

@@ -13,12 +13,9 @@ The key goes in the `x-goog-api-key` header, never in the URL (URLs end up in lo
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
-
-import httpx
 
 from jpd.llm.base import (
     Finish,
@@ -32,7 +29,7 @@ from jpd.llm.errors import ProviderError
 from jpd.llm.google_request import SIGNATURE_PREFIX, build_body
 from jpd.llm.http_provider import Call, HttpProvider
 from jpd.llm.request_build import encode_body
-from jpd.llm.retry import RetryableError, RetryPolicy
+from jpd.llm.retry import RetryableError
 from jpd.llm.stream_reader import Batch
 from jpd.llm.transport import event_json, one_line
 from jpd.protocol.usage import TokenUsage
@@ -52,27 +49,7 @@ class GoogleProvider(HttpProvider):
 
     name = "google"
     default_base_url = DEFAULT_BASE_URL
-
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        api_key_env: str = "GEMINI_API_KEY",
-        max_retries: int = 3,
-        timeout: float = 600.0,
-        env: Mapping[str, str] | None = None,
-        client: httpx.AsyncClient | None = None,
-        retry_policy: RetryPolicy | None = None,
-    ) -> None:
-        super().__init__(
-            base_url=base_url,
-            api_key_env=api_key_env,
-            max_retries=max_retries,
-            timeout=timeout,
-            env=env,
-            client=client,
-            retry_policy=retry_policy,
-        )
+    default_api_key_env = "GEMINI_API_KEY"
 
     def auth_headers(self, secret: str) -> dict[str, str]:
         return {"x-goog-api-key": secret}

@@ -71,6 +71,8 @@ class HttpProvider:
 
     name = "http"
     default_base_url: str | None = None
+    default_api_key_env: str | None = None
+    """The variable holding the key when the config names none."""
     base_url_env: str | None = None
     refuses_forced_tool_with_reasoning = False
     constrains_decoding = False
@@ -90,6 +92,9 @@ class HttpProvider:
         from_env = self._env.get(self.base_url_env) if self.base_url_env else None
         base = base_url or from_env or self.default_base_url
         self.base_url = base.rstrip("/") if base else None
+        # None: the wire format's own variable (`default_api_key_env`; none for a server
+        # that takes no key).
+        api_key_env = api_key_env if api_key_env is not None else self.default_api_key_env
         self.api_key_env = api_key_env
         self.policy = retry_policy or RetryPolicy(max_retries=max_retries)
         self._post = StreamingPost(

@@ -13,11 +13,8 @@ before one of the three ends is retried.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import httpx
 
 from jpd.llm.base import Finish, FinishReason, ModelRequest, ReasoningDelta, ToolCallEvent
 from jpd.llm.base import UsageEvent as Usage
@@ -25,7 +22,7 @@ from jpd.llm.errors import ContextOverflow, ProviderError
 from jpd.llm.http_provider import Call, HttpProvider
 from jpd.llm.openai_responses_request import SIGNATURE_PREFIX, build_body
 from jpd.llm.request_build import encode_body
-from jpd.llm.retry import RetryableError, RetryPolicy
+from jpd.llm.retry import RetryableError
 from jpd.llm.stream_reader import Batch
 from jpd.llm.transport import event_json, one_line
 from jpd.protocol.usage import TokenUsage
@@ -41,28 +38,8 @@ class OpenAIResponsesProvider(HttpProvider):
 
     name = "openai"
     default_base_url = DEFAULT_BASE_URL
+    default_api_key_env = "OPENAI_API_KEY"
     base_url_env = "OPENAI_BASE_URL"
-
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        max_retries: int = 3,
-        timeout: float = 600.0,
-        env: Mapping[str, str] | None = None,
-        client: httpx.AsyncClient | None = None,
-        retry_policy: RetryPolicy | None = None,
-    ) -> None:
-        super().__init__(
-            base_url=base_url,
-            api_key_env=api_key_env,
-            max_retries=max_retries,
-            timeout=timeout,
-            env=env,
-            client=client,
-            retry_policy=retry_policy,
-        )
 
     def call(self, request: ModelRequest, base_url: str, secrets: tuple[str, ...]) -> Call:
         return Call(
