@@ -15,9 +15,9 @@ from jpd.core.structured import check_answer
 from jpd.llm.anthropic_request import build_body as anthropic_body
 from jpd.llm.base import Finish, ModelRequest, StreamEvent, TextDelta, ToolCallEvent, UserMessage
 from jpd.llm.errors import ProviderError
-from jpd.llm.openai_request import build_body as openai_body
 from jpd.llm.google_request import build_body as google_body
 from jpd.llm.ollama import build_body as ollama_body
+from jpd.llm.openai_request import build_body as openai_body
 from jpd.llm.openai_responses_request import build_body as responses_body
 from jpd.llm.structured import strict_ok, tool_call_as_text
 
