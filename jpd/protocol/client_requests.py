@@ -158,6 +158,9 @@ class TurnStartParams(WireParams):
 class TurnStartResult(WireModel):
     conversation_id: str
     turn_id: str
+    config_warnings: list[str] | None = None
+    """What the config files hold that jpd reads otherwise or ignores (JP's keys), one
+    `source: key: what` each, as `config/show` `warnings`; absent when nothing."""
 
 
 class TurnCancelParams(WireParams):
