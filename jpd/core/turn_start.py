@@ -146,8 +146,8 @@ class TurnStarter:
             return  # deleted meanwhile (--no-persist)
         request, answer = first_exchange(list(events))
         try:
-            await write_title(cfg, providers, store.conversation_dir(cid), request, answer)
-        except OSError as exc:  # deleted meanwhile, or a full disk: no title, no harm
+            await write_title(cfg, providers, store, cid, request, answer)
+        except (OSError, ConversationNotFound) as exc:  # deleted meanwhile, a full disk
             log.info("no title for %s: %s", cid, exc)
 
     async def resume(
@@ -362,14 +362,14 @@ class TurnStarter:
         the images and PDFs among them, to go with the message: a kept one only while
         the model's messages do not already hold that content (sent once, and again
         after it changed or a compaction dropped it)."""
-        from jpd.conversation.attributes import read_attributes
         from jpd.core.attachments import binaries, conversation_reader, render, resolve
         from jpd.llm.base import UserMessage
 
         kept: list[str] = []
         if conversation_id is not None:
-            folder = self._parts.store.conversation_dir(conversation_id)
-            kept = list((await anyio.to_thread.run_sync(read_attributes, folder)).attachments)
+            store = self._parts.store
+            found_kept = await anyio.to_thread.run_sync(store.attributes, conversation_id)
+            kept = list(found_kept.attachments)
         if not kept and not given:
             return []
 
