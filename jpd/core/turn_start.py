@@ -382,13 +382,15 @@ class TurnStarter:
             )
             text = render(found)
             spec.system = "\n\n".join(part for part in (spec.system, text) if part)
-            sent = {
-                image.data
-                for message in history.messages()
-                if isinstance(message, UserMessage)
-                for image in message.images
-            }
-            found_binaries += [b for b in binaries(found) if b.data not in sent]
+            kept_binaries = binaries(found)
+            if kept_binaries:  # the history is walked only when there are any
+                sent = {
+                    image.data
+                    for message in history.messages()
+                    if isinstance(message, UserMessage)
+                    for image in message.images
+                }
+                found_binaries += [b for b in kept_binaries if b.data not in sent]
         if given:
             found = await resolve(
                 given, root=renv.root, env=renv.env, conversation_text=conversation_text
