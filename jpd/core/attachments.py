@@ -5,7 +5,7 @@ A spec is one of:
 - a file, a folder's files, or a glob (`src/**/*.py`), relative to the working folder;
   `!pattern` leaves out what an earlier spec matched;
 - `http://` / `https://` URL: fetched (httpx, redirects followed, `FETCH_TIMEOUT`), an
-  HTML page reduced to its text;
+  HTML page reduced to its text, an image or PDF (by its content type) kept as one;
 - `cmd://COMMAND`: a shell command's output, run as `run_command` runs it: in the
   workspace, sandboxed read-only without network, within `COMMAND_TIMEOUT`;
 - `jp://ID`: another conversation's messages.
@@ -185,15 +185,22 @@ async def _fetch(url: str) -> Attachment:
         ):
             if response.status_code >= 400:
                 raise InvalidParams(f"attachment {url}: HTTP {response.status_code}")
+            kind = response.headers.get("content-type", "")
+            mime = kind.split(";")[0].strip().lower()
+            binary = mime if mime in BINARY_TYPES.values() else None
+            limit = MAX_BINARY if binary else 4 * MAX_ONE
             body = bytearray()
             async for chunk in response.aiter_bytes():
                 body += chunk
-                if len(body) > 4 * MAX_ONE:
-                    raise InvalidParams(f"attachment {url}: larger than {4 * MAX_ONE} bytes")
-            kind = response.headers.get("content-type", "")
+                if len(body) > limit:
+                    raise InvalidParams(f"attachment {url}: larger than {limit} bytes")
             encoding = response.encoding or "utf-8"
     except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
         raise InvalidParams(f"attachment {url}: {exc.__class__.__name__}: {exc}") from None
+    if binary is not None:  # an image or a PDF: as one, where the model takes it
+        if not body:
+            raise InvalidParams(f"attachment {url}: empty")
+        return Attachment(url, "", binary, bytes(body))
     text = bytes(body).decode(encoding, errors="replace")
     if "html" in kind:
         text = html_text(text)
@@ -271,9 +278,20 @@ async def resolve(
     names the first that failed. `conversation_text(id)` reads `jp://ID`."""
     found: list[Attachment] = []
     paths = [s for s in specs if "://" not in s]
+    binary = 0
+
+    def count(attachment: Attachment) -> None:
+        nonlocal binary
+        binary += len(attachment.data)
+        if binary > MAX_BINARY_TOTAL:  # checked as read: memory stays bounded
+            raise InvalidParams(
+                f"attachments: images and PDFs over {MAX_BINARY_TOTAL} bytes in all"
+            )
+
     for spec in specs:
         if spec.startswith(("http://", "https://")):
             found.append(await _fetch(spec))
+            count(found[-1])
         elif spec.startswith("cmd://"):
             command = spec.removeprefix("cmd://").strip()
             if not command:
@@ -287,14 +305,9 @@ async def resolve(
             raise InvalidParams(f"attachment {spec}: unknown scheme (file, http(s), cmd, jp)")
     if paths:
         files = await anyio.to_thread.run_sync(_files, paths, root)
-        binary = 0
         for shown, path in files:
             found.append(await anyio.to_thread.run_sync(_read_file, shown, path))
-            binary += len(found[-1].data)
-            if binary > MAX_BINARY_TOTAL:  # checked as read: memory stays bounded
-                raise InvalidParams(
-                    f"attachments: images and PDFs over {MAX_BINARY_TOTAL} bytes in all"
-                )
+            count(found[-1])
     total = sum(len(a.text.encode()) for a in found if a.mime_type is None)
     if total > MAX_TOTAL:
         raise InvalidParams(f"attachments: {total} bytes in all, more than {MAX_TOTAL}")

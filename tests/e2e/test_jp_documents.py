@@ -223,3 +223,39 @@ async def test_the_embedded_model_answers_under_the_schemas_grammar(
     )
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["capital"] in ("Paris", "Lyon", "Nice")
+
+
+async def test_a_pdf_by_url_goes_as_a_document(
+    tmp_path: Path, daemons: Daemons, fake: FakeLLMServer
+) -> None:
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "application/pdf")
+            self.end_headers()
+            self.wfile.write(PDF)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/paper.pdf"
+    try:
+        env = hosted_env(tmp_path, fake, "anthropic/claude-x")
+        work = workspace(tmp_path)
+        await daemons.start(env)
+        fake.push(anthropic_answer("A paper."))
+        ran = jp_in(env, work, "query", "--new", "-a", url, "summarise")
+        assert ran.returncode == 0, ran.stderr
+        blocks = body(fake.requests[-1])["messages"][-1]["content"]
+        assert [b["type"] for b in blocks] == ["document", "text"]
+        assert blocks[0]["source"]["data"] == PDF_B64
+        refused = jp_in(env, work, "query", "--new", "-m", "test/scripted", "-a", url, "x")
+        assert refused.returncode == 1 and "takes no PDFs" in refused.stderr
+    finally:
+        server.shutdown()
+        server.server_close()
