@@ -49,6 +49,19 @@ class ChatState:
     model: str | None = None
     tools: list[dict[str, Any]] = field(default_factory=list)
     mode: str | None = None
+    config_files: list[str] = field(default_factory=list)
+    """`--cfg`: laid over the config of every turn of the chat."""
+    attachments: list[str] = field(default_factory=list)
+    """`-a`: sent with the first message only."""
+
+    def extra(self) -> dict[str, Any]:
+        """The next turn's `configFiles` and `attachments` params."""
+        params: dict[str, Any] = {}
+        if self.config_files:
+            params["configFiles"] = list(self.config_files)
+        if self.attachments:
+            params["attachments"] = list(self.attachments)
+        return params
 
 
 def slash_command(line: str, state: ChatState, write: Callable[[str], object]) -> bool:
@@ -135,6 +148,8 @@ def chat(
     model: str | None = None,
     new: bool = False,
     mode: str | None = None,
+    config_files: list[str] | None = None,
+    attachments: list[str] | None = None,
 ) -> int:
     """Run the REPL until Ctrl-D; continues this workspace's conversation unless `new`.
 
@@ -142,7 +157,14 @@ def chat(
     prompt is the next thing shown either way).
     """
     session = _session(env)
-    state = ChatState(new=new, model=model, conversation=None if new else current.get(), mode=mode)
+    state = ChatState(
+        new=new,
+        model=model,
+        conversation=None if new else current.get(),
+        mode=mode,
+        config_files=list(config_files or []),
+        attachments=list(attachments or []),
+    )
     # A chat's Ctrl-C always cancels: `can_prompt` off skips the one-key choice.
     turn_output = replace(output, can_prompt=False)
     err = output.err
@@ -199,9 +221,13 @@ def chat(
                 prompter=prompter,
                 environment=environment,
                 current=current,
+                extra=state.extra(),
             )
         except KeyboardInterrupt:  # Ctrl-C twice: stop waiting for the cancellation
             code = EXIT_CANCELLED
+        # They went with this message (and are in its log), or were refused with it (the
+        # error named them): either way not sent again.
+        state.attachments = []
         if code == EXIT_CANCELLED:
             err.write("jp: cancelled\n")
         # `query` made the turn's conversation this workspace's, unless a new

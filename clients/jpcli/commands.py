@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -173,6 +174,9 @@ def query(
         if not isinstance(turn_id, str) or not isinstance(started_conversation, str):
             output.err.write(f"jp: error: unexpected turn/start result: {started!r}\n")
             return EXIT_ERROR
+        from jpcli.configs.warnings import show_once
+
+        show_once(started.get("configWarnings"), os.environ, output.err)
         if detach:
             if current is not None:
                 current.set(started_conversation)

@@ -85,6 +85,8 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
             model=args.model,
             new=args.new,
             mode=args.mode,
+            config_files=args.cfg,
+            attachments=args.attachments,
         )
     if command == "attach":
         return commands.attach(

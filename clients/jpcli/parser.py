@@ -150,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--new", action="store_true", help="start a new conversation")
     chat.add_argument("-m", "--model", help="model as <provider>/<model>, or an alias")
     _mode_option(chat)
+    add_cfg_option(chat)  # every turn of the chat
+    attachments_cli.add_query_option(chat)  # with the first message
 
     attach = commands.add_parser("attach", help="re-attach to a conversation's running turn")
     attach.add_argument("conversation", nargs="?", metavar="CONVERSATION")

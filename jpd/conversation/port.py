@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from jpd.conversation.attributes import Attributes
 from jpd.conversation.events import Event, TurnStart
 from jpd.conversation.metadata import ConversationMeta
 
@@ -169,6 +170,19 @@ class ConversationStorage(Protocol):
 
     def close(self) -> None:
         """Make everything durable and close what is open (the store stays usable)."""
+
+    def attributes(self, conversation_id: str) -> Attributes:
+        """What a user (or the title model) said about the conversation: title, labels,
+        archived, pinned, kept attachments, expiry (the defaults when nothing)."""
+
+    def update_attributes(
+        self, conversation_id: str, change: Callable[[Attributes], Attributes]
+    ) -> Attributes:
+        """Apply `change` to the attributes and store the result, atomically against
+        other changes (of this daemon, or of any member of a fleet)."""
+
+    def all_attributes(self) -> dict[str, Attributes]:
+        """The attributes of every conversation that has any, by id."""
 
     def conversation_dir(self, conversation_id: str) -> Path:
         """The local directory of a conversation's blobs (file snapshots, images)."""

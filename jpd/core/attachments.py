@@ -5,7 +5,7 @@ A spec is one of:
 - a file, a folder's files, or a glob (`src/**/*.py`), relative to the working folder;
   `!pattern` leaves out what an earlier spec matched;
 - `http://` / `https://` URL: fetched (httpx, redirects followed, `FETCH_TIMEOUT`), an
-  HTML page reduced to its text;
+  HTML page reduced to its text, an image or PDF (by its content type) kept as one;
 - `cmd://COMMAND`: a shell command's output, run as `run_command` runs it: in the
   workspace, sandboxed read-only without network, within `COMMAND_TIMEOUT`;
 - `jp://ID`: another conversation's messages.
@@ -13,6 +13,11 @@ A spec is one of:
 Everything is read before anything is sent: a missing file, a failing URL or command,
 or more than `MAX_TOTAL` bytes is an error naming the spec, and the turn does not start.
 Files are read inside the workspace only (a glob or a link leading out is refused).
+
+A file that is an image or a PDF (by its extension, `BINARY_TYPES`), named alone or
+matched by a glob, is no text: it goes to the model as an image or document
+(`Attachment.data`), up to `MAX_BINARY` bytes each; a model that takes none refuses it
+before anything is sent (jpd/core/prompt_images.py).
 """
 
 from __future__ import annotations
@@ -37,17 +42,49 @@ FETCH_TIMEOUT = 20.0
 COMMAND_TIMEOUT = 30.0
 
 
+MAX_BINARY = 20 * 1024 * 1024
+"""Bytes of one image or PDF at most (as `turn/start` `images`)."""
+MAX_BINARY_TOTAL = 32 * 1024 * 1024
+"""Bytes of images and PDFs of one message at most (Anthropic's request limit)."""
+BINARY_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".pdf": "application/pdf",
+}
+
+
 @dataclass
 class Attachment:
     source: str
     text: str
+    mime_type: str | None = None
+    """An image's or PDF's type (`data` holds it then, `text` is empty)."""
+    data: bytes = b""
 
 
 def render(attachments: list[Attachment]) -> str:
-    """The attachments as one block of text, each in an `<attachment>` element."""
+    """The text attachments as one block of text, each in an `<attachment>` element."""
     return "\n\n".join(
-        f'<attachment source="{a.source}">\n{a.text.rstrip()}\n</attachment>' for a in attachments
+        f'<attachment source="{a.source}">\n{a.text.rstrip()}\n</attachment>'
+        for a in attachments
+        if a.mime_type is None
     )
+
+
+def binaries(attachments: list[Attachment]) -> list[ImageInput]:
+    """The images and PDFs among `attachments`, as `turn/start` images."""
+    import base64
+
+    return [
+        ImageInput.model_validate(
+            {"mimeType": a.mime_type, "data": base64.b64encode(a.data).decode("ascii")}
+        )
+        for a in attachments
+        if a.mime_type is not None
+    ]
 
 
 class _Text(HTMLParser):
@@ -118,11 +155,19 @@ def _files(specs: list[str], root: Path) -> list[tuple[str, Path]]:
 
 
 def _read_file(shown: str, path: Path) -> Attachment:
+    mime = BINARY_TYPES.get(path.suffix.lower())
+    limit = MAX_BINARY if mime else MAX_ONE
     try:
         with open(path, "rb") as handle:
-            data = handle.read(MAX_ONE + 1)
+            data = handle.read(limit + 1)
     except OSError as exc:
         raise InvalidParams(f"attachment {shown}: {exc.strerror or exc}") from None
+    if mime is not None:
+        if len(data) > limit:
+            raise InvalidParams(f"attachment {shown}: larger than {limit} bytes")
+        if not data:
+            raise InvalidParams(f"attachment {shown}: an empty file")
+        return Attachment(shown, "", mime, data)
     if len(data) > MAX_ONE:
         raise InvalidParams(f"attachment {shown}: larger than {MAX_ONE} bytes")
     if b"\0" in data[:8192]:
@@ -140,15 +185,22 @@ async def _fetch(url: str) -> Attachment:
         ):
             if response.status_code >= 400:
                 raise InvalidParams(f"attachment {url}: HTTP {response.status_code}")
+            kind = response.headers.get("content-type", "")
+            mime = kind.split(";")[0].strip().lower()
+            binary = mime if mime in BINARY_TYPES.values() else None
+            limit = MAX_BINARY if binary else 4 * MAX_ONE
             body = bytearray()
             async for chunk in response.aiter_bytes():
                 body += chunk
-                if len(body) > 4 * MAX_ONE:
-                    raise InvalidParams(f"attachment {url}: larger than {4 * MAX_ONE} bytes")
-            kind = response.headers.get("content-type", "")
+                if len(body) > limit:
+                    raise InvalidParams(f"attachment {url}: larger than {limit} bytes")
             encoding = response.encoding or "utf-8"
     except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
         raise InvalidParams(f"attachment {url}: {exc.__class__.__name__}: {exc}") from None
+    if binary is not None:  # an image or a PDF: as one, where the model takes it
+        if not body:
+            raise InvalidParams(f"attachment {url}: empty")
+        return Attachment(url, "", binary, bytes(body))
     text = bytes(body).decode(encoding, errors="replace")
     if "html" in kind:
         text = html_text(text)
@@ -226,9 +278,20 @@ async def resolve(
     names the first that failed. `conversation_text(id)` reads `jp://ID`."""
     found: list[Attachment] = []
     paths = [s for s in specs if "://" not in s]
+    binary = 0
+
+    def count(attachment: Attachment) -> None:
+        nonlocal binary
+        binary += len(attachment.data)
+        if binary > MAX_BINARY_TOTAL:  # checked as read: memory stays bounded
+            raise InvalidParams(
+                f"attachments: images and PDFs over {MAX_BINARY_TOTAL} bytes in all"
+            )
+
     for spec in specs:
         if spec.startswith(("http://", "https://")):
             found.append(await _fetch(spec))
+            count(found[-1])
         elif spec.startswith("cmd://"):
             command = spec.removeprefix("cmd://").strip()
             if not command:
@@ -244,7 +307,8 @@ async def resolve(
         files = await anyio.to_thread.run_sync(_files, paths, root)
         for shown, path in files:
             found.append(await anyio.to_thread.run_sync(_read_file, shown, path))
-    total = sum(len(a.text.encode()) for a in found)
+            count(found[-1])
+    total = sum(len(a.text.encode()) for a in found if a.mime_type is None)
     if total > MAX_TOTAL:
         raise InvalidParams(f"attachments: {total} bytes in all, more than {MAX_TOTAL}")
     return found
@@ -269,38 +333,3 @@ def conversation_reader(store: ConversationStorage) -> Callable[[str], Awaitable
         return "\n\n".join(f"{role}: {text}" for _, role, text in texts(list(events)))
 
     return read
-
-
-IMAGE_EXTENSIONS = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".gif": "image/gif",
-    ".webp": "image/webp",
-}
-
-
-def image_attachments(specs: list[str], root: Path) -> tuple[list[ImageInput], list[str]]:
-    """The specs that name one image file (by extension) as `turn/start` images, and
-    the other specs. An image goes to the model as an image (a model without images
-    refuses it clearly, protocol.md 5.5 `images`). Reads files: call it off the loop."""
-    import base64
-
-    images: list[ImageInput] = []
-    rest: list[str] = []
-    real_root = root.resolve()
-    for spec in specs:
-        mime = IMAGE_EXTENSIONS.get(os.path.splitext(spec)[1].lower())
-        if mime is None or "://" in spec or glob.has_magic(spec) or spec.startswith("!"):
-            rest.append(spec)
-            continue
-        path = (root / spec).resolve()
-        if not path.is_relative_to(real_root) or os.path.isabs(os.path.expanduser(spec)):
-            raise InvalidParams(f"attachment {spec}: give a path inside the workspace")
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InvalidParams(f"attachment {spec}: {exc.strerror or exc}") from None
-        encoded = base64.b64encode(data).decode("ascii")
-        images.append(ImageInput.model_validate({"mimeType": mime, "data": encoded}))
-    return images, rest

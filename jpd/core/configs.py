@@ -4,6 +4,7 @@ so that a file is read and validated again only when it changed."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ class RequestConfigs:
     def __init__(self, daemon_env: Mapping[str, str]) -> None:
         self._daemon_env = daemon_env
         self._cache: ConfigCache | None = None
+        self._warnings: dict[tuple[object, ...], list[str]] = {}
 
     def _files(self) -> ConfigCache:
         if self._cache is None:
@@ -118,6 +120,32 @@ class RequestConfigs:
             return cfg.with_model(cfg.resolve_model(model), source="turn/start model")
         except ConfigError as exc:
             raise ConfigInvalid(str(exc), data=getattr(exc, "errors", None)) from exc
+
+    async def file_warnings(self, renv: RequestEnv) -> list[str]:
+        """The warnings of JP keys read or ignored in the config files (`turn/start`
+        `configWarnings`). Computed in a worker thread only when a file changed since
+        last time (a `stat` per file on the loop otherwise, as `for_request`)."""
+        from jpd.config.loader import layer_reads
+        from jpd.config.origins import config_warnings
+
+        env = self._daemon_env if renv.env is None else renv.env
+        key: list[object] = [renv.workspace]
+        for path, _trust in layer_reads(renv.workspace, env):
+            try:
+                info = os.stat(path)
+            except OSError:
+                key.append((path, None))
+                continue
+            key.append((path, info.st_mtime_ns, info.st_size, info.st_ino))
+        found = self._warnings.get(tuple(key))
+        if found is None:
+            found = await anyio.to_thread.run_sync(
+                lambda: config_warnings(workspace=renv.workspace, env=env)
+            )
+            if len(self._warnings) > 64:  # many workspaces: start over
+                self._warnings.clear()
+            self._warnings[tuple(key)] = found
+        return found
 
     async def show(
         self, renv: RequestEnv, config: Mapping[str, Any] | None = None

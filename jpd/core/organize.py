@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 
-from jpd.conversation.attributes import Attributes, read_attributes
+from jpd.conversation.attributes import Attributes
 from jpd.conversation.metadata import ConversationMeta
 from jpd.conversation.paths import new_conversation_id
 from jpd.conversation.port import ConversationNotFound
@@ -79,10 +79,9 @@ class Organizer:
         """Every conversation with its attributes, newest first; expired ones deleted."""
 
         def read() -> list[tuple[ConversationMeta, Attributes]]:
-            return [
-                (meta, read_attributes(self._store.conversation_dir(meta.id)))
-                for meta in self._store.list()
-            ]
+            metas = self._store.list()
+            found = self._store.all_attributes()
+            return [(meta, found.get(meta.id) or Attributes()) for meta in metas]
 
         pairs = await anyio.to_thread.run_sync(read)
         now = datetime.now(UTC)
@@ -120,8 +119,6 @@ class Organizer:
 
     async def update(self, p: wire.ConversationUpdateParams) -> ConversationSummary:
         """Change the attributes `p` names; others stay as they are."""
-        from jpd.conversation.attributes import update_attributes
-
         meta = await self._meta(p.conversation_id)
         add, remove = _labels(p.add_labels), set(_labels(p.remove_labels))
         try:
@@ -147,25 +144,26 @@ class Organizer:
                 data["expires_at"] = now + timedelta(seconds=p.expires_in)
             return Attributes.model_validate(data)
 
-        folder = self._store.conversation_dir(meta.id)
-        attributes = await anyio.to_thread.run_sync(update_attributes, folder, change)
+        try:
+            attributes = await anyio.to_thread.run_sync(
+                self._store.update_attributes, meta.id, change
+            )
+        except ConversationNotFound as exc:  # deleted meanwhile
+            raise NotFound(str(exc)) from exc
         return summary(meta, attributes)
 
     async def set_model_title(self, conversation_id: str, title: str) -> None:
         """A title the model wrote; never over one the user set."""
-        from jpd.conversation.attributes import update_attributes
 
         def change(current: Attributes) -> Attributes:
             if current.title_source == "user":
                 return current
             return current.model_copy(update={"title": check_title(title), "title_source": "model"})
 
-        folder = self._store.conversation_dir(conversation_id)
-        await anyio.to_thread.run_sync(update_attributes, folder, change)
+        await anyio.to_thread.run_sync(self._store.update_attributes, conversation_id, change)
 
     async def fork(self, p: wire.ConversationForkParams) -> wire.ConversationForkResult:
         """A new conversation with a copy of the source's chosen turns and its labels."""
-        from jpd.conversation.attributes import update_attributes
         from jpd.conversation.fork import select_turns, write_fork
 
         await self._meta(p.conversation_id)
@@ -180,7 +178,7 @@ class Organizer:
                 events, first=p.first, last=p.last, from_time=p.from_time, until=p.until
             )
             write_fork(self._store, source, target, kept)
-            inherited = read_attributes(self._store.conversation_dir(source))
+            inherited = self._store.attributes(source)
 
             def change(current: Attributes) -> Attributes:
                 merged = list(dict.fromkeys([*inherited.labels, *labels]))
@@ -189,7 +187,7 @@ class Organizer:
                     labels=merged, title=title, title_source="user" if title else None
                 )
 
-            update_attributes(self._store.conversation_dir(target), change)
+            self._store.update_attributes(target, change)
             return turns
 
         try:

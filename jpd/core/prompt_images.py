@@ -1,7 +1,8 @@
-"""Images sent with a user message (`turn/start` `images`): checked, kept as files in
-the conversation's folder (`images/<sha256>.<ext>`, the `chat_request` event naming
-them), and given to the model in its provider's format. A model that takes no images
-is refused with a clear error, never sent the text alone."""
+"""Images (and PDF documents) sent with a user message (`turn/start` `images`):
+checked, kept as files in the conversation's folder (`images/<sha256>.<ext>`, the
+`chat_request` event naming them), and given to the model in its provider's format. A
+model that takes no images (or no PDFs) is refused with a clear error, never sent the
+text alone."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from jpd.protocol.errors import InvalidParams
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 """Bytes of one image at most (the providers' own limits are lower or equal)."""
 
-IMAGE_PROVIDERS = frozenset({"anthropic", "openai"})
+IMAGE_PROVIDERS = frozenset({"anthropic", "openai", "google", "ollama"})
 """Providers whose models take images in user messages."""
+PDF_PROVIDERS = frozenset({"anthropic", "openai", "google"})
+"""Providers whose models take PDF documents in user messages."""
 
 
 @dataclass(frozen=True)
@@ -38,10 +41,15 @@ def decode(inputs: list[ImageInput], model_id: str) -> list[PromptImage]:
     if not inputs:
         return []
     provider = model_id.split("/", 1)[0]
+    if any(i.mime_type == "application/pdf" for i in inputs) and provider not in PDF_PROVIDERS:
+        raise InvalidParams(
+            f"the model {model_id} takes no PDFs; use a model of "
+            f"{', '.join(sorted(PDF_PROVIDERS))}, or send text only"
+        )
     if provider not in IMAGE_PROVIDERS:
         raise InvalidParams(
             f"the model {model_id} takes no images; use a model of "
-            f"{' or '.join(sorted(IMAGE_PROVIDERS))}, or send text only"
+            f"{', '.join(sorted(IMAGE_PROVIDERS))}, or send text only"
         )
     images = []
     for index, sent in enumerate(inputs):

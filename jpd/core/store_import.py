@@ -3,19 +3,22 @@ Postgres store, so that a machine joins a fleet with its history.
 
 Idempotent: a conversation the store has already is skipped (it may have gone on in
 the fleet since). Each one is copied under its turn lease, event by event as stored
-(unsanitized: recovery closes what was left open, there as here), then synced. File
-snapshots and images stay in the data dir, where the store's blobs are.
+(unsanitized: recovery closes what was left open, there as here), then synced, with its
+attributes (title, labels, ...). File snapshots and images stay in the data dir, where
+the store's blobs are.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from jpd.conversation.attributes import Attributes
 from jpd.conversation.jsonl.store import ConversationStore
 from jpd.conversation.paths import default_data_dir
 from jpd.conversation.port import ConversationExists, ConversationStorage
@@ -28,6 +31,10 @@ class Imported:
     conversations: int = 0
     events: int = 0
     skipped: int = 0
+
+
+def _replaced(kept: Attributes, _current: Attributes) -> Attributes:
+    return kept
 
 
 def copy_conversations(source: ConversationStorage, target: ConversationStorage) -> Imported:
@@ -48,6 +55,9 @@ def copy_conversations(source: ConversationStorage, target: ConversationStorage)
             for event in events:
                 target.append(meta.id, event)
             target.sync(meta.id)
+            kept = source.attributes(meta.id)  # title, labels, ...: none is in the log
+            if kept != Attributes():
+                target.update_attributes(meta.id, functools.partial(_replaced, kept))
         finally:
             lease.release()
         done.conversations += 1

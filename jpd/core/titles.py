@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from jpd.conversation.attributes import Attributes, read_attributes, update_attributes
+from jpd.conversation.attributes import Attributes
 from jpd.protocol.labels import check_title
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from jpd.config import Config
+    from jpd.conversation.port import ConversationStorage
     from jpd.llm.registry import ProviderSource
 
 log = logging.getLogger(__name__)
@@ -35,7 +34,12 @@ def title_model(cfg: Config) -> str | None:
 
 
 async def write_title(
-    cfg: Config, providers: ProviderSource, folder: Path, request: str, answer: str
+    cfg: Config,
+    providers: ProviderSource,
+    store: ConversationStorage,
+    conversation_id: str,
+    request: str,
+    answer: str,
 ) -> None:
     """Ask the title model for a title of `request` and `answer` and keep it (a failure
     is logged: a conversation without a title lists by its first message)."""
@@ -46,7 +50,7 @@ async def write_title(
     model = title_model(cfg)
     if model is None:
         return
-    existing = await anyio.to_thread.run_sync(read_attributes, folder)
+    existing = await anyio.to_thread.run_sync(store.attributes, conversation_id)
     if existing.title:
         return
     exchange = f"User: {request}\n\nAssistant: {answer}"[:MAX_INPUT]
@@ -66,10 +70,10 @@ async def write_title(
                 if isinstance(event, llm.TextDelta):
                     texts.append(event.text)
     except (ProviderError, ProviderUnavailable, ConfigError, ValueError) as exc:
-        log.info("no title for %s: %s", folder.name, exc)
+        log.info("no title for %s: %s", conversation_id, exc)
         return
     except Exception:
-        log.exception("writing the title of %s failed", folder.name)
+        log.exception("writing the title of %s failed", conversation_id)
         return
     text = "".join(texts).strip().strip("\"'").rstrip(".")
     if not text:
@@ -80,7 +84,7 @@ async def write_title(
             return current
         return current.model_copy(update={"title": check_title(text), "title_source": "model"})
 
-    await anyio.to_thread.run_sync(update_attributes, folder, keep)
+    await anyio.to_thread.run_sync(store.update_attributes, conversation_id, keep)
 
 
 def first_exchange(events: list[object]) -> tuple[str, str]:

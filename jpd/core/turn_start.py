@@ -95,17 +95,8 @@ class TurnStarter:
         cfg = await self._parts.configs.for_turn(renv, config, model, kept=kept)
         from jpd.core import prompt_images
 
-        if attachments:  # an image file goes as an image
-            from jpd.core.attachments import image_attachments
-
-            found, attachments = await anyio.to_thread.run_sync(
-                image_attachments, attachments, renv.root
-            )
-            images = [*(images or []), *found]
-        pictures = prompt_images.decode(images or [], cfg.assistant.model.id)
+        prompt_images.decode(images or [], cfg.assistant.model.id)  # refused before reading
         providers, provider = self._provider(cfg, renv)
-        for picture in pictures:
-            history.remember_image(picture.ref.file, picture.image)
         turn = await self._assemble(
             conversation_id=conversation_id or new_conversation_id(),
             named_now=conversation_id is None,
@@ -119,9 +110,15 @@ class TurnStarter:
             detached=detached,
             mode=mode,
         )
-        turn.spec.images = [picture.ref for picture in pictures]
         turn.spec.kept_config = kept_config(kept, config) or None
-        await self._attach(turn, renv, conversation_id if not create else None, attachments or [])
+        attached = await self._attach(
+            turn, renv, conversation_id if not create else None, attachments or [], history
+        )
+        # An image or PDF attached goes as one (a model without them refuses it here).
+        pictures = prompt_images.decode([*(images or []), *attached], cfg.assistant.model.id)
+        for picture in pictures:
+            history.remember_image(picture.ref.file, picture.image)
+        turn.spec.images = [picture.ref for picture in pictures]
         if response_schema is not None:
             from jpd.core.structured import check_schema
 
@@ -149,8 +146,8 @@ class TurnStarter:
             return  # deleted meanwhile (--no-persist)
         request, answer = first_exchange(list(events))
         try:
-            await write_title(cfg, providers, store.conversation_dir(cid), request, answer)
-        except OSError as exc:  # deleted meanwhile, or a full disk: no title, no harm
+            await write_title(cfg, providers, store, cid, request, answer)
+        except (OSError, ConversationNotFound) as exc:  # deleted meanwhile, a full disk
             log.info("no title for %s: %s", cid, exc)
 
     async def resume(
@@ -352,31 +349,54 @@ class TurnStarter:
         turns.run(turn, lock, link)
 
     async def _attach(
-        self, turn: Turn, renv: RequestEnv, conversation_id: str | None, given: list[str]
-    ) -> None:
+        self,
+        turn: Turn,
+        renv: RequestEnv,
+        conversation_id: str | None,
+        given: list[str],
+        history: MessageHistory,
+    ) -> list[ImageInput]:
         """Read the conversation's attachments (into the system prompt, current content
         each turn) and the message's (into the message, kept in the log); a missing
-        file or a failing URL raises `InvalidParams` before anything is sent."""
-        from jpd.conversation.attributes import read_attributes
-        from jpd.core.attachments import conversation_reader, render, resolve
+        file or a failing URL raises `InvalidParams` before anything is sent. Returns
+        the images and PDFs among them, to go with the message: a kept one only while
+        the model's messages do not already hold that content (sent once, and again
+        after it changed or a compaction dropped it)."""
+        from jpd.core.attachments import binaries, conversation_reader, render, resolve
+        from jpd.llm.base import UserMessage
 
         kept: list[str] = []
         if conversation_id is not None:
-            folder = self._parts.store.conversation_dir(conversation_id)
-            kept = list((await anyio.to_thread.run_sync(read_attributes, folder)).attachments)
+            store = self._parts.store
+            found_kept = await anyio.to_thread.run_sync(store.attributes, conversation_id)
+            kept = list(found_kept.attachments)
         if not kept and not given:
-            return
+            return []
 
         conversation_text = conversation_reader(self._parts.store)
         spec = turn.spec
+        found_binaries: list[ImageInput] = []
         if kept:
             found = await resolve(
                 kept, root=renv.root, env=renv.env, conversation_text=conversation_text
             )
-            spec.system = "\n\n".join(part for part in (spec.system, render(found)) if part)
+            text = render(found)
+            spec.system = "\n\n".join(part for part in (spec.system, text) if part)
+            kept_binaries = binaries(found)
+            if kept_binaries:  # the history is walked only when there are any
+                sent = {
+                    image.data
+                    for message in history.messages()
+                    if isinstance(message, UserMessage)
+                    for image in message.images
+                }
+                found_binaries += [b for b in kept_binaries if b.data not in sent]
         if given:
             found = await resolve(
                 given, root=renv.root, env=renv.env, conversation_text=conversation_text
             )
-            spec.message = f"{spec.message}\n\n{render(found)}"
+            text = render(found)
+            spec.message = f"{spec.message}\n\n{text}" if text else spec.message
+            found_binaries += binaries(found)
         spec.attachments = [*kept, *given]
+        return found_binaries

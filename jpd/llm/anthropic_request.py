@@ -20,6 +20,7 @@ from typing import Any
 
 from jpd.llm.base import (
     FOREIGN_SIGNATURES,
+    PDF,
     AssistantMessage,
     Message,
     ModelRequest,
@@ -189,7 +190,7 @@ def _convert(message: Message, *, thinking: bool) -> tuple[str, list[Block]]:
     if isinstance(message, UserMessage):
         pictures: list[Block] = [
             {
-                "type": "image",
+                "type": "document" if i.mime_type == PDF else "image",
                 "source": {"type": "base64", "media_type": i.mime_type, "data": i.data},
             }
             for i in message.images

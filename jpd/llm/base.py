@@ -27,7 +27,18 @@ class UserMessage(_Model):
     role: Literal["user"] = "user"
     content: str
     images: tuple[ToolImage, ...] = Field(default=(), exclude_if=lambda images: not images)
-    """Images sent with the message (left out of dumps when there are none)."""
+    """Images sent with the message (left out of dumps when there are none), and PDF
+    documents (`mime_type` `PDF`) for the providers that take them."""
+
+
+PDF = "application/pdf"
+"""The document type a user message's `images` may carry besides images."""
+
+
+def pictures(images: tuple[ToolImage, ...]) -> list[ToolImage]:
+    """The images among `images` (no documents): for a provider without documents, whose
+    conversation had them under another model."""
+    return [image for image in images if image.mime_type != PDF]
 
 
 FOREIGN_SIGNATURES = ("gemini:", "openai:")

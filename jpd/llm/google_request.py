@@ -48,6 +48,10 @@ def build_body(request: ModelRequest) -> Obj:
     if request.reasoning_effort != "off":
         budget = request.reasoning_budget or _BUDGETS[request.reasoning_effort]
         config["thinkingConfig"] = {"includeThoughts": True, "thinkingBudget": budget}
+    if request.response_schema is not None:
+        # `responseJsonSchema` takes JSON Schema as is (`responseSchema` an OpenAPI subset).
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = request.response_schema
     if config:
         body["generationConfig"] = config
     return body

@@ -17,6 +17,7 @@ generator from another task, and an owner-checking lock could not be released th
 Tools: only a forced `tool_choice` (a named tool, or `any`) produces a tool call; the
 output is then constrained by a grammar built from the arguments' JSON schema. With
 `auto` a 135M model cannot reliably decide to call a tool, so it answers in text.
+A structured answer (`response_schema`) is text decoded under its schema's grammar.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ class _LoadedModel:
                 json.dumps(_closed(schema)), verbose=False
             )
         except Exception as exc:  # the converter rejects schema features it lacks
-            raise ProviderError(f"local model cannot follow this tool schema: {exc}") from exc
+            raise ProviderError(f"local model cannot follow this JSON schema: {exc}") from exc
 
 
 def _closed(schema: dict[str, Any]) -> dict[str, Any]:
@@ -169,13 +170,17 @@ class _Generation:
         self._limit = min(request.max_tokens or DEFAULT_MAX_TOKENS, room)
         temperature = request.temperature
         if temperature is None:
-            temperature = 0.0 if plan else DEFAULT_TEMPERATURE
+            constrained = plan is not None or request.response_schema is not None
+            temperature = 0.0 if constrained else DEFAULT_TEMPERATURE
         model.llama.set_seed(seed)
+        # A forced tool's arguments, or a structured answer (`response_schema`), are
+        # decoded under a grammar of their schema: the output is valid JSON for it.
+        schema = plan.schema if plan else request.response_schema
         self._tokens: Iterator[int] = model.llama.generate(
             self.prompt_tokens,
             temp=temperature,
             repeat_penalty=_REPEAT_PENALTY,
-            grammar=model.grammar(plan.schema) if plan else None,
+            grammar=model.grammar(schema) if schema is not None else None,
         )
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._prefill_ends = self._plan_prefill()

@@ -32,6 +32,7 @@ from jpd.llm.base import (
     ToolResultMessage,
     UsageEvent,
     UserMessage,
+    pictures,
 )
 from jpd.llm.errors import ProviderError
 from jpd.llm.http_provider import Call, HttpProvider
@@ -117,6 +118,8 @@ def build_body(request: ModelRequest, context_window: int | None = None) -> Obj:
             }
             for tool in request.tools
         ]
+    if request.response_schema is not None:
+        body["format"] = request.response_schema  # decoded under it (a grammar)
     if request.reasoning_effort != "off":
         body["think"] = True
     options: Obj = {}
@@ -139,8 +142,9 @@ def _messages(request: ModelRequest) -> list[Obj]:
     for message in request.messages:
         if isinstance(message, UserMessage):
             item: Obj = {"role": "user", "content": message.content}
-            if message.images:
-                item["images"] = [image.data for image in message.images]
+            shown = pictures(message.images)  # Ollama takes no documents
+            if shown:
+                item["images"] = [image.data for image in shown]
             out.append(item)
         elif isinstance(message, AssistantMessage):
             out.append(_assistant(message, names))

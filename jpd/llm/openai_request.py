@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from jpd.conversation.events import ToolImage
 from jpd.llm.base import (
+    PDF,
     AssistantMessage,
     Message,
     ModelRequest,
@@ -21,15 +23,17 @@ from jpd.llm.base import (
     ToolDefinition,
     ToolResultMessage,
     UserMessage,
+    pictures,
 )
 from jpd.llm.request_build import encode_arguments
+from jpd.llm.structured import SCHEMA_NAME, strict_ok
 
 Obj = dict[str, Any]
 
 
 def build_body(request: ModelRequest, *, compatible: bool = False) -> Obj:
     """The JSON body for `POST <base>/chat/completions` with `stream: true`."""
-    body: Obj = {"model": request.model, "messages": _messages(request)}
+    body: Obj = {"model": request.model, "messages": _messages(request, compatible)}
     if request.tools:
         body["tools"] = [_tool(tool) for tool in request.tools]
         body["tool_choice"] = _tool_choice(request.tool_choice)
@@ -49,7 +53,11 @@ def build_body(request: ModelRequest, *, compatible: bool = False) -> Obj:
             if compatible
             else {
                 "type": "json_schema",
-                "json_schema": {"name": "response", "schema": request.response_schema},
+                "json_schema": {
+                    "name": SCHEMA_NAME,
+                    "schema": request.response_schema,
+                    "strict": strict_ok(request.response_schema),
+                },
             }
         )
     body["stream"] = True
@@ -75,7 +83,7 @@ def _tool_choice(choice: ToolChoice) -> str | Obj:
     return "required" if choice.type == "any" else choice.type
 
 
-def _messages(request: ModelRequest) -> list[Obj]:
+def _messages(request: ModelRequest, compatible: bool) -> list[Obj]:
     out: list[Obj] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
@@ -84,7 +92,7 @@ def _messages(request: ModelRequest) -> list[Obj]:
         if images and not isinstance(message, ToolResultMessage):
             out.append(_images_message(images))
             images = []
-        converted = _convert(message)
+        converted = _convert(message, compatible)
         if converted is not None:
             out.append(converted)
         if isinstance(message, ToolResultMessage):
@@ -97,6 +105,13 @@ def _messages(request: ModelRequest) -> list[Obj]:
     return out
 
 
+def _user_part(item: ToolImage, number: int) -> Obj:
+    url = f"data:{item.mime_type};base64,{item.data}"
+    if item.mime_type == PDF:
+        return {"type": "file", "file": {"filename": f"document{number}.pdf", "file_data": url}}
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
 def _images_message(images: list[Obj]) -> Obj:
     """Tool messages carry text only: the images of a batch of tool results follow it
     in one user message."""
@@ -106,15 +121,14 @@ def _images_message(images: list[Obj]) -> Obj:
     }
 
 
-def _convert(message: Message) -> Obj | None:
+def _convert(message: Message, compatible: bool) -> Obj | None:
     if isinstance(message, UserMessage):
-        if not message.images:
+        # OpenAI takes PDFs as `file` parts; a compatible server gets the images only.
+        shown = pictures(message.images) if compatible else message.images
+        if not shown:
             return {"role": "user", "content": message.content}
-        pictures = [
-            {"type": "image_url", "image_url": {"url": f"data:{i.mime_type};base64,{i.data}"}}
-            for i in message.images
-        ]
-        return {"role": "user", "content": [{"type": "text", "text": message.content}, *pictures]}
+        parts = [_user_part(i, n) for n, i in enumerate(shown, 1)]
+        return {"role": "user", "content": [{"type": "text", "text": message.content}, *parts]}
     if not isinstance(message, AssistantMessage):
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     if not message.content and not message.tool_calls:

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from jpd.llm.base import (
+    PDF,
     AssistantMessage,
     ModelRequest,
     ToolChoice,
@@ -49,6 +50,10 @@ def build_body(request: ModelRequest) -> Obj:
         body["max_output_tokens"] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if request.response_schema is not None:
+        from jpd.llm.structured import openai_format
+
+        body["text"] = {"format": openai_format(request.response_schema)}
     if request.reasoning_effort != "off":
         body["reasoning"] = {"effort": request.reasoning_effort, "summary": "auto"}
         body["include"] = ["reasoning.encrypted_content"]
@@ -83,7 +88,17 @@ def _user(message: UserMessage) -> Obj:
     if not message.images:
         return {"role": "user", "content": message.content}
     content = [{"type": "input_text", "text": message.content}]
-    content += [_image(image.mime_type, image.data) for image in message.images]
+    for number, item in enumerate(message.images, 1):
+        if item.mime_type == PDF:
+            content.append(
+                {
+                    "type": "input_file",
+                    "filename": f"document{number}.pdf",
+                    "file_data": f"data:{PDF};base64,{item.data}",
+                }
+            )
+        else:
+            content.append(_image(item.mime_type, item.data))
     return {"role": "user", "content": content}
 
 

@@ -102,16 +102,22 @@ class NoParams(WireParams):
 # --- turns ---------------------------------------------------------------------------
 
 
-IMAGE_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
-"""Image types a user message may carry -> their file extension."""
+IMAGE_TYPES = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "application/pdf": "pdf",
+}
+"""Image (and PDF document) types a user message may carry -> their file extension."""
 
 
 class ImageInput(WireModel):
-    """An image sent with a user message (protocol.md 5.5)."""
+    """An image, or a PDF document, sent with a user message (protocol.md 5.5)."""
 
-    mime_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+    mime_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"]
     data: str = Field(repr=False)
-    """The image, base64 encoded."""
+    """The image or PDF, base64 encoded."""
 
 
 class TurnStartParams(WireParams):
@@ -152,6 +158,9 @@ class TurnStartParams(WireParams):
 class TurnStartResult(WireModel):
     conversation_id: str
     turn_id: str
+    config_warnings: list[str] | None = None
+    """What the config files hold that jpd reads otherwise or ignores (JP's keys), one
+    `source: key: what` each, as `config/show` `warnings`; absent when nothing."""
 
 
 class TurnCancelParams(WireParams):

@@ -7,6 +7,7 @@ lives in the daemon core. Names and models come from `jpd.protocol.method_table`
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,6 +24,8 @@ from jpd.protocol.errors import InvalidParams, WrongDaemon
 from jpd.protocol.server_requests import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
 from jpd.rpc.pygls_private import EncodedResult
 from jpd.rpc.session import Session
+
+log = logging.getLogger(__name__)
 
 Handler = Callable[[Daemon, Session, Any], Awaitable[WireModel | EncodedResult | None]]
 InstantHandler = Callable[[Daemon, Session, Any], WireModel | None]
@@ -91,7 +94,14 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
         attachments=p.attachments,
     )
     await daemon.after_start(info, p)
-    return wire.TurnStartResult(conversation_id=info.conversation_id, turn_id=info.turn_id)
+    try:
+        warnings = await daemon.configs.file_warnings(daemon.request_env(session, p.environment))
+    except Exception:  # the turn runs already: a note about keys must not fail it
+        log.exception("config warnings")
+        warnings = []
+    return wire.TurnStartResult(
+        conversation_id=info.conversation_id, turn_id=info.turn_id, config_warnings=warnings or None
+    )
 
 
 async def turn_cancel(daemon: Daemon, session: Session, p: wire.TurnCancelParams) -> WireModel:

@@ -82,3 +82,31 @@ async def test_multi_line_input_and_model_command(tmp_path: Path, daemons: Daemo
     events = persisted(env, conversation.name)
     [request] = [e for e in events if e["type"] == "chat_request"]
     assert request["content"] == "one \ntwo\nthree"
+
+
+async def test_cfg_for_every_turn_and_attachments_with_the_first(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    import json
+
+    env = prompt_env(tmp_path, [{"text": "arr"}, {"text": "arr again"}])
+    env["PROMPT_TOOLKIT_NO_CPR"] = "1"
+    persona = tmp_path / "pirate.toml"
+    persona.write_text('[assistant]\nsystem_prompt = "You are a pirate."\n')
+    await daemons.start(env)
+    child, _ = spawn(env, "chat", "--new", "--cfg", str(persona), "-a", "LICENSE")
+    child.expect("jp>")
+    child.send("read it\r")
+    child.expect("arr")
+    child.expect("jp>")
+    child.send("and now?\r")
+    child.expect("arr again")
+    child.expect("jp>")
+    child.sendeof()
+    assert finish(child) == 0
+    lines = (tmp_path / "requests.jsonl").read_text().splitlines()
+    first, second = (json.loads(line) for line in lines)
+    assert first["system"].startswith("You are a pirate.")
+    assert second["system"].startswith("You are a pirate.")
+    assert first["messages"][-1]["content"].startswith('read it\n\n<attachment source="LICENSE">')
+    assert second["messages"][-1]["content"] == "and now?"

@@ -101,10 +101,23 @@ async def test_a_jp_config_file_loads_with_warnings_naming_what_is_ignored(
         assert named in shown.stderr, named
     assert shown.stderr.count("jp: warning:") == 6
 
-    # The file is used for turns, instructions included.
+    # The file is used for turns, instructions included; `jp query` says once, in one
+    # line, that it holds JP settings read otherwise.
     ran = jp_in(env, tmp_path, "query", "--new", "hi")
     assert ran.returncode == 0, ran.stderr
-    [request] = recorded(tmp_path)
+    [warning] = [line for line in ran.stderr.splitlines() if "warning" in line]
+    assert warning == (
+        f"jp: warning: {env['JP_CONFIG']}: 6 JP settings read differently or ignored "
+        "(providers.mcp.files.variables, providers.llm.anthropic.beta_headers, "
+        "conversation.tools.*.run, style and 2 more); `jp config show` says how"
+    )
+    again = jp_in(env, tmp_path, "query", "again")
+    assert again.returncode == 0 and "warning" not in again.stderr
+    config = Path(env["JP_CONFIG"])
+    config.write_text(config.read_text().replace("top_p = 0.9,", "top_p = 0.9, top_k = 5,"))
+    changed = jp_in(env, tmp_path, "query", "and again")
+    assert "7 JP settings" in changed.stderr
+    request = recorded(tmp_path)[0]
     assert request["model"] == "scripted"
     assert request["system"].startswith("You are JP.\n\n<instruction>\n# Style\n\n- Be brief.")
     assert "Good: ok\nBad: Certainly! Here is..." in request["system"]

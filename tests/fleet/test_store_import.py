@@ -40,6 +40,7 @@ def test_import_copies_each_conversation_once(tmp_path: Path, pg_url: str) -> No
             local.append(cid, ev.ChatResponse(message=f"answer {n}"))
             if n != 2:  # c-2's turn was left open by a crash: copied as it is
                 local.append(cid, ev.TurnEnd(turn_id=f"t-{n}", stop_reason="end_turn"))
+        local.update_attributes("c-1", lambda a: a.model_copy(update={"labels": ["work"]}))
         expected = {m.id: (m, local.load(m.id, sanitized=False)) for m in local.list()}
 
     first = jpd_store(data, "import", "--url", pg_url)
@@ -58,6 +59,8 @@ def test_import_copies_each_conversation_once(tmp_path: Path, pg_url: str) -> No
             assert got.model_dump(exclude={"created_at"}) == meta.model_dump(exclude={"created_at"})
             assert store.load(cid, sanitized=False) == events
         assert store.last_turn("c-2") == (True, None)
+        assert store.attributes("c-1").labels == ["work"]  # the attributes came along
+        assert set(store.all_attributes()) == {"c-1"}
     finally:
         store.close()
 

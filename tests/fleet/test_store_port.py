@@ -155,3 +155,53 @@ def test_the_last_turn_and_the_recovery_scan(store: ConversationStorage) -> None
     assert store.last_turn(CID) == (True, None)
     store.append(CID, ev.TurnEnd(turn_id="t-1", stop_reason="end_turn"))
     assert store.last_turn(CID) == (False, None)
+
+
+def test_attributes_change_atomically_and_go_with_the_conversation(
+    store: ConversationStorage,
+) -> None:
+    from jpd.conversation.attributes import Attributes
+
+    assert store.attributes(CID) == Attributes() and store.all_attributes() == {}
+    with pytest.raises(ConversationNotFound):
+        store.update_attributes(CID, lambda a: a.model_copy(update={"title": "x"}))
+    store.create(CID)
+    titled = store.update_attributes(
+        CID, lambda a: a.model_copy(update={"title": "Plan", "title_source": "user"})
+    )
+    assert titled.title == "Plan" and store.attributes(CID) == titled
+
+    def add(n: int) -> None:
+        for i in range(10):
+            label = f"l{n}-{i}"
+            store.update_attributes(
+                CID, lambda a, label=label: a.model_copy(update={"labels": [*a.labels, label]})
+            )
+
+    threads = [threading.Thread(target=add, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    labels = store.attributes(CID).labels
+    assert len(labels) == 40 and len(set(labels)) == 40  # no change lost
+    assert store.all_attributes() == {CID: store.attributes(CID)}
+    store.delete(CID)
+    assert store.all_attributes() == {}
+    assert store.attributes(CID) == Attributes()
+
+
+def test_members_see_each_others_attributes(tmp_path: Path, pg_url: str) -> None:
+    from jpd.conversation.pg import PgStore
+
+    one = PgStore(pg_url, tmp_path / "one", host="one", lease_ttl=5)
+    two = PgStore(pg_url, tmp_path / "two", host="two", lease_ttl=5)
+    try:
+        one.create(CID)
+        one.update_attributes(CID, lambda a: a.model_copy(update={"labels": ["shared"]}))
+        two.update_attributes(CID, lambda a: a.model_copy(update={"labels": [*a.labels, "too"]}))
+        assert one.attributes(CID).labels == ["shared", "too"]
+        assert not (tmp_path / "one" / "conversations" / CID / "attributes.json").exists()
+    finally:
+        one.close()
+        two.close()

@@ -28,10 +28,16 @@ import io
 import logging
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
+from jpd.conversation.attributes import (
+    ATTRIBUTES_FILE,
+    Attributes,
+    read_attributes,
+    update_attributes,
+)
 from jpd.conversation.events import (
     Event,
     TurnStart,
@@ -117,6 +123,21 @@ class ConversationStore:
     def conversation_dir(self, conversation_id: str) -> Path:
         """The directory holding a conversation's files (it may not exist)."""
         return self._dir / validate_id(conversation_id)
+
+    def attributes(self, conversation_id: str) -> Attributes:
+        """The conversation's `attributes.json` (jpd/conversation/attributes.py)."""
+        return read_attributes(self.conversation_dir(conversation_id))
+
+    def update_attributes(
+        self, conversation_id: str, change: Callable[[Attributes], Attributes]
+    ) -> Attributes:
+        if not self.exists(conversation_id):
+            raise ConversationNotFound(conversation_id)
+        return update_attributes(self.conversation_dir(conversation_id), change)
+
+    def all_attributes(self) -> dict[str, Attributes]:
+        found = self._dir.glob(f"*/{ATTRIBUTES_FILE}")
+        return {path.parent.name: read_attributes(path.parent) for path in found}
 
     def create(self, conversation_id: str) -> None:
         """Create an empty conversation; raise `ConversationExists` if it has a log."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _LOCK_KEY = 0x6A7064  # "jpd": the advisory lock taken while migrating
 
 # Migration N brings the schema from version N-1 to N; never edit one once released.
@@ -69,6 +69,12 @@ MIGRATIONS: dict[int, str] = {
         path text NOT NULL,
         data bytea NOT NULL,
         PRIMARY KEY (conversation_id, path)
+    );
+    """,
+    5: """
+    CREATE TABLE jpd_attributes (
+        conversation_id text PRIMARY KEY REFERENCES jpd_conversations (id) ON DELETE CASCADE,
+        body text NOT NULL
     );
     """,
 }

@@ -7,7 +7,8 @@ one statement that takes the next seq, updates the summary and inserts the event
 only if the caller's lease epoch is still the row's (fencing) and the event id is new
 (a retry after a lost reply appends nothing twice). Appends commit without waiting for
 the WAL flush (like the JSONL store's flushed, unsynced write); `sync` waits for it.
-Blobs (file snapshots, images) stay in the local data dir.
+Blobs (file snapshots, images) stay in the local data dir, shared through `jpd_blobs`;
+a conversation's attributes (title, labels, ...) are rows of `jpd_attributes`.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from jpd.conversation import events as ev
+from jpd.conversation.attributes import Attributes
 from jpd.conversation.logfile import encode_sanitized, parse_log
 from jpd.conversation.metadata import ConversationMeta, aware, make_title
 from jpd.conversation.paths import validate_id
-from jpd.conversation.pg import blobs
+from jpd.conversation.pg import attributes, blobs
 from jpd.conversation.pg.lease import CLAIM_SQL, PgLease
 from jpd.conversation.pg.questions import PgQuestionBoard
 from jpd.conversation.pg.rows import (
@@ -318,6 +320,17 @@ class PgStore:
         if row is None:
             return False, None
         return bool(row[0]), None if row[0] else start_of(row[1])
+
+    def attributes(self, conversation_id: str) -> Attributes:
+        return attributes.read(self._run, validate_id(conversation_id))
+
+    def update_attributes(
+        self, conversation_id: str, change: Callable[[Attributes], Attributes]
+    ) -> Attributes:
+        return attributes.update(self._run, validate_id(conversation_id), change)
+
+    def all_attributes(self) -> dict[str, Attributes]:
+        return attributes.read_all(self._run)
 
     def share_blobs(self, conversation_id: str) -> None:
         blobs.share(self._run, conversation_id, self.conversation_dir(conversation_id))

@@ -80,3 +80,20 @@ def test_bodies_validate(choice: dict[str, str], effort: str) -> None:
     check(body)
     roles = [content["role"] for content in body["contents"]]
     assert roles == ["user", "model", "user", "model", "user"]
+
+
+def test_structured_output_and_pdf_bodies_validate() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    pdf = ToolImage(mime_type="application/pdf", data="JVBERi0xLjQK")
+    request = ModelRequest(
+        model="gemini-x",
+        messages=(UserMessage(content="read", images=(pdf, IMAGE)),),
+        response_schema=schema,
+    )
+    body = build_body(request)
+    check(body)
+    config = types.GenerationConfig.model_validate(body["generationConfig"])
+    assert config.response_mime_type == "application/json"
+    assert config.response_json_schema == schema
+    parts = body["contents"][0]["parts"]
+    assert parts[1] == {"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0xLjQK"}}

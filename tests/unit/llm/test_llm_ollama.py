@@ -211,6 +211,9 @@ def test_bodies_validate_against_the_ollama_types() -> None:
         assert [image.model_dump() for image in images] == message.get("images", [])
         assert checked.role == message["role"]
     ollama_types.Options.model_validate(body["options"])
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    structured = build_body(request.model_copy(update={"response_schema": schema}))
+    assert ollama_types.ChatRequest.model_validate(structured).format == schema
 
 
 async def test_garbled_lines_are_retried_and_bad_arguments_fail(
