@@ -65,6 +65,15 @@ class TurnLease(Protocol):
         """Call `callback` (from any thread) if the lease is lost while held; a lease
         that cannot be lost (a `flock`) never calls it."""
 
+    @property
+    def seq_floor(self) -> int | None:
+        """In a fleet: the lowest `turn/event` seq the holder may send (every member's
+        earlier seqs are below it); None: seqs are this daemon's alone."""
+
+    def track_seqs(self, next_seq: Callable[[], int]) -> None:
+        """In a fleet: `next_seq()` is the holder's next seq, recorded in the store while
+        the lease is held and when it is released (from any thread)."""
+
 
 class QuestionBoard(Protocol):
     """Questions pending in one daemon of a fleet, answerable from any (see

@@ -4,8 +4,9 @@
 client, which hands each `turn/event` to the store's turn stream in batches (every 50
 ms, never a write per token). `Followers`: on a member whose client attached to a
 conversation that runs no turn here, reads the events other members streamed and
-publishes them to this member's clients as if the turn ran here (with this member's
-seqs). A conversation is followed while a client of this member is subscribed to it.
+publishes them to this member's clients as if the turn ran here, with the seqs the
+running member gave them (reserved in the store: `port.TurnLease.seq_floor`). A
+conversation is followed while a client of this member is subscribed to it.
 """
 
 from __future__ import annotations
@@ -98,11 +99,12 @@ class Followers:
     async def follow(self, conversation_id: str) -> None:
         """A client attached: relay what the conversation's turn streamed so far, then
         what it streams next."""
-        if conversation_id in self._cursors:
-            return
-        self._cursors[conversation_id] = 0
-        self._stream.follow(conversation_id)
-        await self._pull(conversation_id)
+        if conversation_id not in self._cursors:
+            await self._hub.prepare(conversation_id)  # its seq mark, off the event loop
+        if conversation_id not in self._cursors:
+            self._cursors[conversation_id] = 0
+            self._stream.follow(conversation_id)
+        await self._pull(conversation_id)  # all the store has now, for a replay
 
     async def run(self) -> None:
         while True:
@@ -137,4 +139,4 @@ class Followers:
                 params = TurnEventParams.model_validate(json.loads(body))
             except ValueError:
                 continue  # written by a newer jpd
-            self._hub.publish(conversation_id, params.turn_id, params.event)
+            self._hub.publish_at(params)

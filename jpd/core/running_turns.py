@@ -65,6 +65,11 @@ class RunningTurns:
         self._locks[turn.turn_id] = lock
         self._released[turn.turn_id] = anyio.Event()
         self._turns[turn.turn_id] = turn
+        floor = lock.seq_floor
+        if floor is not None:  # a fleet: seqs go on from every member's
+            conversation_id = turn.conversation_id
+            self._hub.raise_floor(conversation_id, floor)
+            lock.track_seqs(lambda: self._hub.next_seq(conversation_id))
         self._hub.subscribe(turn.conversation_id, link)
         if self.relay is not None:
             self._hub.subscribe(turn.conversation_id, self.relay)

@@ -52,6 +52,10 @@ class Unattended:
     def workspace_root(self) -> Path | None:
         return self._workspace
 
+    @property
+    def peer_verified(self) -> bool:
+        return False  # no client, so no peer whose credentials were checked
+
     def notify(self, method: Any, params: Any) -> None:
         """Nobody to tell."""
 

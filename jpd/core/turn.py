@@ -34,8 +34,10 @@ from jpd.protocol.modes import PermissionMode
 from jpd.protocol.turn_events import (
     ContextUsage,
     ForcedToolRetried,
+    ReasoningDeltaEvent,
     RetryScheduled,
     StopReason,
+    TextDeltaEvent,
     ToolCallStarted,
     ToolResult,
     TurnCompleted,
@@ -49,6 +51,7 @@ from jpd.tools.base import ToolResultData, ToolRunner
 log = logging.getLogger(__name__)
 
 MAX_CYCLES = 32
+TAKEN_OVER = "taken over: the daemon running this turn stopped"
 
 
 class EventLog(Protocol):
@@ -219,7 +222,15 @@ class Turn:
         """Continue an interrupted turn: re-run its interrupted calls, or ask the model to
         go on with an output cut while it streamed; the model is called next as usual."""
         self._record(ev.TurnResume(turn_id=self.turn_id))
+        if plan.takeover and plan.cut_in_call:
+            # Clients following the turn saw the cut call's deltas as its member sent
+            # them: discard them (a retry), then show what the log kept of that output.
+            self._publish(RetryScheduled(attempt=1, delay=0.0, reason=TAKEN_OVER))
         self._publish(TurnStarted(model=self.spec.model_id))
+        if plan.takeover:
+            for kind, text in plan.cut_output:
+                delta = TextDeltaEvent if kind == "text" else ReasoningDeltaEvent
+                self._publish(delta(text=text))
         if plan.continue_output:
             self._record(ev.ChatRequest(content=CONTINUE_INSTRUCTION))
         if plan.rerun:

@@ -31,7 +31,7 @@ from jpd.conversation.logfile import encode_sanitized, parse_log
 from jpd.conversation.metadata import ConversationMeta, aware, make_title
 from jpd.conversation.paths import validate_id
 from jpd.conversation.pg import blobs
-from jpd.conversation.pg.lease import CLAIM_SQL, PgLease
+from jpd.conversation.pg.lease import CLAIM_SQL, SEQ_BLOCK, PgLease
 from jpd.conversation.pg.questions import PgQuestionBoard
 from jpd.conversation.pg.rows import (
     APPEND_SQL,
@@ -292,14 +292,21 @@ class PgStore:
     def lock_turn(self, conversation_id: str) -> PgLease | None:
         cid = validate_id(conversation_id)
         started = time.monotonic()
-        params = {"cid": cid, "holder": self.holder, "ttl": self.lease_ttl}
+        params = {"cid": cid, "holder": self.holder, "ttl": self.lease_ttl, "block": SEQ_BLOCK}
         row = self._run(lambda conn: conn.execute(CLAIM_SQL.encode(), params).fetchone())
         if row is None:
             if not self.exists(cid):
                 raise ConversationNotFound(cid)
             return None
         lease = PgLease(
-            self._pool, cid, self.holder, int(row[0]), self.lease_ttl, started, self._forget
+            self._pool,
+            cid,
+            self.holder,
+            int(row[0]),
+            self.lease_ttl,
+            started,
+            self._forget,
+            seq_floor=int(row[1]),
         )
         with self._leases_lock:
             self._leases[cid] = lease
