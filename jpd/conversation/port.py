@@ -113,8 +113,14 @@ class TurnStream(Protocol):
     def publish(self, conversation_id: str, turn_id: str, bodies: builtins.list[str]) -> None:
         """Add a batch of this daemon's events of a turn, and wake the followers."""
 
+    def publish_all(self, batches: dict[tuple[str, str], builtins.list[str]]) -> None:
+        """`publish` of several (conversation, turn) batches at once."""
+
     def read(self, conversation_id: str, after: int) -> builtins.list[tuple[int, str]]:
         """Other daemons' events after position `after`: (position, body)."""
+
+    def read_all(self, cursors: dict[str, int]) -> dict[str, builtins.list[tuple[int, str]]]:
+        """`read` of several conversations (id -> position) at once."""
 
     def follow(self, conversation_id: str) -> None:
         """Be woken by `wait` when the conversation has new events."""

@@ -177,7 +177,11 @@ class Daemon:
         resumable = sorted(self.conversations.resumable.values(), key=lambda t: t.started_at)
         running = self.running_turns()
         if self.followers is not None:  # a fleet: the turns other members run, too
-            elsewhere = await anyio.to_thread.run_sync(self.store.turns_elsewhere)
+            try:
+                elsewhere = await anyio.to_thread.run_sync(self.store.turns_elsewhere)
+            except Exception as exc:  # the store is away: this member's turns still list
+                log.warning("could not list the turns of other members: %s", exc)
+                elsewhere = []
             running += [
                 TurnInfo(
                     turn_id=start.turn_id,
@@ -204,7 +208,11 @@ class Daemon:
         Returns (last seq so far, oldest seq kept for replay).
         """
         check_id(conversation_id)
-        if not self.store.exists(conversation_id):
+        if self.followers is None:
+            exists = self.store.exists(conversation_id)  # a file's stat
+        else:  # a fleet's store: off the event loop
+            exists = await anyio.to_thread.run_sync(self.store.exists, conversation_id)
+        if not exists:
             raise NotFound(f"conversation not found: {conversation_id}")
         following = self.followers is not None and not self.turns.busy(conversation_id)
         if following and from_seq is not None and self.followers is not None:
@@ -272,7 +280,11 @@ class Daemon:
         mine = self.questions.pending()
         if self.shared is None:
             return mine
-        others = await anyio.to_thread.run_sync(self.shared.others)  # off the event loop
+        try:
+            others = await anyio.to_thread.run_sync(self.shared.others)  # off the event loop
+        except Exception as exc:  # the store is away: this member's questions still list
+            log.warning("could not list the questions of other members: %s", exc)
+            others = []
         return sorted([*mine, *others], key=lambda i: i.asked_at)
 
     async def answer_inquiry(

@@ -175,6 +175,13 @@ class Turn:
         self._log.append(self.conversation_id, event)
         self._history.add(event)  # only what reached the log
 
+    async def _written(self) -> None:
+        """A fleet's store writes appends on a thread of its own: tools act only once
+        their calls are in the log (a member taking the turn over must see them)."""
+        pending = getattr(self._log, "appends_pending", None)
+        if pending is not None and pending(self.conversation_id):
+            await anyio.to_thread.run_sync(self._log.written, self.conversation_id)  # type: ignore[attr-defined]
+
     def _compacted(self, event: ev.ContextCompacted) -> None:
         self._record(event)
         self._publish(compaction_event(event))
@@ -214,6 +221,7 @@ class Turn:
                 return "max_tokens" if reason == "max_tokens" else "end_turn"
             self._open_calls = calls
             names = {call.id: call.name for call in calls}
+            await self._written()
             await spec.tools.run(calls, on_result=functools.partial(self._call_ended, names))
             self._open_calls = []
         raise ProviderError(f"the model kept calling tools for {MAX_CYCLES} rounds; turn stopped")
@@ -241,6 +249,7 @@ class Turn:
                 self._publish(self._call_started(call.id, call.name, call.arguments))
             self._open_calls = calls
             names = {call.id: call.name for call in calls}
+            await self._written()
             await self.spec.tools.run(calls, on_result=functools.partial(self._call_ended, names))
             self._open_calls = []
 

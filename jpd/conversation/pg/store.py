@@ -5,14 +5,17 @@ turn and its turn lease) and its events are rows of `jpd_events` keyed by
 (conversation, seq), each stored as the line the JSONL store would write. An append is
 one statement that takes the next seq, updates the summary and inserts the event, and
 only if the caller's lease epoch is still the row's (fencing) and the event id is new
-(a retry after a lost reply appends nothing twice). Appends commit without waiting for
-the WAL flush (like the JSONL store's flushed, unsynced write); `sync` waits for it.
+(a retry after a lost reply appends nothing twice). Appends are queued and written in
+order by a thread per conversation (`writer`), so the event loop never waits for the
+database; they commit without waiting for the WAL flush (like the JSONL store's
+flushed, unsynced write); `sync` waits for both.
 Blobs (file snapshots, images) stay in the local data dir.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 import logging
 import os
 import threading
@@ -44,6 +47,7 @@ from jpd.conversation.pg.rows import (
 )
 from jpd.conversation.pg.schema import migrate
 from jpd.conversation.pg.stream import PgTurnStream
+from jpd.conversation.pg.writer import OrderedWriter
 from jpd.conversation.port import (
     ConversationBusy,
     ConversationExists,
@@ -70,6 +74,7 @@ class PgStore:
         host: str,
         lease_ttl: float = 15.0,
         max_connections: int = 8,
+        queued_appends: bool = False,
     ) -> None:
         self._root = Path(root)
         self.url = url
@@ -101,6 +106,10 @@ class PgStore:
             self._pool.close()
             raise
         self._stream = PgTurnStream(self._run, url, self.holder)
+        self._writer = OrderedWriter()
+        self._queued = queued_appends
+        """The daemon's appends (from its event loop) return once queued; else each
+        append returns once written, raising what failed."""
 
     @staticmethod
     def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -179,6 +188,17 @@ class PgStore:
             "body": body,
         }
 
+        if not self._queued and not self._writer.pending(cid):
+            self._write(lease, params)  # nothing queued before it: written here
+            return
+        self._writer.submit(cid, functools.partial(self._write, lease), params)
+        if not self._queued:
+            self._writer.written(cid)
+
+    def _write(self, lease: PgLease | None, params: dict[str, Any]) -> None:
+        """One append, on the conversation's writer thread (`writer.OrderedWriter`)."""
+        cid = params["cid"]
+
         def write(conn: psycopg.Connection[Any]) -> None:
             if conn.execute(APPEND_SQL.encode(), params).fetchone() is not None:
                 return
@@ -193,6 +213,14 @@ class PgStore:
             if lease is not None and not lease.check():
                 raise LeaseLost(cid, str(exc)) from exc
             raise
+
+    def appends_pending(self, conversation_id: str) -> bool:
+        """Whether appends of the conversation are queued, not yet written (or failed)."""
+        return self._writer.pending(conversation_id)
+
+    def written(self, conversation_id: str) -> None:
+        """Wait until the conversation's appends are written; raise what failed."""
+        self._writer.written(validate_id(conversation_id))
 
     def _refused(self, conn: psycopg.Connection[Any], cid: str, params: dict[str, Any]) -> None:
         """Why an append inserted nothing: a retry of one that did (fine), a missing
@@ -222,6 +250,7 @@ class PgStore:
                 conn.execute("SET LOCAL synchronous_commit = on")
                 conn.execute("SELECT pg_current_xact_id()")
 
+        self._writer.written(cid)
         if not self.exists(cid):
             raise ConversationNotFound(cid)
         self._run(flush)
@@ -231,6 +260,8 @@ class PgStore:
         validate_id(conversation_id)
 
     def _lines(self, cid: str) -> bytes:
+        self._writer.written(cid, check=False)  # read what was appended
+
         def read(conn: psycopg.Connection[Any]) -> bytes:
             with conn.transaction():
                 if (
@@ -256,6 +287,7 @@ class PgStore:
 
     def delete(self, conversation_id: str) -> None:
         cid = validate_id(conversation_id)
+        self._writer.forget(cid)
         row = self._one(
             "DELETE FROM jpd_conversations WHERE id = %s AND (lease_holder IS NULL "
             "OR lease_expires < now() OR lease_holder = %s) RETURNING id",
@@ -278,7 +310,9 @@ class PgStore:
         validate_id(conversation_id)
 
     def close(self) -> None:
-        """Give back every lease still held and close the connections."""
+        """Write what is queued, give back every lease still held and close the
+        connections."""
+        self._writer.settle()
         for lease in builtins.list(self._leases.values()):
             lease.release()
         self._stream.close()
@@ -298,6 +332,7 @@ class PgStore:
             if not self.exists(cid):
                 raise ConversationNotFound(cid)
             return None
+        self._writer.forget(cid)  # a new holder: an earlier holder's write error is not its
         lease = PgLease(
             self._pool,
             cid,
@@ -333,12 +368,14 @@ class PgStore:
         blobs.fetch(self._run, conversation_id, self.conversation_dir(conversation_id))
 
     def turns_elsewhere(self) -> builtins.list[tuple[str, ev.TurnStart]]:
+        # A short retry: `turn/list` answers with this member's turns during an outage.
         rows = self._run(
             lambda conn: conn.execute(
                 "SELECT id, last_start FROM jpd_conversations WHERE turn_open "
                 "AND lease_holder <> %s AND lease_expires > now()",
                 (self.holder,),
-            ).fetchall()
+            ).fetchall(),
+            retry_for=1.0,
         )
         found = [(str(cid), start_of(line)) for cid, line in rows]
         return [(cid, start) for cid, start in found if start is not None]
@@ -347,7 +384,7 @@ class PgStore:
         return self._stream
 
     def question_board(self) -> PgQuestionBoard:
-        return PgQuestionBoard(self._run, self.holder)
+        return PgQuestionBoard(self._run, self.holder, functools.partial(self._run, retry_for=1.0))
 
     def scan_turns(self) -> Iterator[tuple[str, bool, ev.TurnStart | None]]:
         rows = self._run(
