@@ -14,6 +14,7 @@ worker thread, and `append` (a flushed write, no fsync) from the event loop.
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -209,6 +210,13 @@ class ConversationStorage(Protocol):
     def turns_elsewhere(self) -> builtins.list[tuple[str, TurnStart]]:
         """Turns other daemons of a fleet run now (a live lease): (conversation id, its
         `turn_start`); [] outside a fleet."""
+
+    def limits_model_calls(self, provider: str) -> bool:
+        """Whether calls to `provider` wait for a slot of a fleet-wide limit."""
+
+    def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
+        """Block until a slot of `provider`'s limit is held (or `stop` is set), and
+        return how to give it back; None: no slot held (no limit, or given up)."""
 
     def turn_stream(self) -> TurnStream | None:
         """Where turns' live events are shared with other daemons; None: not a fleet."""

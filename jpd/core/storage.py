@@ -36,7 +36,12 @@ def open_storage(
 
     host = daemon.fleet.host or socket.gethostname()
     return PgStore(
-        url, data_dir, host=host, lease_ttl=daemon.fleet.lease_ttl, queued_appends=True
+        url,
+        data_dir,
+        host=host,
+        lease_ttl=daemon.fleet.lease_ttl,
+        queued_appends=True,
+        provider_limits=daemon.fleet.provider_limits,
     )
 
 

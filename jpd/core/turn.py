@@ -24,6 +24,7 @@ from jpd.conversation.resume import CONTINUE_INSTRUCTION, ResumePlan
 from jpd.core.checkpoints import Checkpointer
 from jpd.core.deltas import DeltaBatcher
 from jpd.core.hub import EventHub
+from jpd.core.model_slots import model_slot
 from jpd.core.structured import check_answer, with_schema
 from jpd.core.transcript import Transcript
 from jpd.llm import base as llm
@@ -319,6 +320,12 @@ class Turn:
 
     async def _call_model(
         self, tool_choice: llm.ToolChoice, *, reasoning: bool = True
+    ) -> llm.FinishReason:
+        async with model_slot(self._log, self.spec.model_id):
+            return await self._call_model_now(tool_choice, reasoning=reasoning)
+
+    async def _call_model_now(
+        self, tool_choice: llm.ToolChoice, *, reasoning: bool
     ) -> llm.FinishReason:
         spec = self.spec
         schema = spec.response_schema

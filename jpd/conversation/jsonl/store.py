@@ -28,7 +28,8 @@ import io
 import logging
 import os
 import shutil
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -282,6 +283,14 @@ class ConversationStore:
     def turns_elsewhere(self) -> builtins.list[tuple[str, TurnStart]]:
         """[]: turns of another process on this data dir are not listed (as before)."""
         return []
+
+    def limits_model_calls(self, provider: str) -> bool:
+        """A daemon alone has no fleet-wide limits."""
+        return False
+
+    def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
+        """No limit: nothing to hold."""
+        return None
 
     def turn_stream(self) -> None:
         """None: one daemon owns a data dir; its clients follow its turns directly."""

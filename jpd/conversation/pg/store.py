@@ -21,7 +21,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,6 +46,7 @@ from jpd.conversation.pg.rows import (
     turn_mark,
 )
 from jpd.conversation.pg.schema import migrate
+from jpd.conversation.pg.slots import ModelSlots
 from jpd.conversation.pg.stream import PgTurnStream
 from jpd.conversation.pg.writer import OrderedWriter
 from jpd.conversation.port import (
@@ -75,6 +76,7 @@ class PgStore:
         lease_ttl: float = 15.0,
         max_connections: int = 8,
         queued_appends: bool = False,
+        provider_limits: Mapping[str, int] | None = None,
     ) -> None:
         self._root = Path(root)
         self.url = url
@@ -107,6 +109,7 @@ class PgStore:
             raise
         self._stream = PgTurnStream(self._run, url, self.holder)
         self._writer = OrderedWriter()
+        self._slots = ModelSlots(url, provider_limits or {})
         self._queued = queued_appends
         """The daemon's appends (from its event loop) return once queued; else each
         append returns once written, raising what failed."""
@@ -379,6 +382,12 @@ class PgStore:
         )
         found = [(str(cid), start_of(line)) for cid, line in rows]
         return [(cid, start) for cid, start in found if start is not None]
+
+    def limits_model_calls(self, provider: str) -> bool:
+        return self._slots.limited(provider)
+
+    def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
+        return self._slots.acquire(provider, stop)
 
     def turn_stream(self) -> PgTurnStream:
         return self._stream
