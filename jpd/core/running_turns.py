@@ -91,8 +91,11 @@ class RunningTurns:
         finally:
             self._turns.pop(turn.turn_id, None)
             lock = self._locks.pop(turn.turn_id, None)
-            if lock is not None:
-                lock.release()
+            if lock is not None and lock.seq_floor is not None:
+                with anyio.CancelScope(shield=True):  # a fleet's: a database call
+                    await anyio.to_thread.run_sync(lock.release)
+            elif lock is not None:
+                lock.release()  # a flock's: a close
             if self.relay is not None and not self.busy(turn.conversation_id):
                 self._hub.unsubscribe(turn.conversation_id, self.relay)
                 with anyio.CancelScope(shield=True):
