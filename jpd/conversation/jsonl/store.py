@@ -284,6 +284,10 @@ class ConversationStore:
         """[]: turns of another process on this data dir are not listed (as before)."""
         return []
 
+    def claimable_turns(self) -> builtins.list[str]:
+        """A `flock` dies with its daemon: recovery at start-up closes what it left."""
+        return []
+
     def limits_model_calls(self, provider: str) -> bool:
         """A daemon alone has no fleet-wide limits."""
         return False

@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 RETRY_FOR = 30.0
 """Seconds an operation without a lease retries a lost connection (a restart)."""
+PIN_GRACE = 3
+"""Lease TTLs during which an expired turn with a workspace is left to its own host."""
 
 
 class PgStore:
@@ -80,6 +82,7 @@ class PgStore:
     ) -> None:
         self._root = Path(root)
         self.url = url
+        self.host = host
         self.holder = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_ttl = lease_ttl
         self._leases: dict[str, PgLease] = {}
@@ -394,6 +397,22 @@ class PgStore:
 
     def question_board(self) -> PgQuestionBoard:
         return PgQuestionBoard(self._run, self.holder, functools.partial(self._run, retry_for=1.0))
+
+    def claimable_turns(self) -> builtins.list[str]:
+        """Open turns whose lease is free or expired and that this member may take over
+        now: a turn pinned to a workspace is left to the members of the host that ran
+        it (its lease holder's) for `PIN_GRACE` leases after it expired."""
+        rows = self._run(
+            lambda conn: conn.execute(
+                "SELECT id FROM jpd_conversations WHERE turn_open "
+                "AND (lease_holder IS NULL OR lease_expires < now()) "
+                "AND (lease_holder IS NULL OR (last_start::jsonb ->> 'workspace') IS NULL "
+                "     OR left(lease_holder, length(%(host)s) + 1) = %(host)s || ':' "
+                "     OR lease_expires < now() - make_interval(secs => %(grace)s))",
+                {"host": self.host, "grace": PIN_GRACE * self.lease_ttl},
+            ).fetchall()
+        )
+        return [str(row[0]) for row in rows]
 
     def scan_turns(self) -> Iterator[tuple[str, bool, ev.TurnStart | None]]:
         rows = self._run(
