@@ -268,5 +268,5 @@ def fleet(base: dict[str, str], quick: bool) -> list[Row]:
         rows = appends(server.create_database("appends"), home, 500 if quick else 2000, 3)
         rows += turn_latency(server.create_database("turns"), home, base, 5 if quick else 20)
         rows += takeover(server.create_database("takeover"), home, base)
-        rows += follow(server.create_database("follow"), home, base, 20 if quick else 100)
+        rows += follow(server.create_database("follow"), home, base, 20 if quick else 200)
         return rows

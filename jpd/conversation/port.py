@@ -14,6 +14,7 @@ worker thread, and `append` (a flushed write, no fsync) from the event loop.
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -66,6 +67,15 @@ class TurnLease(Protocol):
         """Call `callback` (from any thread) if the lease is lost while held; a lease
         that cannot be lost (a `flock`) never calls it."""
 
+    @property
+    def seq_floor(self) -> int | None:
+        """In a fleet: the lowest `turn/event` seq the holder may send (every member's
+        earlier seqs are below it); None: seqs are this daemon's alone."""
+
+    def track_seqs(self, next_seq: Callable[[], int]) -> None:
+        """In a fleet: `next_seq()` is the holder's next seq, recorded in the store while
+        the lease is held and when it is released (from any thread)."""
+
 
 class QuestionBoard(Protocol):
     """Questions pending in one daemon of a fleet, answerable from any (see
@@ -105,8 +115,14 @@ class TurnStream(Protocol):
     def publish(self, conversation_id: str, turn_id: str, bodies: builtins.list[str]) -> None:
         """Add a batch of this daemon's events of a turn, and wake the followers."""
 
+    def publish_all(self, batches: dict[tuple[str, str], builtins.list[str]]) -> None:
+        """`publish` of several (conversation, turn) batches at once."""
+
     def read(self, conversation_id: str, after: int) -> builtins.list[tuple[int, str]]:
         """Other daemons' events after position `after`: (position, body)."""
+
+    def read_all(self, cursors: dict[str, int]) -> dict[str, builtins.list[tuple[int, str]]]:
+        """`read` of several conversations (id -> position) at once."""
 
     def follow(self, conversation_id: str) -> None:
         """Be woken by `wait` when the conversation has new events."""
@@ -209,8 +225,20 @@ class ConversationStorage(Protocol):
         """Turns other daemons of a fleet run now (a live lease): (conversation id, its
         `turn_start`); [] outside a fleet."""
 
+    def limits_model_calls(self, provider: str) -> bool:
+        """Whether calls to `provider` wait for a slot of a fleet-wide limit."""
+
+    def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
+        """Block until a slot of `provider`'s limit is held (or `stop` is set), and
+        return how to give it back; None: no slot held (no limit, or given up)."""
+
     def turn_stream(self) -> TurnStream | None:
         """Where turns' live events are shared with other daemons; None: not a fleet."""
+
+    def claimable_turns(self) -> builtins.list[str]:
+        """In a fleet: open turns another member left (its lease free or expired) that
+        this member may take over now (a turn pinned to a workspace waits a while for a
+        member of its own host); [] outside a fleet."""
 
     def scan_turns(self) -> Iterator[tuple[str, bool, TurnStart | None]]:
         """`last_turn` of every conversation, as (id, open, resumable start): the

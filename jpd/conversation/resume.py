@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from jpd.conversation import events as ev
 from jpd.protocol.modes import PermissionMode
@@ -46,9 +46,16 @@ class ResumePlan:
     """(call id, question id) -> attempts to count from: a question pending when the
     daemon stopped is asked again under its inquiry id."""
     continue_output: bool = False
+    """The last output is an interrupted `chat_response` and no call is re-run."""
     mode: PermissionMode = "ask"
     """The permission mode the turn started with."""
-    """The last output is an interrupted `chat_response` and no call is re-run."""
+    cut_in_call: bool = False
+    """A model call was under way when the turn was cut (its output kept or not)."""
+    cut_output: tuple[tuple[Literal["reasoning", "text"], str], ...] = ()
+    """What was kept of that call's output (the interrupted `chat_response`s), in order."""
+    takeover: bool = False
+    """Another daemon of a fleet ran the turn until it stopped (`turn/resume` by a member
+    taking it over): its clients saw that call's deltas, which this resume replaces."""
 
 
 def plan_resume(events: Sequence[ev.Event], turn_id: str) -> ResumePlan:
@@ -77,6 +84,7 @@ def plan_resume(events: Sequence[ev.Event], turn_id: str) -> ResumePlan:
     answers, attempts = _inquiries(turn, {r.id for r in rerun})
     outputs = [e for e in turn if isinstance(e, ev.ChatResponse | ev.ToolCallResponse)]
     cut = bool(outputs) and isinstance(outputs[-1], ev.ChatResponse) and outputs[-1].interrupted
+    cut_in_call, cut_output = _cut_call(turn)
     return ResumePlan(
         turn_id=turn_id,
         model=start.model,
@@ -86,7 +94,39 @@ def plan_resume(events: Sequence[ev.Event], turn_id: str) -> ResumePlan:
         attempts=attempts,
         continue_output=bool(cut) and not rerun,
         mode=start.mode,
+        cut_in_call=cut_in_call,
+        cut_output=cut_output,
     )
+
+
+def _cut_call(
+    turn: Sequence[ev.Event],
+) -> tuple[bool, tuple[tuple[Literal["reasoning", "text"], str], ...]]:
+    """Whether a model call was under way when the turn was cut (since its latest
+    start or resume, no output yet, or the outputs end with the call's interrupted
+    `chat_response`s, or with tool responses all given), and what was kept of it."""
+    since = max(i for i, e in enumerate(turn) if isinstance(e, ev.TurnStart | ev.TurnResume))
+    outputs = [
+        e
+        for e in turn[since:]
+        if isinstance(e, ev.ChatResponse | ev.ToolCallRequest | ev.ToolCallResponse)
+    ]
+    kept: list[tuple[Literal["reasoning", "text"], str]] = []
+    while outputs:
+        last = outputs[-1]
+        if not isinstance(last, ev.ChatResponse) or not last.interrupted:
+            break
+        outputs.pop()
+        if last.message:
+            kept.insert(0, ("text", last.message))
+        if last.reasoning:
+            kept.insert(0, ("reasoning", last.reasoning))
+    if kept:
+        return True, tuple(kept)
+    if not outputs:
+        return True, ()
+    last_output = outputs[-1]
+    return isinstance(last_output, ev.ToolCallResponse) and not last_output.interrupted, ()
 
 
 def _inquiries(

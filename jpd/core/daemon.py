@@ -181,7 +181,11 @@ class Daemon:
         # A fleet: the turns other members run, too (read from the store).
         resumable = sorted(self.conversations.resumable.values(), key=lambda t: t.started_at)
         running = self.running_turns()
-        elsewhere = await anyio.to_thread.run_sync(self.store.turns_elsewhere)
+        try:
+            elsewhere = await anyio.to_thread.run_sync(self.store.turns_elsewhere)
+        except Exception as exc:  # the store is away: this member's turns still list
+            log.warning("could not list the turns of other members: %s", exc)
+            elsewhere = []
         running += [
             TurnInfo(
                 turn_id=start.turn_id,
@@ -216,11 +220,20 @@ class Daemon:
         Returns (last seq so far, oldest seq kept for replay).
         """
         check_id(conversation_id)
-        if not self.store.exists(conversation_id):
+        if self.followers is None:
+            exists = self.store.exists(conversation_id)  # a file's stat
+        else:  # a fleet's store: off the event loop
+            exists = await anyio.to_thread.run_sync(self.store.exists, conversation_id)
+        if not exists:
             raise NotFound(f"conversation not found: {conversation_id}")
+        following = self.followers is not None and not self.turns.busy(conversation_id)
+        if following and from_seq is not None and self.followers is not None:
+            # Its turn may run elsewhere: its events so far first, replayed from `fromSeq`.
+            await self.followers.follow(conversation_id)
         last, oldest = await self.hub.attach(conversation_id, link, from_seq)
-        if self.followers is not None and not self.turns.busy(conversation_id):
-            await self.followers.follow(conversation_id)  # its turn may run elsewhere
+        if following and from_seq is None and self.followers is not None:
+            # Its turn may run elsewhere: this client gets it from its start.
+            await self.followers.follow(conversation_id)
         self.questions.client_ready(link, conversation_id)
         return last, oldest
 
@@ -273,15 +286,20 @@ class Daemon:
         cfg = await self.configs.for_request(renv)
         return list((await self.tools.catalog(cfg, [], renv.root)).values())
 
-    def pending_inquiries(self) -> list[PendingInfo]:
+    async def pending_inquiries(self) -> list[PendingInfo]:
         """Questions and permission requests waiting for an answer (in a fleet, also
         those of the other members)."""
         mine = self.questions.pending()
         if self.shared is None:
             return mine
-        return sorted([*mine, *self.shared.others()], key=lambda i: i.asked_at)
+        try:
+            others = await anyio.to_thread.run_sync(self.shared.others)  # off the event loop
+        except Exception as exc:  # the store is away: this member's questions still list
+            log.warning("could not list the questions of other members: %s", exc)
+            others = []
+        return sorted([*mine, *others], key=lambda i: i.asked_at)
 
-    def answer_inquiry(
+    async def answer_inquiry(
         self,
         link: ClientLink,
         inquiry_id: str,
@@ -305,7 +323,16 @@ class Daemon:
         except NotFound as missing:
             if self.shared is None:
                 raise
-            self.shared.answer(missing, inquiry_id, answer, remember, by, conversation_id, turn_id)
+            await anyio.to_thread.run_sync(
+                self.shared.answer,
+                missing,
+                inquiry_id,
+                answer,
+                remember,
+                by,
+                conversation_id,
+                turn_id,
+            )
 
     async def aclose(self) -> None:
         """Cancel running turns, wait until each has recorded its end, close resources."""

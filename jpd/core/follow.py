@@ -4,8 +4,9 @@
 client, which hands each `turn/event` to the store's turn stream in batches (every 50
 ms, never a write per token). `Followers`: on a member whose client attached to a
 conversation that runs no turn here, reads the events other members streamed and
-publishes them to this member's clients as if the turn ran here (with this member's
-seqs). A conversation is followed while a client of this member is subscribed to it.
+publishes them to this member's clients as if the turn ran here, with the seqs the
+running member gave them (reserved in the store: `port.TurnLease.seq_floor`). A
+conversation is followed while a client of this member is subscribed to it.
 """
 
 from __future__ import annotations
@@ -76,13 +77,12 @@ class Relay:
 
     async def flush(self) -> None:
         batches, self._batches = self._batches, {}
-        for (conversation_id, turn_id), bodies in batches.items():
-            try:
-                await anyio.to_thread.run_sync(
-                    self._stream.publish, conversation_id, turn_id, bodies
-                )
-            except Exception as exc:  # followers miss these; the log has the outcome
-                log.warning("could not stream events of %s: %s", conversation_id, exc)
+        if not batches:
+            return
+        try:  # one transaction for all the turns running here
+            await anyio.to_thread.run_sync(self._stream.publish_all, batches)
+        except Exception as exc:  # followers miss these; the log has the outcome
+            log.warning("could not stream events of %d turns: %s", len(batches), exc)
 
 
 class Followers:
@@ -98,11 +98,12 @@ class Followers:
     async def follow(self, conversation_id: str) -> None:
         """A client attached: relay what the conversation's turn streamed so far, then
         what it streams next."""
-        if conversation_id in self._cursors:
-            return
-        self._cursors[conversation_id] = 0
-        self._stream.follow(conversation_id)
-        await self._pull(conversation_id)
+        if conversation_id not in self._cursors:
+            await self._hub.prepare(conversation_id)  # its seq mark, off the event loop
+        if conversation_id not in self._cursors:
+            self._cursors[conversation_id] = 0
+            self._stream.follow(conversation_id)
+        await self._pull(conversation_id)  # all the store has now, for a replay
 
     async def run(self) -> None:
         while True:
@@ -118,15 +119,26 @@ class Followers:
                 log.warning("could not follow turns of other members: %s", exc)
                 await anyio.sleep(WAIT)
                 continue
-            for conversation_id in notified:
-                if conversation_id in self._cursors:
-                    await self._pull(conversation_id)
+            try:
+                await self._pull_all([c for c in notified if c in self._cursors])
+            except Exception as exc:  # the store is away: the next wake reads again
+                log.warning("could not read the turns of other members: %s", exc)
 
     async def _pull(self, conversation_id: str) -> None:
         async with self._pulling:
             after = self._cursors.get(conversation_id, 0)
             rows = await anyio.to_thread.run_sync(self._stream.read, conversation_id, after)
             self._publish(conversation_id, rows)
+
+    async def _pull_all(self, conversation_ids: list[str]) -> None:
+        if not conversation_ids:
+            return
+        async with self._pulling:  # one query for every conversation notified
+            cursors = {c: self._cursors[c] for c in conversation_ids if c in self._cursors}
+            found = await anyio.to_thread.run_sync(self._stream.read_all, cursors)
+            for conversation_id, rows in found.items():
+                if conversation_id in self._cursors:
+                    self._publish(conversation_id, rows)
 
     def _publish(self, conversation_id: str, rows: list[tuple[int, str]]) -> None:
         for position, body in rows:
@@ -137,4 +149,4 @@ class Followers:
                 params = TurnEventParams.model_validate(json.loads(body))
             except ValueError:
                 continue  # written by a newer jpd
-            self._hub.publish(conversation_id, params.turn_id, params.event)
+            self._hub.publish_at(params)

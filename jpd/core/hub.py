@@ -56,10 +56,15 @@ class _Channel:
     """The newest seq dropped from memory to keep within the bounds: older events (in
     the file too) are no longer replayed, so that the replay has no gap."""
     subscribers: dict[int, ClientLink] = field(default_factory=dict)
+    seen: dict[int, int] = field(default_factory=dict)
+    """Subscribers that attached with a `fromSeq` not yet reached here (a fleet member
+    behind the one running the turn): link id -> that seq, not sent to them again."""
     reserved: int = 0
     """Seqs below this are covered by the mark on disk."""
     durable: bool = True
     """False for a `tool/call` without conversation: no mark, no file."""
+    live: bool = False
+    """An event was published in this run (`next_seq` is exact, not a reservation)."""
 
     def first_in_memory(self) -> int:
         return self.buffer[0].seq if self.buffer else self.next_seq
@@ -176,7 +181,51 @@ class EventHub:
         params = TurnEventParams(
             conversation_id=conversation_id, turn_id=turn_id, seq=channel.next_seq, event=event
         )
-        channel.next_seq += 1
+        self._deliver(channel, params)
+        return params
+
+    def publish_at(self, params: TurnEventParams) -> bool:
+        """In a fleet: publish an event another member numbered (relayed through the
+        store), with its seq; False (nothing sent) if this seq was already published.
+        Its member reserved the seq in the store, so no mark is written here."""
+        channel = self._channel(params.conversation_id)
+        if params.seq < channel.next_seq and channel.live:
+            return False
+        self._jump(channel, params.seq)
+        self._deliver(channel, params)
+        return True
+
+    def raise_floor(self, conversation_id: str, floor: int) -> None:
+        """In a fleet: this member's next seq is at least `floor` (other members sent
+        the seqs below it)."""
+        channel = self._channel(conversation_id)
+        if channel.next_seq < floor:
+            self._jump(channel, floor)
+
+    @staticmethod
+    def _jump(channel: _Channel, seq: int) -> None:
+        # Seqs this member never saw: nothing older than `seq` is replayed (no gap in a
+        # replay), which `oldestSeq` tells a client re-attaching with an older cursor.
+        if seq != channel.next_seq:
+            channel.next_seq = seq
+            channel.dropped_through = max(channel.dropped_through, seq - 1)
+            channel.buffer.clear()
+            channel.sizes.clear()
+            channel.size = 0
+
+    def next_seq(self, conversation_id: str) -> int:
+        """The seq the conversation's next event gets here (safe from any thread)."""
+        channel = self._channels.get(conversation_id)
+        if channel is not None:
+            return channel.next_seq
+        state = self._idle.get(conversation_id)
+        if state is None:
+            raise KeyError(conversation_id)
+        return state[0]
+
+    def _deliver(self, channel: _Channel, params: TurnEventParams) -> None:
+        channel.live = True
+        channel.next_seq = params.seq + 1
         channel.buffer.append(params)
         size = event_size(params)
         channel.sizes.append(size)
@@ -187,14 +236,17 @@ class EventHub:
         if channel.subscribers:
             # Encoded once, on the first send, for every subscriber.
             note = Notification(TURN_EVENT, params)
+            seen = channel.seen
             for link in list(channel.subscribers.values()):
+                if seen and seen.get(link.link_id, 0) >= params.seq:
+                    continue
                 link.send(note)
-        return params
 
     def subscribe(self, conversation_id: str, link: ClientLink) -> int:
         """Subscribe `link` without replay; returns the last seq assigned so far (0: none)."""
         channel = self._channel(conversation_id)
         channel.subscribers[link.link_id] = link
+        channel.seen.pop(link.link_id, None)
         return channel.next_seq - 1
 
     async def attach(
@@ -224,6 +276,10 @@ class EventHub:
                 if params.seq > from_seq and params.seq >= oldest:
                     link.notify(TURN_EVENT, params)
             channel.subscribers[link.link_id] = link
+            if from_seq >= channel.next_seq:
+                channel.seen[link.link_id] = from_seq
+            else:
+                channel.seen.pop(link.link_id, None)
             return channel.next_seq - 1, oldest
 
     def oldest_seq(self, conversation_id: str) -> int:
@@ -284,12 +340,16 @@ class EventHub:
     def unsubscribe(self, conversation_id: str, link: ClientLink) -> bool:
         """Stop sending this conversation's events to `link`."""
         channel = self._channels.get(conversation_id)
-        return channel is not None and channel.subscribers.pop(link.link_id, None) is not None
+        if channel is None:
+            return False
+        channel.seen.pop(link.link_id, None)
+        return channel.subscribers.pop(link.link_id, None) is not None
 
     def drop(self, link: ClientLink) -> list[str]:
         """Forget a disconnected client everywhere; returns the conversations it followed."""
         followed = []
         for conversation_id, channel in self._channels.items():
+            channel.seen.pop(link.link_id, None)
             if channel.subscribers.pop(link.link_id, None) is not None:
                 followed.append(conversation_id)
         return followed

@@ -71,6 +71,11 @@ class RunningTurns:
         self._turns[turn.turn_id] = turn
         cid = turn.conversation_id
         self._running_in[cid] = self._running_in.get(cid, 0) + 1
+        floor = lock.seq_floor
+        if floor is not None:  # a fleet: seqs go on from every member's
+            conversation_id = turn.conversation_id
+            self._hub.raise_floor(conversation_id, floor)
+            lock.track_seqs(lambda: self._hub.next_seq(conversation_id))
         self._hub.subscribe(turn.conversation_id, link)
         if self.relay is not None:
             self._hub.subscribe(turn.conversation_id, self.relay)
@@ -103,8 +108,11 @@ class RunningTurns:
                 self._first_ended = True
                 gc.freeze()
             lock = self._locks.pop(turn.turn_id, None)
-            if lock is not None:
-                lock.release()
+            if lock is not None and lock.seq_floor is not None:
+                with anyio.CancelScope(shield=True):  # a fleet's: a database call
+                    await anyio.to_thread.run_sync(lock.release)
+            elif lock is not None:
+                lock.release()  # a flock's: a close
             if self.relay is not None and not self.busy(turn.conversation_id):
                 self._hub.unsubscribe(turn.conversation_id, self.relay)
                 with anyio.CancelScope(shield=True):

@@ -5,7 +5,9 @@ client's answer would be (an invalid one is cleared, and the question waits on).
 
 The board is synced by polling, every quarter second: a question is offered to other
 members and its answer delivered within about that. First answer stored wins among
-members (compare-and-set); a local answer resolves the question at once here.
+members (compare-and-set); a local answer resolves the question at once here. An
+answer given on another member is checked there against the posted question first (an
+invalid one is -32602 to its client and never stored); the asking member checks again.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import anyio
 from jpd.conversation.port import QuestionBoard
 from jpd.inquiry.pending import PendingQuestions
 from jpd.protocol.errors import InvalidParams, NotFound
+from jpd.protocol.question import validate_answer
 from jpd.protocol.server_requests import PendingInfo
 
 log = logging.getLogger(__name__)
@@ -89,7 +92,17 @@ class SharedQuestions:
         conversation_id: str | None,
         turn_id: str | None,
     ) -> None:
-        """Answer a question pending on another member; raises as `inquiry/answer` does."""
+        """Answer a question pending on another member; raises as `inquiry/answer` does
+        (an answer its question would refuse is -32602 here, and is not stored)."""
+        matches = [
+            info
+            for info in self.others()
+            if info.inquiry_id == inquiry_id
+            and conversation_id in (None, info.conversation_id)
+            and turn_id in (None, info.turn_id)
+        ]
+        if len(matches) == 1:
+            _check(matches[0], value)
         outcome = self._board.answer(inquiry_id, conversation_id, turn_id, value, remember, by)
         if outcome == "already":
             raise NotFound(f"inquiry {inquiry_id} was already answered")
@@ -99,3 +112,15 @@ class SharedQuestions:
             )
         if outcome == "missing":
             raise missing
+
+
+def _check(info: PendingInfo, value: Any) -> None:
+    """Refuse what the asking member would refuse (`PendingQuestions.answer`)."""
+    try:
+        if info.permission is not None:
+            if not isinstance(value, bool):
+                raise ValueError("a permission answer must be true (allow) or false (deny)")
+        elif info.prompt is not None:
+            validate_answer(info.prompt.question, value)
+    except ValueError as exc:
+        raise InvalidParams(f"invalid answer for {info.inquiry_id}: {exc}") from exc

@@ -35,7 +35,14 @@ def open_storage(
     from jpd.conversation.pg import PgStore
 
     host = daemon.fleet.host or socket.gethostname()
-    return PgStore(url, data_dir, host=host, lease_ttl=daemon.fleet.lease_ttl)
+    return PgStore(
+        url,
+        data_dir,
+        host=host,
+        lease_ttl=daemon.fleet.lease_ttl,
+        queued_appends=True,
+        provider_limits=daemon.fleet.provider_limits,
+    )
 
 
 def _user_file_mentions_store(env: Mapping[str, str]) -> bool:

@@ -6,7 +6,8 @@ is claimed (compare-and-set), closed by jpd's own recovery (protocol.md 12.4: th
 streamed text kept as interrupted, each cut tool call reported interrupted), and then
 resumed here with `takeover` (a cut tool is run again only if it reads or searches),
 if its workspace exists here; else it stays resumable for a member or client that has
-it.
+it. A turn pinned to a workspace is left to the members of the host that ran it for a
+few lease TTLs (`PgStore.claimable_turns`): only then does another host close it.
 No client follows it at first: its questions go to the detached policy, and any client
 can attach to it.
 """
@@ -52,6 +53,10 @@ class Unattended:
     def workspace_root(self) -> Path | None:
         return self._workspace
 
+    @property
+    def peer_verified(self) -> bool:
+        return False  # no client, so no peer whose credentials were checked
+
     def notify(self, method: Any, params: Any) -> None:
         """Nobody to tell."""
 
@@ -66,8 +71,8 @@ def claim_expired(store: ConversationStorage) -> list[tuple[str, TurnStart]]:
     """Recover each open turn whose lease is free or expired; returns (conversation id,
     `turn_start`) of each turn this call closed (and so should resume)."""
     closed: list[tuple[str, TurnStart]] = []
-    for conversation_id, is_open, _ in store.scan_turns():
-        if not is_open or not recover_unlocked(store, conversation_id):
+    for conversation_id in store.claimable_turns():
+        if not recover_unlocked(store, conversation_id):
             continue
         start = store.last_turn(conversation_id)[1]
         if start is not None:

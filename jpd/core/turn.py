@@ -24,6 +24,7 @@ from jpd.conversation.resume import CONTINUE_INSTRUCTION, ResumePlan
 from jpd.core.checkpoints import Checkpointer
 from jpd.core.deltas import DeltaBatcher
 from jpd.core.hub import EventHub
+from jpd.core.model_slots import model_slot
 from jpd.core.structured import check_answer, with_schema
 from jpd.core.transcript import Transcript
 from jpd.llm import base as llm
@@ -34,8 +35,10 @@ from jpd.protocol.modes import PermissionMode
 from jpd.protocol.turn_events import (
     ContextUsage,
     ForcedToolRetried,
+    ReasoningDeltaEvent,
     RetryScheduled,
     StopReason,
+    TextDeltaEvent,
     ToolCallStarted,
     ToolResult,
     TurnCompleted,
@@ -49,6 +52,7 @@ from jpd.tools.base import ToolResultData, ToolRunner
 log = logging.getLogger(__name__)
 
 MAX_CYCLES = 32
+TAKEN_OVER = "taken over: the daemon running this turn stopped"
 
 
 class EventLog(Protocol):
@@ -172,6 +176,13 @@ class Turn:
         self._log.append(self.conversation_id, event)
         self._history.add(event)  # only what reached the log
 
+    async def _written(self) -> None:
+        """A fleet's store writes appends on a thread of its own: tools act only once
+        their calls are in the log (a member taking the turn over must see them)."""
+        pending = getattr(self._log, "appends_pending", None)
+        if pending is not None and pending(self.conversation_id):
+            await anyio.to_thread.run_sync(self._log.written, self.conversation_id)  # type: ignore[attr-defined]
+
     def _compacted(self, event: ev.ContextCompacted) -> None:
         self._record(event)
         self._publish(compaction_event(event))
@@ -211,6 +222,7 @@ class Turn:
                 return "max_tokens" if reason == "max_tokens" else "end_turn"
             self._open_calls = calls
             names = {call.id: call.name for call in calls}
+            await self._written()
             await spec.tools.run(calls, on_result=functools.partial(self._call_ended, names))
             self._open_calls = []
         raise ProviderError(f"the model kept calling tools for {MAX_CYCLES} rounds; turn stopped")
@@ -219,7 +231,15 @@ class Turn:
         """Continue an interrupted turn: re-run its interrupted calls, or ask the model to
         go on with an output cut while it streamed; the model is called next as usual."""
         self._record(ev.TurnResume(turn_id=self.turn_id))
+        if plan.takeover and plan.cut_in_call:
+            # Clients following the turn saw the cut call's deltas as its member sent
+            # them: discard them (a retry), then show what the log kept of that output.
+            self._publish(RetryScheduled(attempt=1, delay=0.0, reason=TAKEN_OVER))
         self._publish(TurnStarted(model=self.spec.model_id))
+        if plan.takeover:
+            for kind, text in plan.cut_output:
+                delta = TextDeltaEvent if kind == "text" else ReasoningDeltaEvent
+                self._publish(delta(text=text))
         if plan.continue_output:
             self._record(ev.ChatRequest(content=CONTINUE_INSTRUCTION))
         if plan.rerun:
@@ -230,6 +250,7 @@ class Turn:
                 self._publish(self._call_started(call.id, call.name, call.arguments))
             self._open_calls = calls
             names = {call.id: call.name for call in calls}
+            await self._written()
             await self.spec.tools.run(calls, on_result=functools.partial(self._call_ended, names))
             self._open_calls = []
 
@@ -299,6 +320,12 @@ class Turn:
 
     async def _call_model(
         self, tool_choice: llm.ToolChoice, *, reasoning: bool = True
+    ) -> llm.FinishReason:
+        async with model_slot(self._log, self.spec.model_id):
+            return await self._call_model_now(tool_choice, reasoning=reasoning)
+
+    async def _call_model_now(
+        self, tool_choice: llm.ToolChoice, *, reasoning: bool
     ) -> llm.FinishReason:
         spec = self.spec
         schema = spec.response_schema

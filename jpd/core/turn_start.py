@@ -182,7 +182,7 @@ class TurnStarter:
                 from jpd.tools.kinds import tool_kind
 
                 safe = tuple(r for r in plan.rerun if tool_kind(r.name) in ("read", "search"))
-                plan = dataclasses.replace(plan, rerun=safe)
+                plan = dataclasses.replace(plan, rerun=safe, takeover=True)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
         except TurnNotFound:

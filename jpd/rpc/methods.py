@@ -144,7 +144,7 @@ async def turn_detach(daemon: Daemon, session: Session, p: wire.TurnDetachParams
 async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
     """Running turns, then resumable ones, and pending inquiries."""
     return wire.TurnListResult(
-        turns=await daemon.list_turns(), inquiries=daemon.pending_inquiries()
+        turns=await daemon.list_turns(), inquiries=await daemon.pending_inquiries()
     )
 
 
@@ -300,12 +300,14 @@ async def tool_call(daemon: Daemon, session: Session, p: wire.ToolCallParams) ->
 
 async def inquiry_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
     """Questions and permission requests waiting for an answer."""
-    return InquiryListResult(inquiries=daemon.pending_inquiries())
+    return InquiryListResult(inquiries=await daemon.pending_inquiries())
 
 
 async def inquiry_answer(daemon: Daemon, session: Session, p: InquiryAnswerParams) -> WireModel:
     """Answer a pending question (e.g. a deferred one, or from a second client)."""
-    daemon.answer_inquiry(session, p.inquiry_id, p.answer, p.remember, p.conversation_id, p.turn_id)
+    await daemon.answer_inquiry(
+        session, p.inquiry_id, p.answer, p.remember, p.conversation_id, p.turn_id
+    )
     return InquiryAnswerResult(accepted=True)
 
 

@@ -1,6 +1,6 @@
 """A question asked by a turn on one fleet member is listed and answered on another:
-an invalid answer is refused by the asking member and the question waits on; the
-first valid answer reaches the tool; a later answer is refused."""
+an invalid answer is refused (-32602) by the member it was given to and the question
+waits on; the first valid answer reaches the tool; a later answer is refused."""
 
 from __future__ import annotations
 
@@ -48,16 +48,14 @@ async def test_a_question_is_answered_from_another_member(
         assert question["turnId"] == started["turnId"]
         inquiry = question["inquiryId"]
 
-        # Not a boolean: stored first (so a second answer is "already answered"), then
-        # refused by A, which clears it: the question waits on for a valid answer.
-        await client_b.request("inquiry/answer", {"inquiryId": inquiry, "answer": "maybe"})
-        while True:
-            try:
-                await client_b.request("inquiry/answer", {"inquiryId": inquiry, "answer": True})
-                break
-            except RpcError as exc:
-                assert "already answered" in str(exc)
-                await asyncio.sleep(0.05)
+        # Not a boolean: refused on B, as the question's own member would (-32602), and
+        # never stored: the question waits on for a valid answer.
+        with pytest.raises(RpcError) as refused:
+            await client_b.request("inquiry/answer", {"inquiryId": inquiry, "answer": "maybe"})
+        assert refused.value.code == -32602
+        assert "true or false" in str(refused.value)
+        assert [q["inquiryId"] for q in await listed(client_b)] == [inquiry]
+        await client_b.request("inquiry/answer", {"inquiryId": inquiry, "answer": True})
         completed = await client_a.wait_completed(started["turnId"])
         assert completed["event"]["stopReason"] == "end_turn"
         results = [

@@ -63,3 +63,52 @@ async def test_a_restart_mid_turn_leaves_no_turn_stuck(
         assert types.count("turn_start") == types.count("turn_end") == 2
     finally:
         await client.close()
+
+
+async def test_a_database_outage_stalls_no_other_request(
+    tmp_path: Path, own_server: PgServer, daemons: Daemons
+) -> None:
+    """While Postgres is down, a turn streaming on a member keeps appending (queued, on a
+    thread): another client's `turn/list` there still answers; once the database is back
+    the turn ends and its log has no hole."""
+    own_server.create_database("jpd")
+    url = own_server.url.rsplit("/", 1)[0] + "/jpd"
+    stream = {"text": TEXT, "chunk": 8, "delay_ms": 20}
+    env = member(tmp_path / "a", url, [stream])
+    daemon = await daemons.start(env)
+    client = await SocketClient.connect(daemon.socket)
+    await client.initialize()
+    other = await SocketClient.connect(daemon.socket)
+    await other.initialize()
+    try:
+        started = await client.request("turn/start", {"message": "stream"})
+        turn = started["turnId"]
+        await wait_for(lambda: len(client.turn_events(turn)) > 20, "the turn to stream")
+        own_server.stop("fast")
+        try:
+            seen = len(client.turn_events(turn))
+            listed = (await other.request("turn/list"))["turns"]
+            assert [t["turnId"] for t in listed] == [turn]
+            # The turn goes on streaming (its checkpoints wait in the queue).
+            await wait_for(lambda: len(client.turn_events(turn)) > seen + 5, "more deltas")
+        finally:
+            own_server.start()
+        completed = await client.wait_completed(turn)
+        assert completed["event"]["stopReason"] in ("end_turn", "error", "cancelled")
+
+        def rows() -> list[tuple[int, str]]:
+            with psycopg.connect(url) as conn:
+                return conn.execute(
+                    "SELECT seq, body FROM jpd_events WHERE conversation_id = %s ORDER BY seq",
+                    (started["conversationId"],),
+                ).fetchall()
+
+        # Past the lease's TTL the turn's own end is refused; the takeover scan (of this
+        # same member) closes it then.
+        await wait_for(lambda: json.loads(rows()[-1][1])["type"] == "turn_end", "its end")
+        stored = rows()
+        assert [seq for seq, _ in stored] == list(range(1, len(stored) + 1))
+        assert json.loads(stored[0][1])["type"] == "turn_start"
+    finally:
+        await client.close()
+        await other.close()

@@ -35,11 +35,13 @@ time.sleep(600)
 """
 
 
-def member(home: Path, url: str, responses: list[dict[str, Any]]) -> dict[str, str]:
+def member(
+    home: Path, url: str, responses: list[dict[str, Any]], host: str | None = None
+) -> dict[str, str]:
     home.mkdir()
     env = socket_env(home, responses)
     env["JPD_STORE_URL"] = url
-    add_config(env, f'[daemon.fleet]\nhost = "{home.name}"\nlease_ttl = {TTL}\n')
+    add_config(env, f'[daemon.fleet]\nhost = "{host or home.name}"\nlease_ttl = {TTL}\n')
     add_tool(env, "slow", SLOW)
     return env
 
@@ -243,3 +245,37 @@ async def test_a_turn_whose_workspace_is_not_on_the_survivor_is_closed_not_resum
     finally:
         await client_a.close()
         await client_b.close()
+
+
+async def test_a_turn_pinned_to_a_workspace_goes_to_a_member_of_its_host(
+    tmp_path: Path, pg_url: str, daemons: Daemons
+) -> None:
+    """A (host m1) runs a turn in a workspace and is killed: C, on the same host, takes
+    it over and finishes it; B (host m2) leaves it alone while C is there to."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env_a = member(tmp_path / "a", pg_url, [{"text": "Running it.", **tool_call("slow")}], "m1")
+    env_b = member(tmp_path / "b", pg_url, [{"text": "Finished on B."}], "m2")
+    env_c = member(tmp_path / "c", pg_url, [{"text": "Finished on C."}], "m1")
+    daemon_a, client_a = await start(daemons, env_a, workspaceRoot=str(workspace))
+    _, client_b = await start(daemons, env_b)
+    _, client_c = await start(daemons, env_c)
+    try:
+        started = await client_a.request("turn/start", {"message": "run it"})
+        cid = started["conversationId"]
+        await wait_for((workspace / "runs").exists, "the tool to run")
+        kill_runs(workspace)
+        daemon_a.process.send_signal(signal.SIGKILL)
+        await daemon_a.wait_exit()
+        await client_a.close()
+
+        def finished() -> bool:
+            events = [e for _, e in stored(pg_url, cid)]
+            return bool(events) and events[-1].get("stop_reason") == "end_turn"
+
+        await wait_for(finished, "the turn to be finished")
+        answers = [e.get("message") for _, e in stored(pg_url, cid) if e["type"] == "chat_response"]
+        assert answers[-1] == "Finished on C."
+    finally:
+        await client_b.close()
+        await client_c.close()

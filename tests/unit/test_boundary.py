@@ -71,7 +71,7 @@ class FakeDaemon:
     def running_turns(self) -> list[Any]:
         return []
 
-    def pending_inquiries(self) -> list[Any]:
+    async def pending_inquiries(self) -> list[Any]:
         return []
 
     async def list_conversations(self, params: Any = None) -> list[Any]:

@@ -28,6 +28,7 @@ import io
 import logging
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
@@ -303,6 +304,18 @@ class ConversationStore:
     def turns_elsewhere(self) -> builtins.list[tuple[str, TurnStart]]:
         """[]: turns of another process on this data dir are not listed (as before)."""
         return []
+
+    def claimable_turns(self) -> builtins.list[str]:
+        """A `flock` dies with its daemon: recovery at start-up closes what it left."""
+        return []
+
+    def limits_model_calls(self, provider: str) -> bool:
+        """A daemon alone has no fleet-wide limits."""
+        return False
+
+    def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
+        """No limit: nothing to hold."""
+        return None
 
     def turn_stream(self) -> None:
         """None: one daemon owns a data dir; its clients follow its turns directly."""

@@ -40,6 +40,14 @@ class TurnLock:
     def on_lost(self, callback: Callable[[], None]) -> None:
         """A `flock` held by a live process is never lost: `callback` is not called."""
 
+    @property
+    def seq_floor(self) -> None:
+        """Seqs are this daemon's (its seq marks)."""
+        return None
+
+    def track_seqs(self, next_seq: Callable[[], int]) -> None:
+        """Nothing to record."""
+
 
 def try_lock(directory: Path) -> TurnLock | None:
     """Take the turn lock of the conversation in `directory`; None if another holds it."""

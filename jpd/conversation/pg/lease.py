@@ -24,20 +24,27 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+SEQ_BLOCK = 65_536
+"""turn/event seqs reserved for the holder with each claim and renewal: far more than a
+turn sends between two renewals (deltas are merged on a 5 ms tick)."""
+
 CLAIM_SQL = """
 UPDATE jpd_conversations
    SET lease_holder = %(holder)s, lease_epoch = lease_epoch + 1,
-       lease_expires = now() + make_interval(secs => %(ttl)s)
+       lease_expires = now() + make_interval(secs => %(ttl)s),
+       stream_seq = stream_seq + %(block)s
  WHERE id = %(cid)s AND (lease_holder IS NULL OR lease_expires < now())
-RETURNING lease_epoch
+RETURNING lease_epoch, stream_seq - %(block)s
 """
 RENEW_SQL = """
-UPDATE jpd_conversations SET lease_expires = now() + make_interval(secs => %(ttl)s)
+UPDATE jpd_conversations SET lease_expires = now() + make_interval(secs => %(ttl)s),
+       stream_seq = greatest(stream_seq, %(reserve)s)
  WHERE id = %(cid)s AND lease_epoch = %(epoch)s AND lease_holder = %(holder)s
 RETURNING 1
 """
 RELEASE_SQL = """
-UPDATE jpd_conversations SET lease_holder = NULL, lease_expires = NULL
+UPDATE jpd_conversations SET lease_holder = NULL, lease_expires = NULL,
+       stream_seq = coalesce(%(next)s, stream_seq)
  WHERE id = %(cid)s AND lease_epoch = %(epoch)s AND lease_holder = %(holder)s
 """
 
@@ -54,6 +61,7 @@ class PgLease:
         ttl: float,
         started: float,
         forget: Callable[[PgLease], None],
+        seq_floor: int = 1,
     ) -> None:
         self._pool = pool
         self.conversation_id = conversation_id
@@ -62,6 +70,8 @@ class PgLease:
         self.ttl = ttl
         self.deadline = started + ttl
         self._forget = forget
+        self.seq_floor = seq_floor
+        self._next_seq: Callable[[], int] | None = None
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -82,6 +92,17 @@ class PgLease:
                 return
         callback()
 
+    def track_seqs(self, next_seq: Callable[[], int]) -> None:
+        """Renewals reserve a block of seqs above `next_seq()` (called from the renewal
+        thread), and the release records it exactly: the next holder goes on from it."""
+        self._next_seq = next_seq
+
+    def _seq(self) -> int | None:
+        try:
+            return None if self._next_seq is None else int(self._next_seq())
+        except Exception:  # the hub forgot the conversation: keep the reservation
+            return None
+
     def check(self) -> bool:
         """Whether the lease is still held by the local clock (marks it lost if not)."""
         if not self.lost and time.monotonic() >= self.deadline:
@@ -98,7 +119,7 @@ class PgLease:
             return
         try:
             with self._pool.connection(timeout=self.ttl) as conn:
-                conn.execute(RELEASE_SQL, self._params())
+                conn.execute(RELEASE_SQL, {**self._params(), "next": self._seq()})
         except (psycopg.Error, OSError) as exc:  # it expires by itself
             log.warning("could not release the lease of %s: %s", self.conversation_id, exc)
 
@@ -112,7 +133,10 @@ class PgLease:
         started = time.monotonic()
         try:
             with self._pool.connection(timeout=max(0.1, self.deadline - started)) as conn:
-                row = conn.execute(RENEW_SQL, {**self._params(), "ttl": self.ttl}).fetchone()
+                seq = self._seq()
+                reserve = 0 if seq is None else seq + SEQ_BLOCK
+                params = {**self._params(), "ttl": self.ttl, "reserve": reserve}
+                row = conn.execute(RENEW_SQL, params).fetchone()
         except Exception as exc:  # a database that is away: try again until the deadline
             log.warning("could not renew the lease of %s: %s", self.conversation_id, exc)
             return self.check()

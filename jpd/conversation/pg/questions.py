@@ -23,9 +23,11 @@ Run = Callable[[Callable[[psycopg.Connection[Any]], T]], T]
 class PgQuestionBoard:
     """`port.QuestionBoard` on the `jpd_questions` table."""
 
-    def __init__(self, run: Run[Any], holder: str) -> None:
+    def __init__(self, run: Run[Any], holder: str, list_run: Run[Any] | None = None) -> None:
         self._run = run
         self._holder = holder
+        self._list_run = list_run or run
+        """`others` retries briefly: `inquiry/list` answers during an outage."""
 
     def post(self, key: Key, info_json: str) -> None:
         self._run(
@@ -49,7 +51,7 @@ class PgQuestionBoard:
 
     def others(self) -> list[str]:
         """The questions other members wait on, unanswered (their `info_json`)."""
-        rows = self._run(
+        rows = self._list_run(
             lambda conn: conn.execute(
                 "SELECT info FROM jpd_questions WHERE holder <> %s AND answer IS NULL",
                 (self._holder,),

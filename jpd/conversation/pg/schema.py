@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _LOCK_KEY = 0x6A7064  # "jpd": the advisory lock taken while migrating
 
 # Migration N brings the schema from version N-1 to N; never edit one once released.
@@ -76,6 +76,11 @@ MIGRATIONS: dict[int, str] = {
         conversation_id text PRIMARY KEY REFERENCES jpd_conversations (id) ON DELETE CASCADE,
         body text NOT NULL
     );
+    """,
+    6: """
+    -- the conversation's turn/event seqs, shared by the members: no member has sent a
+    -- seq at or above this (a block is reserved with each lease claim and renewal)
+    ALTER TABLE jpd_conversations ADD COLUMN stream_seq bigint NOT NULL DEFAULT 1;
     """,
 }
 

@@ -5,8 +5,10 @@ turn and its turn lease) and its events are rows of `jpd_events` keyed by
 (conversation, seq), each stored as the line the JSONL store would write. An append is
 one statement that takes the next seq, updates the summary and inserts the event, and
 only if the caller's lease epoch is still the row's (fencing) and the event id is new
-(a retry after a lost reply appends nothing twice). Appends commit without waiting for
-the WAL flush (like the JSONL store's flushed, unsynced write); `sync` waits for it.
+(a retry after a lost reply appends nothing twice). Appends are queued and written in
+order by a thread per conversation (`writer`), so the event loop never waits for the
+database; they commit without waiting for the WAL flush (like the JSONL store's
+flushed, unsynced write); `sync` waits for both.
 Blobs (file snapshots, images) stay in the local data dir, shared through `jpd_blobs`;
 a conversation's attributes (title, labels, ...) are rows of `jpd_attributes`.
 """
@@ -14,12 +16,13 @@ a conversation's attributes (title, labels, ...) are rows of `jpd_attributes`.
 from __future__ import annotations
 
 import builtins
+import functools
 import logging
 import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,7 +36,7 @@ from jpd.conversation.logfile import encode_sanitized, parse_log
 from jpd.conversation.metadata import ConversationMeta, aware, make_title
 from jpd.conversation.paths import validate_id
 from jpd.conversation.pg import attributes, blobs
-from jpd.conversation.pg.lease import CLAIM_SQL, PgLease
+from jpd.conversation.pg.lease import CLAIM_SQL, SEQ_BLOCK, PgLease
 from jpd.conversation.pg.questions import PgQuestionBoard
 from jpd.conversation.pg.rows import (
     APPEND_SQL,
@@ -45,7 +48,9 @@ from jpd.conversation.pg.rows import (
     turn_mark,
 )
 from jpd.conversation.pg.schema import migrate
+from jpd.conversation.pg.slots import ModelSlots
 from jpd.conversation.pg.stream import PgTurnStream
+from jpd.conversation.pg.writer import OrderedWriter
 from jpd.conversation.port import (
     ConversationBusy,
     ConversationExists,
@@ -59,6 +64,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 RETRY_FOR = 30.0
 """Seconds an operation without a lease retries a lost connection (a restart)."""
+PIN_GRACE = 3
+"""Lease TTLs during which an expired turn with a workspace is left to its own host."""
 
 
 class PgStore:
@@ -72,9 +79,12 @@ class PgStore:
         host: str,
         lease_ttl: float = 15.0,
         max_connections: int = 8,
+        queued_appends: bool = False,
+        provider_limits: Mapping[str, int] | None = None,
     ) -> None:
         self._root = Path(root)
         self.url = url
+        self.host = host
         self.holder = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_ttl = lease_ttl
         self._leases: dict[str, PgLease] = {}
@@ -103,6 +113,11 @@ class PgStore:
             self._pool.close()
             raise
         self._stream = PgTurnStream(self._run, url, self.holder)
+        self._writer = OrderedWriter()
+        self._slots = ModelSlots(url, provider_limits or {})
+        self._queued = queued_appends
+        """The daemon's appends (from its event loop) return once queued; else each
+        append returns once written, raising what failed."""
 
     @staticmethod
     def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -181,6 +196,17 @@ class PgStore:
             "body": body,
         }
 
+        if not self._queued and not self._writer.pending(cid):
+            self._write(lease, params)  # nothing queued before it: written here
+            return
+        self._writer.submit(cid, functools.partial(self._write, lease), params)
+        if not self._queued:
+            self._writer.written(cid)
+
+    def _write(self, lease: PgLease | None, params: dict[str, Any]) -> None:
+        """One append, on the conversation's writer thread (`writer.OrderedWriter`)."""
+        cid = params["cid"]
+
         def write(conn: psycopg.Connection[Any]) -> None:
             if conn.execute(APPEND_SQL.encode(), params).fetchone() is not None:
                 return
@@ -195,6 +221,14 @@ class PgStore:
             if lease is not None and not lease.check():
                 raise LeaseLost(cid, str(exc)) from exc
             raise
+
+    def appends_pending(self, conversation_id: str) -> bool:
+        """Whether appends of the conversation are queued, not yet written (or failed)."""
+        return self._writer.pending(conversation_id)
+
+    def written(self, conversation_id: str) -> None:
+        """Wait until the conversation's appends are written; raise what failed."""
+        self._writer.written(validate_id(conversation_id))
 
     def _refused(self, conn: psycopg.Connection[Any], cid: str, params: dict[str, Any]) -> None:
         """Why an append inserted nothing: a retry of one that did (fine), a missing
@@ -224,6 +258,7 @@ class PgStore:
                 conn.execute("SET LOCAL synchronous_commit = on")
                 conn.execute("SELECT pg_current_xact_id()")
 
+        self._writer.written(cid)
         if not self.exists(cid):
             raise ConversationNotFound(cid)
         self._run(flush)
@@ -233,6 +268,8 @@ class PgStore:
         validate_id(conversation_id)
 
     def _lines(self, cid: str) -> bytes:
+        self._writer.written(cid, check=False)  # read what was appended
+
         def read(conn: psycopg.Connection[Any]) -> bytes:
             with conn.transaction():
                 if (
@@ -258,6 +295,7 @@ class PgStore:
 
     def delete(self, conversation_id: str) -> None:
         cid = validate_id(conversation_id)
+        self._writer.forget(cid)
         row = self._one(
             "DELETE FROM jpd_conversations WHERE id = %s AND (lease_holder IS NULL "
             "OR lease_expires < now() OR lease_holder = %s) RETURNING id",
@@ -280,7 +318,9 @@ class PgStore:
         validate_id(conversation_id)
 
     def close(self) -> None:
-        """Give back every lease still held and close the connections."""
+        """Write what is queued, give back every lease still held and close the
+        connections."""
+        self._writer.settle()
         for lease in builtins.list(self._leases.values()):
             lease.release()
         self._stream.close()
@@ -294,14 +334,22 @@ class PgStore:
     def lock_turn(self, conversation_id: str) -> PgLease | None:
         cid = validate_id(conversation_id)
         started = time.monotonic()
-        params = {"cid": cid, "holder": self.holder, "ttl": self.lease_ttl}
+        params = {"cid": cid, "holder": self.holder, "ttl": self.lease_ttl, "block": SEQ_BLOCK}
         row = self._run(lambda conn: conn.execute(CLAIM_SQL.encode(), params).fetchone())
         if row is None:
             if not self.exists(cid):
                 raise ConversationNotFound(cid)
             return None
+        self._writer.forget(cid)  # a new holder: an earlier holder's write error is not its
         lease = PgLease(
-            self._pool, cid, self.holder, int(row[0]), self.lease_ttl, started, self._forget
+            self._pool,
+            cid,
+            self.holder,
+            int(row[0]),
+            self.lease_ttl,
+            started,
+            self._forget,
+            seq_floor=int(row[1]),
         )
         with self._leases_lock:
             self._leases[cid] = lease
@@ -339,21 +387,45 @@ class PgStore:
         blobs.fetch(self._run, conversation_id, self.conversation_dir(conversation_id))
 
     def turns_elsewhere(self) -> builtins.list[tuple[str, ev.TurnStart]]:
+        # A short retry: `turn/list` answers with this member's turns during an outage.
         rows = self._run(
             lambda conn: conn.execute(
                 "SELECT id, last_start FROM jpd_conversations WHERE turn_open "
                 "AND lease_holder <> %s AND lease_expires > now()",
                 (self.holder,),
-            ).fetchall()
+            ).fetchall(),
+            retry_for=1.0,
         )
         found = [(str(cid), start_of(line)) for cid, line in rows]
         return [(cid, start) for cid, start in found if start is not None]
+
+    def limits_model_calls(self, provider: str) -> bool:
+        return self._slots.limited(provider)
+
+    def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
+        return self._slots.acquire(provider, stop)
 
     def turn_stream(self) -> PgTurnStream:
         return self._stream
 
     def question_board(self) -> PgQuestionBoard:
-        return PgQuestionBoard(self._run, self.holder)
+        return PgQuestionBoard(self._run, self.holder, functools.partial(self._run, retry_for=1.0))
+
+    def claimable_turns(self) -> builtins.list[str]:
+        """Open turns whose lease is free or expired and that this member may take over
+        now: a turn pinned to a workspace is left to the members of the host that ran
+        it (its lease holder's) for `PIN_GRACE` leases after it expired."""
+        rows = self._run(
+            lambda conn: conn.execute(
+                "SELECT id FROM jpd_conversations WHERE turn_open "
+                "AND (lease_holder IS NULL OR lease_expires < now()) "
+                "AND (lease_holder IS NULL OR (last_start::jsonb ->> 'workspace') IS NULL "
+                "     OR left(lease_holder, length(%(host)s) + 1) = %(host)s || ':' "
+                "     OR lease_expires < now() - make_interval(secs => %(grace)s))",
+                {"host": self.host, "grace": PIN_GRACE * self.lease_ttl},
+            ).fetchall()
+        )
+        return [str(row[0]) for row in rows]
 
     def scan_turns(self) -> Iterator[tuple[str, bool, ev.TurnStart | None]]:
         rows = self._run(

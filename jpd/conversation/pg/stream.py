@@ -43,36 +43,53 @@ class PgTurnStream:
         self._listener: psycopg.Connection[Any] | None = None
 
     def publish(self, conversation_id: str, turn_id: str, bodies: list[str]) -> None:
-        new_turn = self._turns.get(conversation_id) != turn_id
+        self.publish_all({(conversation_id, turn_id): bodies})
+
+    def publish_all(self, batches: dict[tuple[str, str], list[str]]) -> None:
+        """Every conversation's batch in one transaction (one round trip per flush,
+        however many turns run here)."""
+        new_turns = [(c, t) for c, t in batches if self._turns.get(c) != t]
+        rows = [(c, self._member, t, b) for (c, t), bodies in batches.items() for b in bodies]
 
         def work(conn: psycopg.Connection[Any]) -> None:
-            with conn.transaction():
-                if new_turn:  # the rows of earlier turns are no longer followed
-                    conn.execute(
-                        "DELETE FROM jpd_stream WHERE conversation_id = %s AND turn_id <> %s",
-                        (conversation_id, turn_id),
-                    )
-                with conn.cursor() as cur:
+            with conn.transaction(), conn.cursor() as cur:
+                if new_turns:  # the rows of earlier turns are no longer followed
                     cur.executemany(
-                        "INSERT INTO jpd_stream (conversation_id, member, turn_id, body) "
-                        "VALUES (%s, %s, %s, %s)",
-                        [(conversation_id, self._member, turn_id, b) for b in bodies],
+                        "DELETE FROM jpd_stream WHERE conversation_id = %s AND turn_id <> %s",
+                        new_turns,
                     )
-                conn.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(channel(conversation_id))))
+                cur.executemany(
+                    "INSERT INTO jpd_stream (conversation_id, member, turn_id, body) "
+                    "VALUES (%s, %s, %s, %s)",
+                    rows,
+                )
+                for name in sorted({channel(c) for c, _ in batches}):
+                    cur.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(name)))
 
         self._run(work)
-        self._turns[conversation_id] = turn_id
+        for conversation_id, turn_id in batches:
+            self._turns[conversation_id] = turn_id
 
     def read(self, conversation_id: str, after: int) -> list[tuple[int, str]]:
         """Rows other members wrote after position `after`: (position, body)."""
+        return self.read_all({conversation_id: after}).get(conversation_id, [])
+
+    def read_all(self, cursors: dict[str, int]) -> dict[str, list[tuple[int, str]]]:
+        """`read` of several conversations in one query: conversation -> its rows."""
+        ids, afters = list(cursors), [cursors[c] for c in cursors]
         rows = self._run(
             lambda conn: conn.execute(
-                "SELECT n, body FROM jpd_stream WHERE conversation_id = %s AND n > %s "
-                "AND member <> %s ORDER BY n",
-                (conversation_id, after, self._member),
+                "SELECT s.conversation_id, s.n, s.body FROM jpd_stream s "
+                "JOIN unnest(%s::text[], %s::bigint[]) AS c(id, after) "
+                "ON s.conversation_id = c.id AND s.n > c.after "
+                "WHERE s.member <> %s ORDER BY s.n",
+                (ids, afters, self._member),
             ).fetchall()
         )
-        return [(int(n), str(body)) for n, body in rows]
+        found: dict[str, list[tuple[int, str]]] = {}
+        for cid, n, body in rows:
+            found.setdefault(str(cid), []).append((int(n), str(body)))
+        return found
 
     def follow(self, conversation_id: str) -> None:
         with self._lock:
@@ -95,13 +112,15 @@ class PgTurnStream:
             assert conn is not None
             with self._lock:
                 wanted = dict(self._wanted)
-            for name in set(wanted) - self._listening:
+            added = set(wanted) - self._listening
+            for name in added:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(name)))
                 self._listening.add(name)
             for name in self._listening - set(wanted):
                 conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(name)))
                 self._listening.discard(name)
-            notified = set(wanted.values()) if fresh else set()
+            # Rows written before a LISTEN sent no notification here: read them too.
+            notified = set(wanted.values()) if fresh else {wanted[name] for name in added}
             if not notified:  # wait for the first, then take what else came with it
                 for note in conn.notifies(timeout=timeout, stop_after=1):
                     notified.add(wanted.get(note.channel, ""))
