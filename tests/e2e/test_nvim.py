@@ -608,5 +608,7 @@ async def test_the_remote_option_asks_the_daemon_of_another_machine(
     conversation = name.removeprefix("jp://")
     assert persisted(remote, conversation)
     meta = Path(remote["JP_DATA_DIR"]) / "conversations" / conversation / "metadata.json"
+    # metadata.json is written when the conversation goes idle, just after the answer.
+    await wait_for(meta.exists, "the conversation's summary")
     assert json.loads(meta.read_text()).get("workspace") == str(app)
     assert not Path(nvim.env["JP_SOCKET"]).exists()
