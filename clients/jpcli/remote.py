@@ -85,13 +85,18 @@ def remote_from_env(environ: Mapping[str, str] | None = None) -> Remote | None:
     return parse_remote(spec) if spec else None
 
 
-def ssh_command(remote: Remote, environ: Mapping[str, str] | None = None) -> list[str]:
-    """`ssh -T -- HOST 'jp proxy'`: `--` ends ssh's options before the destination; the
-    remote command is one shell-quoted string (ssh hands it to the remote shell)."""
+def ssh_command(
+    remote: Remote, environ: Mapping[str, str] | None = None, args: Sequence[str] = ("proxy",)
+) -> list[str]:
+    """`ssh -T -- HOST 'jp proxy'` (or `jp ARGS`, run in the remote workspace when one is
+    named): `--` ends ssh's options before the destination; the remote command is one
+    shell-quoted string (ssh hands it to the remote shell)."""
     env = os.environ if environ is None else environ
     ssh = shlex.split(env.get(ENV_SSH, "").strip() or "ssh")
     remote_jp = env.get(ENV_REMOTE_JP, "").strip() or "jp"
-    command = f"{remote_jp} proxy"
+    command = f"{remote_jp} {shlex.join(args)}"
+    if tuple(args) != ("proxy",) and remote.path:
+        command = f"cd {shlex.quote(remote.path)} && {command}"
     return [*ssh, "-T", "--", remote.host, command]
 
 

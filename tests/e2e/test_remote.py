@@ -286,3 +286,27 @@ async def test_a_question_waiting_there_is_listed_and_answered_from_here(
     await wait_for(finished, "the remote turn to end")
     (result,) = [e for e in persisted(remote, conversation) if e["type"] == "tool_call_response"]
     assert result["content"].strip() == "got=true"
+
+
+def test_config_set_edits_the_remote_machines_files(tmp_path: Path) -> None:
+    """`jp --remote HOST config set` runs `jp config set` there (its config, its
+    workspace); nothing changes here."""
+    local, remote = machines(tmp_path)
+    workspace = Path(remote["HOME"]) / "app"
+    workspace.mkdir()
+    before_here = Path(local["JP_CONFIG"]).read_text()
+    done = run_jp(local, "--remote", "devbox", "config", "set", "aliases.fast", "test/scripted")
+    assert done.returncode == 0, done.stderr
+    assert 'fast = "test/scripted"' in Path(remote["JP_CONFIG"]).read_text()
+    assert Path(local["JP_CONFIG"]).read_text() == before_here
+
+    at = f"devbox:{workspace}"
+    done = run_jp(local, "--remote", at, "config", "set", "--workspace", "--", "aliases.x", "-y")
+    assert done.returncode == 0, done.stderr
+    assert 'x = "-y"' in (workspace / ".jp" / "config.toml").read_text()
+
+    done = run_jp(local, "--remote", "devbox", "config", "unset", "aliases.fast")
+    assert done.returncode == 0, done.stderr
+    assert "fast" not in Path(remote["JP_CONFIG"]).read_text()
+    missing = run_jp(local, "--remote", "devbox", "config", "unset", "aliases.fast")
+    assert missing.returncode != 0 and "not set" in missing.stderr

@@ -80,9 +80,8 @@ def config_set(
     from jpcli.config_files import user_config_path
     from jpcli.trust import workspace_config
 
-    if env.get("JP_REMOTE"):
-        err.write("jp: config set edits this machine's files; run it on the remote machine\n")
-        return EXIT_ERROR
+    if env.get("JP_REMOTE", "").strip():
+        return _on_remote(env, key, value, workspace=workspace, file=file, err=err)
     path = file or (workspace_config(cwd) if workspace else user_config_path(env))
     path = os.path.abspath(os.path.expanduser(path))
     try:
@@ -100,3 +99,36 @@ def config_set(
     if workspace:
         out.write("the workspace file changed: run `jp trust` to use it again\n")
     return EXIT_OK
+
+
+def _on_remote(
+    env: dict[str, str],
+    key: str,
+    value: str | None,
+    *,
+    workspace: bool,
+    file: str | None,
+    err: TextIO,
+) -> int:
+    """`jp config set` on the remote machine (its files, its workspace): `ssh HOST jp
+    config set ...`, its output passed through."""
+    import subprocess
+
+    from jpcli.remote import parse_remote, ssh_command
+
+    try:
+        remote = parse_remote(env["JP_REMOTE"].strip())
+    except ValueError as exc:
+        err.write(f"jp: {exc}\n")
+        return EXIT_ERROR
+    args = ["config", "set" if value is not None else "unset"]
+    if workspace:
+        args.append("--workspace")
+    if file is not None:
+        args += ["--file", file]
+    args += ["--", key] if value is None else ["--", key, value]
+    try:
+        return subprocess.run(ssh_command(remote, env, args), stdin=subprocess.DEVNULL).returncode
+    except OSError as exc:
+        err.write(f"jp: cannot run ssh: {exc.strerror or exc}\n")
+        return EXIT_ERROR
