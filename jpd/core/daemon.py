@@ -286,6 +286,10 @@ class Daemon:
         cfg = await self.configs.for_request(renv)
         return list((await self.tools.catalog(cfg, [], renv.root)).values())
 
+    def pending_inquiries_here(self) -> list[PendingInfo]:
+        """This member's pending questions (all of them outside a fleet), at once."""
+        return self.questions.pending()
+
     async def pending_inquiries(self) -> list[PendingInfo]:
         """Questions and permission requests waiting for an answer (in a fleet, also
         those of the other members)."""

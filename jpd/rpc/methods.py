@@ -151,9 +151,9 @@ async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireM
 def turn_list_now(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel | None:
     """`turn_list` at once (None during the start-up recovery: then `turn_list` waits)."""
     turns = daemon.listed_turns()
-    if turns is None:
+    if turns is None:  # also in a fleet, where the store is read (`turn_list`)
         return None
-    return wire.TurnListResult(turns=turns, inquiries=daemon.pending_inquiries())
+    return wire.TurnListResult(turns=turns, inquiries=daemon.pending_inquiries_here())
 
 
 def turn_cancel_now(daemon: Daemon, session: Session, p: wire.TurnCancelParams) -> WireModel:

@@ -71,6 +71,9 @@ class FakeDaemon:
     def running_turns(self) -> list[Any]:
         return []
 
+    def pending_inquiries_here(self) -> list[Any]:
+        return []
+
     async def pending_inquiries(self) -> list[Any]:
         return []
 
