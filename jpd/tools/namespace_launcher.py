@@ -61,7 +61,8 @@ def unavailable() -> str | None:
 
 def _probe(bwrap: str) -> str | None:
     argv = [bwrap, *_namespace_flags(False), "--ro-bind", "/", "/", "--dev", "/dev"]
-    argv += ["--proc", "/proc", "--tmpfs", PRIVATE_TMP, "--", sys.executable, "-I", "-S", "-c", ""]
+    argv += ["--proc", "/proc", "--tmpfs", PRIVATE_TMP, *_uncovered((PRIVATE_TMP,))]
+    argv += ["--", sys.executable, "-I", "-S", "-c", ""]
     try:
         done = subprocess.run(
             argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False
@@ -80,6 +81,18 @@ def _hide(path: str) -> list[str]:
     return ["--ro-bind", "/dev/null", path]
 
 
+def _uncovered(masked: tuple[str, ...]) -> list[str]:
+    """Binds (read-only) of what the cage's own start needs, the interpreter's prefix and
+    this package (sandbox_exec.py), where a folder in `masked` covers them: a virtualenv
+    or a checkout in /tmp."""
+    needed = (os.path.abspath(sys.prefix), os.path.dirname(os.path.abspath(__file__)))
+    binds: list[str] = []
+    for path in needed:
+        if any(inside(path, folder) for folder in masked):
+            binds += ["--ro-bind", path, path]
+    return binds
+
+
 def bwrap_argv(policy: CagePolicy, inner: list[str]) -> list[str]:
     """The bubblewrap command that runs `inner` in the namespaces of `policy`."""
     bwrap = bwrap_path()
@@ -96,6 +109,9 @@ def bwrap_argv(policy: CagePolicy, inner: list[str]) -> list[str]:
                 argv += ["--tmpfs", tmp]
         for path in policy.hidden:
             argv += _hide(path)
+        # What the cage itself runs (this interpreter, sandbox_exec.py) stays visible
+        # when it is installed under a folder masked above (a virtualenv in /tmp).
+        argv += _uncovered((*PRIVATE_TMPS, "/dev/shm", *policy.hidden))
         for path in policy.roots:
             if path not in policy.writable:
                 argv += ["--ro-bind", path, path]
