@@ -13,7 +13,8 @@ MAX_LINES = 200
 """Diff lines printed at most (the model and the log have all of it)."""
 
 
-def _paint_diff(line: str) -> str:
+def paint_diff(line: str) -> str:
+    """A unified diff's line in the terminal's colours."""
     if line.startswith(("+++", "---")):
         return f"{_BOLD}{line}{_RESET}"
     if line.startswith("+"):
@@ -33,7 +34,7 @@ def edit_diff(content: str, *, color: bool) -> list[str]:
     lines = match.group(1).splitlines()
     more = len(lines) - MAX_LINES
     lines = lines[:MAX_LINES]
-    shown = [_paint_diff(line) if color else line for line in lines]
+    shown = [paint_diff(line) if color else line for line in lines]
     if more > 0:
         shown.append(f"... {more} more diff lines")
     return ["  " + line for line in shown]
@@ -62,7 +63,7 @@ def edit_preview(tool: str, arguments: Any, *, color: bool) -> list[str]:
         lines += [f"{sign}{line}" for line in body[:PREVIEW_LINES]]
         if len(body) > PREVIEW_LINES:
             lines.append(f" ... {len(body) - PREVIEW_LINES} more lines")
-    return ["  " + (_paint_diff(line) if color else line) for line in lines]
+    return ["  " + (paint_diff(line) if color else line) for line in lines]
 
 
 CONTEXT = 3

@@ -9,11 +9,11 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
+from jpcli.diffs import paint_diff
 from jpcli.rpc import Connection, RpcError
 
 EXIT_OK = 0
 EXIT_ERROR = 1
-_RED, _GREEN, _CYAN, _BOLD, _RESET = "\033[31m", "\033[32m", "\033[36m", "\033[1m", "\033[0m"
 
 
 def _shown(path: str, cwd: str) -> str:
@@ -40,20 +40,6 @@ def turn_changes(connection: Connection, conversation: str, turn: str | None) ->
     if turn:
         params["turnId"] = turn
     return connection.request("turn/changes", params)
-
-
-def _paint(line: str, color: bool) -> str:
-    if not color:
-        return line
-    if line.startswith(("+++", "---")):
-        return f"{_BOLD}{line}{_RESET}"
-    if line.startswith("+"):
-        return f"{_GREEN}{line}{_RESET}"
-    if line.startswith("-"):
-        return f"{_RED}{line}{_RESET}"
-    if line.startswith("@@"):
-        return f"{_CYAN}{line}{_RESET}"
-    return line
 
 
 def file_diff(entry: dict[str, Any], cwd: str) -> list[str]:
@@ -103,5 +89,5 @@ def turn_diff(
         err.write(f"jp: turn {result.get('turnId')} was undone; its files are as before it\n")
     for entry in files:
         for line in file_diff(entry, cwd):
-            out.write(_paint(line, color) + "\n")
+            out.write((paint_diff(line) if color else line) + "\n")
     return EXIT_OK
