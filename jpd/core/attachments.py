@@ -32,8 +32,8 @@ from pathlib import Path
 import anyio
 
 from jpd.conversation.port import ConversationStorage
-from jpd.protocol.client_requests import ImageInput
 from jpd.protocol.errors import InvalidParams
+from jpd.protocol.turn_requests import ImageInput
 
 MAX_ONE = 256 * 1024
 MAX_TOTAL = 1024 * 1024

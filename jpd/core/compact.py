@@ -12,7 +12,7 @@ from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import ConversationCompactResult
+from jpd.protocol.conversation_requests import ConversationCompactResult
 from jpd.protocol.errors import ProviderUnavailableError
 
 

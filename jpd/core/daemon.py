@@ -32,17 +32,17 @@ from jpd.core.turn_undo import TurnUndo
 from jpd.inquiry.pending import PendingQuestions
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import (
-    ClientEnvironment,
+from jpd.protocol.conversation_requests import (
     ConversationCompactResult,
     ConversationListParams,
     ConversationUpdateParams,
-    TurnStartParams,
 )
+from jpd.protocol.environment import ClientEnvironment
 from jpd.protocol.errors import Busy, ConfigInvalid, NotFound
 from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 from jpd.protocol.turn_events import StopReason
+from jpd.protocol.turn_requests import TurnStartParams
 from jpd.settings import Settings
 
 # Start-up imports only what `initialize` needs (protocol.md section 4, "Start-up"): the

@@ -15,7 +15,15 @@ from jpd.conversation.metadata import ConversationMeta
 from jpd.conversation.paths import new_conversation_id
 from jpd.conversation.port import ConversationNotFound
 from jpd.core.conversations import Conversations, check_id
-from jpd.protocol import client_requests as wire
+from jpd.protocol.conversation_requests import (
+    ConversationForkParams,
+    ConversationForkResult,
+    ConversationGrepParams,
+    ConversationGrepResult,
+    ConversationListParams,
+    ConversationUpdateParams,
+    GrepMatch,
+)
 from jpd.protocol.errors import InvalidParams, NotFound
 from jpd.protocol.labels import check_label, check_title
 from jpd.protocol.summaries import ConversationSummary
@@ -47,7 +55,7 @@ def _labels(labels: list[str]) -> list[str]:
 
 
 def _listed(
-    items: list[ConversationSummary], p: wire.ConversationListParams
+    items: list[ConversationSummary], p: ConversationListParams
 ) -> list[ConversationSummary]:
     """`items` filtered, sorted (pinned first) and limited as `p` says."""
     if p.archived == "exclude":
@@ -93,7 +101,7 @@ class Organizer:
             kept.append(summary(meta, attributes))
         return kept
 
-    async def list(self, p: wire.ConversationListParams) -> list[ConversationSummary]:
+    async def list(self, p: ConversationListParams) -> list[ConversationSummary]:
         return _listed(await self.summaries(), p)
 
     async def _expire(self, conversation_id: str) -> bool:
@@ -117,7 +125,7 @@ class Organizer:
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
 
-    async def update(self, p: wire.ConversationUpdateParams) -> ConversationSummary:
+    async def update(self, p: ConversationUpdateParams) -> ConversationSummary:
         """Change the attributes `p` names; others stay as they are."""
         meta = await self._meta(p.conversation_id)
         add, remove = _labels(p.add_labels), set(_labels(p.remove_labels))
@@ -162,7 +170,7 @@ class Organizer:
 
         await anyio.to_thread.run_sync(self._store.update_attributes, conversation_id, change)
 
-    async def fork(self, p: wire.ConversationForkParams) -> wire.ConversationForkResult:
+    async def fork(self, p: ConversationForkParams) -> ConversationForkResult:
         """A new conversation with a copy of the source's chosen turns and its labels."""
         from jpd.conversation.fork import select_turns, write_fork
 
@@ -196,9 +204,9 @@ class Organizer:
             raise NotFound(str(exc)) from exc
         except ValueError as exc:
             raise InvalidParams(str(exc)) from None
-        return wire.ConversationForkResult(conversation_id=target, turns=turns)
+        return ConversationForkResult(conversation_id=target, turns=turns)
 
-    async def grep(self, p: wire.ConversationGrepParams) -> wire.ConversationGrepResult:
+    async def grep(self, p: ConversationGrepParams) -> ConversationGrepResult:
         """Every matching message line of the conversations `p` selects, newest first."""
         from jpd.conversation.grep import grep
 
@@ -210,13 +218,13 @@ class Organizer:
             await self._meta(p.conversation_id)
             ids = [p.conversation_id]
         else:
-            listing = wire.ConversationListParams(
+            listing = ConversationListParams(
                 archived="include" if p.archived else "exclude", labels=p.labels
             )
             ids = [c.conversation_id for c in await self.list(listing)]
 
-        def run() -> tuple[list[wire.GrepMatch], bool]:
-            found: list[wire.GrepMatch] = []
+        def run() -> tuple[list[GrepMatch], bool]:
+            found: list[GrepMatch] = []
             for conversation_id in ids:
                 try:
                     events = self._store.load(conversation_id)
@@ -226,7 +234,7 @@ class Organizer:
                     if len(found) == p.limit:
                         return found, True
                     found.append(
-                        wire.GrepMatch(
+                        GrepMatch(
                             conversation_id=conversation_id,
                             event=hit.event,
                             role=hit.role,
@@ -239,4 +247,4 @@ class Organizer:
             return found, False
 
         matches, truncated = await anyio.to_thread.run_sync(run)
-        return wire.ConversationGrepResult(matches=matches, truncated=truncated)
+        return ConversationGrepResult(matches=matches, truncated=truncated)

@@ -14,7 +14,7 @@ from jpd.core.request_env import RequestEnv
 from jpd.core.running_turns import RunningTurns
 from jpd.core.toolbox import Toolbox
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import ClientEnvironment
+from jpd.protocol.environment import ClientEnvironment
 
 
 @dataclass(frozen=True)

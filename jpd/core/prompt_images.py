@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jpd.conversation.events import ImageFile, ToolImage
-from jpd.protocol.client_requests import IMAGE_TYPES, ImageInput
 from jpd.protocol.errors import InvalidParams
+from jpd.protocol.turn_requests import IMAGE_TYPES, ImageInput
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 """Bytes of one image at most (the providers' own limits are lower or equal)."""

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jpd.protocol.client_requests import ClientEnvironment
+from jpd.protocol.environment import ClientEnvironment
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import anyio
 from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import ClientEnvironment
+from jpd.protocol.environment import ClientEnvironment
 from jpd.protocol.errors import NotFound
 
 

@@ -13,8 +13,8 @@ from anyio.abc import TaskGroup
 from jpd.core.hub import EventHub
 from jpd.core.request_env import RequestEnv
 from jpd.inquiry.pending import PendingQuestions
-from jpd.protocol.client_requests import ToolToggle
 from jpd.protocol.modes import PermissionMode
+from jpd.protocol.turn_requests import ToolToggle
 
 # Start-up imports only what `initialize` needs (protocol.md section 4, "Start-up"):
 # the config, tools, inquiries and MCP load with the first use.

@@ -23,10 +23,11 @@ from jpd.core.request_env import RequestEnv
 from jpd.core.running_turns import turn_info
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.client_port import ClientLink
-from jpd.protocol.client_requests import ClientEnvironment, ImageInput, ToolToggle
+from jpd.protocol.environment import ClientEnvironment
 from jpd.protocol.errors import Busy, InvalidParams, NotFound, ProviderUnavailableError
 from jpd.protocol.modes import PermissionMode
 from jpd.protocol.summaries import TurnInfo
+from jpd.protocol.turn_requests import ImageInput, ToolToggle
 
 log = logging.getLogger(__name__)
 

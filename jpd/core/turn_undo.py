@@ -16,8 +16,8 @@ from jpd.conversation.paths import SNAPSHOTS_DIR
 from jpd.conversation.port import ConversationNotFound
 from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
-from jpd.protocol.client_requests import ChangedFile, TurnChangesResult
 from jpd.protocol.errors import InvalidParams, NotFound
+from jpd.protocol.turn_requests import ChangedFile, TurnChangesResult
 
 # Loaded with the first undo, not at start-up (protocol.md section 4, "Start-up").
 if TYPE_CHECKING:

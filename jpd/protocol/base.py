@@ -34,3 +34,7 @@ class WireParams(WireModel):
         extra="forbid",
         defer_build=True,
     )
+
+
+class NoParams(WireParams):
+    """Methods without params accept `null`, absent, or `{}`."""

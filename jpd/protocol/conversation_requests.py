@@ -1,10 +1,11 @@
-"""Params and results of the methods that organise conversations (protocol.md 5.11,
-5.26-5.28): listing options, attributes, forks and search (camelCase on the wire)."""
+"""Params and results of the `conversation/*` methods (protocol.md 5.11-5.13,
+5.25-5.28): listing, reading, deleting, compacting, attributes, forks and search
+(camelCase on the wire)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -108,3 +109,37 @@ class ConversationGrepResult(WireModel):
     matches: list[GrepMatch]
     truncated: bool = False
     """More lines matched than `limit`."""
+
+
+class ConversationIdParams(WireParams):
+    conversation_id: str
+
+
+class ConversationCompactParams(WireParams):
+    conversation_id: str
+    instructions: str | None = None
+    """What the summary should focus on or keep."""
+
+
+class ConversationCompactResult(WireModel):
+    compacted: bool
+    """False when there was nothing older than the recent tail to fold."""
+    method: str | None = None
+    """`summary`, or `trim` when the model wrote no usable summary."""
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    summary: str | None = None
+
+
+class ConversationListResult(WireModel):
+    conversations: list[ConversationSummary]
+
+
+class ConversationGetResult(WireModel):
+    conversation_id: str
+    events: list[dict[str, Any]]
+    """Persisted events exactly as on disk (snake_case, `type`-tagged)."""
+
+
+class ConversationDeleteResult(WireModel):
+    deleted: bool

@@ -14,11 +14,54 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from jpd.protocol import client_requests as c
 from jpd.protocol import server_requests as s
-from jpd.protocol.base import WireModel
+from jpd.protocol.base import NoParams, WireModel
+from jpd.protocol.config_requests import ConfigShowParams, ConfigShowResult
+from jpd.protocol.conversation_requests import (
+    ConversationCompactParams,
+    ConversationCompactResult,
+    ConversationDeleteResult,
+    ConversationForkParams,
+    ConversationForkResult,
+    ConversationGetResult,
+    ConversationGrepParams,
+    ConversationGrepResult,
+    ConversationIdParams,
+    ConversationListParams,
+    ConversationListResult,
+    ConversationUpdateParams,
+    ConversationUpdateResult,
+)
+from jpd.protocol.daemon_requests import DaemonStatusResult, DaemonStopResult
 from jpd.protocol.errors import InvalidClientResult
+from jpd.protocol.initialize import InitializeParams, InitializeResult
+from jpd.protocol.model_requests import ModelListParams, ModelListResult
+from jpd.protocol.tool_requests import (
+    ToolCallParams,
+    ToolCallResult,
+    ToolListParams,
+    ToolListResult,
+)
 from jpd.protocol.turn_events import TurnEventParams, TurnLaggedParams
+from jpd.protocol.turn_requests import (
+    TurnAttachParams,
+    TurnAttachResult,
+    TurnCancelParams,
+    TurnCancelResult,
+    TurnChangesParams,
+    TurnChangesResult,
+    TurnDetachParams,
+    TurnDetachResult,
+    TurnListResult,
+    TurnResumeParams,
+    TurnResumeResult,
+    TurnStartParams,
+    TurnStartResult,
+    TurnUndoParams,
+    TurnUndoResult,
+    TurnWaitParams,
+    TurnWaitResult,
+)
 
 Direction = Literal[
     "client_request", "client_notification", "server_request", "server_notification"
@@ -93,49 +136,47 @@ class CancelRequestParams(WireModel):
 
 # --- client to server ----------------------------------------------------------------
 
-INITIALIZE = ClientRequest("initialize", c.InitializeParams, c.InitializeResult)
-INITIALIZED = ClientNotification("initialized", c.NoParams)
-SHUTDOWN = ClientRequest[c.NoParams, WireModel]("shutdown", c.NoParams, None)
-EXIT = ClientNotification("exit", c.NoParams)
+INITIALIZE = ClientRequest("initialize", InitializeParams, InitializeResult)
+INITIALIZED = ClientNotification("initialized", NoParams)
+SHUTDOWN = ClientRequest[NoParams, WireModel]("shutdown", NoParams, None)
+EXIT = ClientNotification("exit", NoParams)
 CANCEL_REQUEST = ClientNotification("$/cancelRequest", CancelRequestParams)
-TURN_START = ClientRequest("turn/start", c.TurnStartParams, c.TurnStartResult)
-TURN_CANCEL = ClientRequest("turn/cancel", c.TurnCancelParams, c.TurnCancelResult)
-TURN_RESUME = ClientRequest("turn/resume", c.TurnResumeParams, c.TurnResumeResult)
-TURN_WAIT = ClientRequest("turn/wait", c.TurnWaitParams, c.TurnWaitResult)
-TURN_ATTACH = ClientRequest("turn/attach", c.TurnAttachParams, c.TurnAttachResult)
-TURN_DETACH = ClientRequest("turn/detach", c.TurnDetachParams, c.TurnDetachResult)
-TURN_LIST = ClientRequest("turn/list", c.NoParams, c.TurnListResult)
-TURN_UNDO = ClientRequest("turn/undo", c.TurnUndoParams, c.TurnUndoResult)
-TURN_CHANGES = ClientRequest("turn/changes", c.TurnChangesParams, c.TurnChangesResult)
-MODEL_LIST = ClientRequest("model/list", c.ModelListParams, c.ModelListResult)
-CONFIG_SHOW = ClientRequest("config/show", c.ConfigShowParams, c.ConfigShowResult)
+TURN_START = ClientRequest("turn/start", TurnStartParams, TurnStartResult)
+TURN_CANCEL = ClientRequest("turn/cancel", TurnCancelParams, TurnCancelResult)
+TURN_RESUME = ClientRequest("turn/resume", TurnResumeParams, TurnResumeResult)
+TURN_WAIT = ClientRequest("turn/wait", TurnWaitParams, TurnWaitResult)
+TURN_ATTACH = ClientRequest("turn/attach", TurnAttachParams, TurnAttachResult)
+TURN_DETACH = ClientRequest("turn/detach", TurnDetachParams, TurnDetachResult)
+TURN_LIST = ClientRequest("turn/list", NoParams, TurnListResult)
+TURN_UNDO = ClientRequest("turn/undo", TurnUndoParams, TurnUndoResult)
+TURN_CHANGES = ClientRequest("turn/changes", TurnChangesParams, TurnChangesResult)
+MODEL_LIST = ClientRequest("model/list", ModelListParams, ModelListResult)
+CONFIG_SHOW = ClientRequest("config/show", ConfigShowParams, ConfigShowResult)
 CONVERSATION_LIST = ClientRequest(
-    "conversation/list", c.ConversationListParams, c.ConversationListResult
+    "conversation/list", ConversationListParams, ConversationListResult
 )
 CONVERSATION_UPDATE = ClientRequest(
-    "conversation/update", c.ConversationUpdateParams, c.ConversationUpdateResult
+    "conversation/update", ConversationUpdateParams, ConversationUpdateResult
 )
 CONVERSATION_FORK = ClientRequest(
-    "conversation/fork", c.ConversationForkParams, c.ConversationForkResult
+    "conversation/fork", ConversationForkParams, ConversationForkResult
 )
 CONVERSATION_GREP = ClientRequest(
-    "conversation/grep", c.ConversationGrepParams, c.ConversationGrepResult
+    "conversation/grep", ConversationGrepParams, ConversationGrepResult
 )
-CONVERSATION_GET = ClientRequest(
-    "conversation/get", c.ConversationIdParams, c.ConversationGetResult
-)
+CONVERSATION_GET = ClientRequest("conversation/get", ConversationIdParams, ConversationGetResult)
 CONVERSATION_DELETE = ClientRequest(
-    "conversation/delete", c.ConversationIdParams, c.ConversationDeleteResult
+    "conversation/delete", ConversationIdParams, ConversationDeleteResult
 )
 CONVERSATION_COMPACT = ClientRequest(
-    "conversation/compact", c.ConversationCompactParams, c.ConversationCompactResult
+    "conversation/compact", ConversationCompactParams, ConversationCompactResult
 )
-TOOL_LIST = ClientRequest("tool/list", c.ToolListParams, c.ToolListResult)
-TOOL_CALL = ClientRequest("tool/call", c.ToolCallParams, c.ToolCallResult)
-INQUIRY_LIST = ClientRequest("inquiry/list", c.NoParams, s.InquiryListResult)
+TOOL_LIST = ClientRequest("tool/list", ToolListParams, ToolListResult)
+TOOL_CALL = ClientRequest("tool/call", ToolCallParams, ToolCallResult)
+INQUIRY_LIST = ClientRequest("inquiry/list", NoParams, s.InquiryListResult)
 INQUIRY_ANSWER = ClientRequest("inquiry/answer", s.InquiryAnswerParams, s.InquiryAnswerResult)
-DAEMON_STATUS = ClientRequest("daemon/status", c.NoParams, c.DaemonStatusResult)
-DAEMON_STOP = ClientRequest("daemon/stop", c.NoParams, c.DaemonStopResult)
+DAEMON_STATUS = ClientRequest("daemon/status", NoParams, DaemonStatusResult)
+DAEMON_STOP = ClientRequest("daemon/stop", NoParams, DaemonStopResult)
 
 # --- server to client ----------------------------------------------------------------
 

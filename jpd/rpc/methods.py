@@ -16,12 +16,56 @@ from typing import Any
 from jpd import __version__
 from jpd.core.daemon import Daemon
 from jpd.llm.registry import KNOWN
-from jpd.protocol import client_requests as wire
 from jpd.protocol import method_table as mt
-from jpd.protocol.base import WireModel
+from jpd.protocol.base import NoParams, WireModel
 from jpd.protocol.client_port import ClientCapabilities
+from jpd.protocol.config_requests import ConfigEntry, ConfigShowParams, ConfigShowResult
+from jpd.protocol.conversation_requests import (
+    ConversationCompactParams,
+    ConversationDeleteResult,
+    ConversationForkParams,
+    ConversationGrepParams,
+    ConversationIdParams,
+    ConversationListParams,
+    ConversationListResult,
+    ConversationUpdateParams,
+    ConversationUpdateResult,
+)
+from jpd.protocol.daemon_requests import DaemonStatusResult, DaemonStopResult
 from jpd.protocol.errors import InvalidParams, WrongDaemon
+from jpd.protocol.initialize import (
+    InitializeParams,
+    InitializeResult,
+    ServerCapabilities,
+    ServerInfo,
+)
+from jpd.protocol.model_requests import ModelListParams, ModelListResult, ProviderStatus
 from jpd.protocol.server_requests import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
+from jpd.protocol.tool_requests import (
+    ToolCallParams,
+    ToolCallResult,
+    ToolInfo,
+    ToolListParams,
+    ToolListResult,
+)
+from jpd.protocol.turn_requests import (
+    TurnAttachParams,
+    TurnAttachResult,
+    TurnCancelParams,
+    TurnCancelResult,
+    TurnChangesParams,
+    TurnDetachParams,
+    TurnDetachResult,
+    TurnListResult,
+    TurnResumeParams,
+    TurnResumeResult,
+    TurnStartParams,
+    TurnStartResult,
+    TurnUndoParams,
+    TurnUndoResult,
+    TurnWaitParams,
+    TurnWaitResult,
+)
 from jpd.rpc.pygls_private import EncodedResult
 from jpd.rpc.session import Session
 
@@ -33,7 +77,7 @@ InstantHandler = Callable[[Daemon, Session, Any], WireModel | None]
 Incoming = mt.ClientRequest[Any, Any] | mt.ClientNotification[Any]
 
 
-async def initialize(daemon: Daemon, session: Session, p: wire.InitializeParams) -> WireModel:
+async def initialize(daemon: Daemon, session: Session, p: InitializeParams) -> WireModel:
     """Record the client's capabilities; may be sent again to update them."""
     caps = p.capabilities
     session.capabilities_ = ClientCapabilities(
@@ -49,9 +93,9 @@ async def initialize(daemon: Daemon, session: Session, p: wire.InitializeParams)
     session.client_name = p.client_info.name
     session.initialized = True
     daemon.client_ready(session)
-    return wire.InitializeResult(
-        server_info=wire.ServerInfo(version=__version__),
-        capabilities=wire.ServerCapabilities(methods=_METHOD_NAMES, providers=list(KNOWN)),
+    return InitializeResult(
+        server_info=ServerInfo(version=__version__),
+        capabilities=ServerCapabilities(methods=_METHOD_NAMES, providers=list(KNOWN)),
     )
 
 
@@ -59,21 +103,21 @@ def _same_dir(a: str, b: Path) -> bool:
     return os.path.realpath(os.path.expanduser(a)) == os.path.realpath(b)
 
 
-async def initialized(daemon: Daemon, session: Session, p: wire.NoParams) -> None:
+async def initialized(daemon: Daemon, session: Session, p: NoParams) -> None:
     """Acknowledgement of `initialize`; nothing to do."""
 
 
-async def shutdown(daemon: Daemon, session: Session, p: wire.NoParams) -> None:
+async def shutdown(daemon: Daemon, session: Session, p: NoParams) -> None:
     """After this, requests get -32600 and `exit` ends the connection with code 0."""
     session.shutdown_requested = True
 
 
-async def exit_(daemon: Daemon, session: Session, p: wire.NoParams) -> None:
+async def exit_(daemon: Daemon, session: Session, p: NoParams) -> None:
     """End the connection: exit code 0 after `shutdown`, 1 otherwise."""
     session.close(0 if session.shutdown_requested else 1)
 
 
-async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) -> WireModel:
+async def turn_start(daemon: Daemon, session: Session, p: TurnStartParams) -> WireModel:
     """Start a turn in the daemon and return its ids at once."""
     if not p.persist and p.conversation_id is not None and not p.create:
         raise InvalidParams("persist: false is for a new conversation only")
@@ -99,36 +143,36 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
     except Exception:  # the turn runs already: a note about keys must not fail it
         log.exception("config warnings")
         warnings = []
-    return wire.TurnStartResult(
+    return TurnStartResult(
         conversation_id=info.conversation_id, turn_id=info.turn_id, config_warnings=warnings or None
     )
 
 
-async def turn_cancel(daemon: Daemon, session: Session, p: wire.TurnCancelParams) -> WireModel:
+async def turn_cancel(daemon: Daemon, session: Session, p: TurnCancelParams) -> WireModel:
     """Cancel a running turn (False if it is not running)."""
-    return wire.TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
+    return TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
 
 
-async def turn_resume(daemon: Daemon, session: Session, p: wire.TurnResumeParams) -> WireModel:
+async def turn_resume(daemon: Daemon, session: Session, p: TurnResumeParams) -> WireModel:
     """Continue an interrupted turn under its id and return at once (protocol.md 5.21)."""
     info = await daemon.resume_turn(
         session, p.conversation_id, p.turn_id, detached=p.detached, environment=p.environment
     )
-    return wire.TurnResumeResult(conversation_id=info.conversation_id, turn_id=info.turn_id)
+    return TurnResumeResult(conversation_id=info.conversation_id, turn_id=info.turn_id)
 
 
-async def turn_wait(daemon: Daemon, session: Session, p: wire.TurnWaitParams) -> WireModel:
+async def turn_wait(daemon: Daemon, session: Session, p: TurnWaitParams) -> WireModel:
     """Wait until a running turn ends (cancelling this request leaves the turn running)."""
     stop = await daemon.wait_turn(p.turn_id)
-    return wire.TurnWaitResult(turn_id=p.turn_id, stop_reason=stop)
+    return TurnWaitResult(turn_id=p.turn_id, stop_reason=stop)
 
 
-async def turn_attach(daemon: Daemon, session: Session, p: wire.TurnAttachParams) -> WireModel:
+async def turn_attach(daemon: Daemon, session: Session, p: TurnAttachParams) -> WireModel:
     """Subscribe to a conversation's events, replaying those after `fromSeq`."""
     session.on_attach(p.conversation_id)
     last, oldest = await daemon.attach(session, p.conversation_id, p.from_seq)
     running = [t for t in daemon.running_turns() if t.conversation_id == p.conversation_id]
-    return wire.TurnAttachResult(
+    return TurnAttachResult(
         conversation_id=p.conversation_id,
         last_seq=last,
         oldest_seq=oldest,
@@ -136,43 +180,43 @@ async def turn_attach(daemon: Daemon, session: Session, p: wire.TurnAttachParams
     )
 
 
-async def turn_detach(daemon: Daemon, session: Session, p: wire.TurnDetachParams) -> WireModel:
+async def turn_detach(daemon: Daemon, session: Session, p: TurnDetachParams) -> WireModel:
     """Stop receiving a conversation's events; its turns keep running."""
-    return wire.TurnDetachResult(detached=daemon.detach(session, p.conversation_id))
+    return TurnDetachResult(detached=daemon.detach(session, p.conversation_id))
 
 
-async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
+async def turn_list(daemon: Daemon, session: Session, p: NoParams) -> WireModel:
     """Running turns, then resumable ones, and pending inquiries."""
-    return wire.TurnListResult(
+    return TurnListResult(
         turns=await daemon.list_turns(), inquiries=await daemon.pending_inquiries()
     )
 
 
-def turn_list_now(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel | None:
+def turn_list_now(daemon: Daemon, session: Session, p: NoParams) -> WireModel | None:
     """`turn_list` at once (None during the start-up recovery: then `turn_list` waits)."""
     turns = daemon.listed_turns()
     if turns is None:  # also in a fleet, where the store is read (`turn_list`)
         return None
-    return wire.TurnListResult(turns=turns, inquiries=daemon.pending_inquiries_here())
+    return TurnListResult(turns=turns, inquiries=daemon.pending_inquiries_here())
 
 
-def turn_cancel_now(daemon: Daemon, session: Session, p: wire.TurnCancelParams) -> WireModel:
+def turn_cancel_now(daemon: Daemon, session: Session, p: TurnCancelParams) -> WireModel:
     """`turn_cancel`, which never waits."""
-    return wire.TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
+    return TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
 
 
-async def turn_undo(daemon: Daemon, session: Session, p: wire.TurnUndoParams) -> WireModel:
+async def turn_undo(daemon: Daemon, session: Session, p: TurnUndoParams) -> WireModel:
     """Restore the files a turn changed; record that in the conversation."""
     done = await daemon.undo_turn(p.conversation_id, p.turn_id)
-    return wire.TurnUndoResult(turn_id=done.turn_id, restored=done.restored, removed=done.removed)
+    return TurnUndoResult(turn_id=done.turn_id, restored=done.restored, removed=done.removed)
 
 
-async def turn_changes(daemon: Daemon, session: Session, p: wire.TurnChangesParams) -> WireModel:
+async def turn_changes(daemon: Daemon, session: Session, p: TurnChangesParams) -> WireModel:
     """The files a turn changed, with their text before it."""
     return await daemon.turn_changes(p.conversation_id, p.turn_id)
 
 
-async def config_show(daemon: Daemon, session: Session, p: wire.ConfigShowParams) -> WireModel:
+async def config_show(daemon: Daemon, session: Session, p: ConfigShowParams) -> WireModel:
     """The effective config, one leaf per entry, with the layer it came from."""
     renv = daemon.request_env(session, p.environment)
     overrides = p.config
@@ -181,25 +225,25 @@ async def config_show(daemon: Daemon, session: Session, p: wire.ConfigShowParams
 
         overrides = deep_merge(await daemon.configs.named(renv, p.config_files), p.config or {})
     rows, warnings = await daemon.configs.show(renv, overrides)
-    return wire.ConfigShowResult(
+    return ConfigShowResult(
         entries=[
-            wire.ConfigEntry(key=key, value=value, origin=origin, redacted=redacted)
+            ConfigEntry(key=key, value=value, origin=origin, redacted=redacted)
             for key, value, origin, redacted in rows
         ],
         warnings=warnings,
     )
 
 
-async def model_list(daemon: Daemon, session: Session, p: wire.ModelListParams) -> WireModel:
+async def model_list(daemon: Daemon, session: Session, p: ModelListParams) -> WireModel:
     """Providers (usable or why not), the default model and the aliases."""
     from jpd.llm.registry import key_variable
 
     cfg, statuses = await daemon.list_models(session, p.environment)
-    return wire.ModelListResult(
+    return ModelListResult(
         default_model=cfg.assistant.model.id,
         aliases=dict(cfg.aliases),
         providers=[
-            wire.ProviderStatus(
+            ProviderStatus(
                 name=name,
                 available=problem is None,
                 key_variable=key_variable(cfg, name),
@@ -212,37 +256,37 @@ async def model_list(daemon: Daemon, session: Session, p: wire.ModelListParams) 
 
 
 async def conversation_list(
-    daemon: Daemon, session: Session, p: wire.ConversationListParams
+    daemon: Daemon, session: Session, p: ConversationListParams
 ) -> WireModel:
     """The stored conversations `p` selects, pinned then most recently updated first."""
-    return wire.ConversationListResult(conversations=await daemon.list_conversations(p))
+    return ConversationListResult(conversations=await daemon.list_conversations(p))
 
 
 async def conversation_update(
-    daemon: Daemon, session: Session, p: wire.ConversationUpdateParams
+    daemon: Daemon, session: Session, p: ConversationUpdateParams
 ) -> WireModel:
     """Change a conversation's title, labels, archived, pinned or expiry (5.26)."""
     if p.add_attachments:  # read once now: a missing file is an error here, not later
         await daemon.check_attachments(session, p.add_attachments, p.environment)
-    return wire.ConversationUpdateResult(conversation=await daemon.organize.update(p))
+    return ConversationUpdateResult(conversation=await daemon.organize.update(p))
 
 
 async def conversation_fork(
-    daemon: Daemon, session: Session, p: wire.ConversationForkParams
+    daemon: Daemon, session: Session, p: ConversationForkParams
 ) -> WireModel:
     """A new conversation carrying a copy of some or all turns of another (5.27)."""
     return await daemon.organize.fork(p)
 
 
 async def conversation_grep(
-    daemon: Daemon, session: Session, p: wire.ConversationGrepParams
+    daemon: Daemon, session: Session, p: ConversationGrepParams
 ) -> WireModel:
     """Matching message lines across conversations (5.28)."""
     return await daemon.organize.grep(p)
 
 
 async def conversation_get(
-    daemon: Daemon, session: Session, p: wire.ConversationIdParams
+    daemon: Daemon, session: Session, p: ConversationIdParams
 ) -> EncodedResult:
     """A conversation's persisted events."""
     events = await daemon.get_conversation(p.conversation_id)
@@ -254,26 +298,26 @@ async def conversation_get(
 
 
 async def conversation_delete(
-    daemon: Daemon, session: Session, p: wire.ConversationIdParams
+    daemon: Daemon, session: Session, p: ConversationIdParams
 ) -> WireModel:
     """Delete a conversation and its log."""
     await daemon.delete_conversation(p.conversation_id)
-    return wire.ConversationDeleteResult(deleted=True)
+    return ConversationDeleteResult(deleted=True)
 
 
 async def conversation_compact(
-    daemon: Daemon, session: Session, p: wire.ConversationCompactParams
+    daemon: Daemon, session: Session, p: ConversationCompactParams
 ) -> WireModel:
     """Compact a conversation now (protocol.md 5.25)."""
     return await daemon.compact_conversation(session, p.conversation_id, p.instructions)
 
 
-async def tool_list(daemon: Daemon, session: Session, p: wire.ToolListParams) -> WireModel:
+async def tool_list(daemon: Daemon, session: Session, p: ToolListParams) -> WireModel:
     """The effective tools (enabled or not) with their JSON schemas."""
     tools = await daemon.list_tools(session, p.environment)
-    return wire.ToolListResult(
+    return ToolListResult(
         tools=[
-            wire.ToolInfo(
+            ToolInfo(
                 name=t.name,
                 source=t.source,
                 server=t.mcp.server if t.mcp else None,
@@ -290,15 +334,15 @@ async def tool_list(daemon: Daemon, session: Session, p: wire.ToolListParams) ->
     )
 
 
-async def tool_call(daemon: Daemon, session: Session, p: wire.ToolCallParams) -> WireModel:
+async def tool_call(daemon: Daemon, session: Session, p: ToolCallParams) -> WireModel:
     """Run one tool outside a turn; questions and permissions are asked as in a turn."""
     content, is_error = await daemon.call_tool(
         session, p.name, p.arguments, p.conversation_id, p.detached, p.environment
     )
-    return wire.ToolCallResult(content=content, is_error=is_error)
+    return ToolCallResult(content=content, is_error=is_error)
 
 
-async def inquiry_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
+async def inquiry_list(daemon: Daemon, session: Session, p: NoParams) -> WireModel:
     """Questions and permission requests waiting for an answer."""
     return InquiryListResult(inquiries=await daemon.pending_inquiries())
 
@@ -311,13 +355,13 @@ async def inquiry_answer(daemon: Daemon, session: Session, p: InquiryAnswerParam
     return InquiryAnswerResult(accepted=True)
 
 
-async def daemon_status(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
+async def daemon_status(daemon: Daemon, session: Session, p: NoParams) -> WireModel:
     """The daemon process: pid, version, uptime, socket, clients, running turns."""
     from jpd.config import user_config_path
 
     host = session.host
     assert host is not None  # the boundary always sets one
-    return wire.DaemonStatusResult(
+    return DaemonStatusResult(
         pid=os.getpid(),
         version=__version__,
         uptime=round(host.uptime(), 3),
@@ -330,13 +374,13 @@ async def daemon_status(daemon: Daemon, session: Session, p: wire.NoParams) -> W
     )
 
 
-async def daemon_stop(daemon: Daemon, session: Session, p: wire.NoParams) -> WireModel:
+async def daemon_stop(daemon: Daemon, session: Session, p: NoParams) -> WireModel:
     """Stop the daemon: running turns are cancelled and recorded, then it exits 0."""
     host = session.host
     assert host is not None
     turns = daemon.running_turns()
     host.request_stop(session)
-    return wire.DaemonStopResult(cancelled_turns=turns)
+    return DaemonStopResult(cancelled_turns=turns)
 
 
 HANDLERS: dict[Incoming, Handler] = {

@@ -11,8 +11,8 @@ from jpd.config import Config
 from jpd.config.tools import ToolConfig
 from jpd.inquiry.answer_tool import ANSWER_INQUIRY_TOOL
 from jpd.llm.base import ToolDefinition
-from jpd.protocol.client_requests import ToolToggle
 from jpd.protocol.errors import ConfigInvalid, InvalidParams
+from jpd.protocol.turn_requests import ToolToggle
 from jpd.tools.builtin import BuiltinRegistry, BuiltinTool
 from jpd.tools.schema import parameters_to_schema
 

@@ -19,9 +19,9 @@ import pytest
 from jpd.config import Config, load_config, parse_assignment
 from jpd.config.loader import validate_layer
 from jpd.conversation import events as ev
-from jpd.protocol.client_requests import ToolToggle
 from jpd.protocol.errors import InvalidParams
 from jpd.protocol.question import BooleanAnswer, SelectAnswer, TextAnswer
+from jpd.protocol.turn_requests import ToolToggle
 from jpd.tools.builtin import BuiltinContext, default_registry
 from jpd.tools.builtin.ask_user import DESCRIPTION, AskUser, build_question
 from jpd.tools.catalog import EffectiveTool, build_catalog

@@ -11,8 +11,8 @@ from jpd.config.config import Config
 from jpd.config.errors import ConfigError
 from jpd.config.merge import merge_models
 from jpd.mcp.model import McpToolInfo, ServerListing
-from jpd.protocol.client_requests import ToolToggle
 from jpd.protocol.errors import ConfigInvalid
+from jpd.protocol.turn_requests import ToolToggle
 from jpd.tools.builtin import default_registry
 from jpd.tools.catalog import build_catalog
 

@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 
 from jpd.core.request_env import PATH_SELECTORS, request_env
-from jpd.protocol.client_requests import ClientEnvironment
+from jpd.protocol.environment import ClientEnvironment
 from jpd.tools.peer_rule import LinuxProc, Peer, ProcStat, judge
 
 DAEMON, UID = 100, 1000

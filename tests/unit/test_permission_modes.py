@@ -11,8 +11,8 @@ import pytest
 from jpd.conversation import events as ev
 from jpd.conversation.resume import plan_resume
 from jpd.core.turn_tools import make_coordinator
-from jpd.protocol.client_requests import TurnStartParams
 from jpd.protocol.modes import PermissionMode
+from jpd.protocol.turn_requests import TurnStartParams
 from jpd.tools.coordinator import Coordinator
 from tests.unit.fakes import Clients, FakeBackend, FakeLink, FakeLog, replies
 from tests.unit.test_coordinator import Asker, call, effective

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from jpd.core import prompt_images
-from jpd.protocol.client_requests import ImageInput
 from jpd.protocol.errors import InvalidParams
+from jpd.protocol.turn_requests import ImageInput
 
 PNG = base64.b64encode(b"png bytes").decode()
 

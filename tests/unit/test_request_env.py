@@ -14,7 +14,8 @@ from jpd.config import Config
 from jpd.core.request_env import request_env
 from jpd.llm.errors import ProviderUnavailable
 from jpd.llm.registry import ProviderRegistry
-from jpd.protocol.client_requests import ClientEnvironment, TurnStartParams
+from jpd.protocol.environment import ClientEnvironment
+from jpd.protocol.turn_requests import TurnStartParams
 from jpd.rpc.listener import default_socket_path
 
 DAEMON = {"JP_CONFIG": "/daemon.toml", "ANTHROPIC_API_KEY": "daemon-key"}

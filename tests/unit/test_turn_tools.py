@@ -14,7 +14,7 @@ import pytest
 
 import jpd.config.cache as cache_module
 from jpd.core.daemon import Daemon
-from jpd.protocol.client_requests import ToolToggle
+from jpd.protocol.turn_requests import ToolToggle
 from jpd.settings import Settings
 from tests.unit.fakes import FakeLink
 
