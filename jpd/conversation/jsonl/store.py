@@ -23,12 +23,9 @@ thousands of conversations holds neither their files nor their state.
 from __future__ import annotations
 
 import builtins
-import contextlib
-import io
 import logging
 import os
 import shutil
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
@@ -47,25 +44,21 @@ from jpd.conversation.events import (
     unknown_value,
 )
 from jpd.conversation.gc_pause import gc_paused
-from jpd.conversation.jsonl.state import LogState, LogStates
+from jpd.conversation.jsonl.log_files import LogFiles
+from jpd.conversation.jsonl.no_fleet import NoFleet
 from jpd.conversation.jsonl.turn_lock import TurnLock, last_turn, try_lock
 from jpd.conversation.logfile import (
     count_lines,
     encode_sanitized,
-    ends_with_newline,
-    fsync_dir,
     fsync_file,
     parse_log,
 )
 from jpd.conversation.metadata import (
     ConversationMeta,
     MetaRecord,
-    load_record,
-    write_record,
 )
 from jpd.conversation.paths import (
     EVENTS_FILE,
-    METADATA_FILE,
     InvalidConversationId,
     default_data_dir,
     is_valid_id,
@@ -89,7 +82,7 @@ __all__ = [
 ]
 
 
-class ConversationStore:
+class ConversationStore(NoFleet):
     """Conversations under `root/conversations/`; see the module docstring.
 
     Log handles are opened lazily on first append and kept open until `release`,
@@ -99,17 +92,13 @@ class ConversationStore:
     def __init__(self, root: Path, max_open: int = 64) -> None:
         self._root = Path(root)
         self._dir = self._root / "conversations"
-        self._states = LogStates(max_open)
+        self._files = LogFiles(self._dir, max_open)
+        self._states = self._files.states
 
     @property
     def root(self) -> Path:
         """The data dir this store was created with."""
         return self._root
-
-    @property
-    def takeover_interval(self) -> float | None:
-        """None: a turn lock dies with its daemon; start-up recovery covers the rest."""
-        return None
 
     @staticmethod
     def new_conversation_id() -> str:
@@ -173,7 +162,7 @@ class ConversationStore:
         data = (dump_event(event) + "\n").encode()
         with self._states.locked(cid) as state:
             if state.fh is None:
-                fh = self._open(cid, state)
+                fh = self._files.open_log(cid, state)
             else:
                 fh = state.fh
                 self._states.track_handle(cid, state)
@@ -203,7 +192,7 @@ class ConversationStore:
                 except FileNotFoundError:
                     raise ConversationNotFound(cid) from None
             if state.dir_sync_pending:
-                self._fsync_entries(cid)
+                self._files.fsync_entries(cid)
                 state.dir_sync_pending = False
 
     def sync_entries(self, conversation_id: str) -> None:
@@ -218,7 +207,7 @@ class ConversationStore:
         with self._states.locked(cid) as state:
             if not state.dir_sync_pending:
                 return
-        self._fsync_entries(cid)
+        self._files.fsync_entries(cid)
         with self._states.locked(cid) as state:
             state.dir_sync_pending = False
 
@@ -229,7 +218,7 @@ class ConversationStore:
         result is passed through `sanitize` unless `sanitized=False` (e.g. to show the
         log of a turn still running, where unanswered tool calls are expected).
         """
-        data, source = self._read(validate_id(conversation_id))
+        data, source = self._files.read_log(validate_id(conversation_id))
         with gc_paused(count_lines(data)):  # see gc_pause: no collector pauses for others
             events = parse_log(data, source)
             return sanitize(events) if sanitized else events
@@ -240,7 +229,7 @@ class ConversationStore:
         What `sanitize` keeps as it was is sent as the line read from disk (no
         decode/re-encode); only events it adds or changes are encoded.
         """
-        return encode_sanitized(*self._read(validate_id(conversation_id)))
+        return encode_sanitized(*self._files.read_log(validate_id(conversation_id)))
 
     def delete(self, conversation_id: str) -> None:
         """Remove a conversation's directory; raise `ConversationNotFound` if absent."""
@@ -257,7 +246,7 @@ class ConversationStore:
         """The conversation's summary, rebuilt from the log if metadata.json is stale."""
         cid = validate_id(conversation_id)
         with self._states.locked(cid) as state:
-            self._ensure_loaded(cid, state)
+            self._files.ensure_loaded(cid, state)
             record = state.record(cid)
         return ConversationMeta.model_validate(record.model_dump(exclude={"log_size"}))
 
@@ -270,7 +259,7 @@ class ConversationStore:
         """
         cid = validate_id(conversation_id)
         with self._states.locked(cid) as state:
-            self._settle(cid, state, fsync=False)
+            self._files.settle(cid, state, fsync=False)
 
     def close(self) -> None:
         """Flush, fsync and close every open log, writing pending metadata.
@@ -279,7 +268,7 @@ class ConversationStore:
         """
         for cid in self._states:  # a snapshot of the ids
             with self._states.locked(cid) as state:
-                self._settle(cid, state, fsync=True)
+                self._files.settle(cid, state, fsync=True)
 
     # --- turns: the lease is a `flock` (see `turn_lock`); the scans are tail reads
 
@@ -294,36 +283,6 @@ class ConversationStore:
     def last_turn(self, conversation_id: str) -> tuple[bool, TurnStart | None]:
         """See `port.ConversationStorage.last_turn`: one tail read of the log."""
         return last_turn(self.conversation_dir(conversation_id) / EVENTS_FILE)
-
-    def share_blobs(self, conversation_id: str) -> None:
-        """Nothing to do: blobs are files beside the log."""
-
-    def fetch_blobs(self, conversation_id: str) -> None:
-        """Nothing to do: blobs are files beside the log."""
-
-    def turns_elsewhere(self) -> builtins.list[tuple[str, TurnStart]]:
-        """[]: turns of another process on this data dir are not listed (as before)."""
-        return []
-
-    def claimable_turns(self) -> builtins.list[str]:
-        """A `flock` dies with its daemon: recovery at start-up closes what it left."""
-        return []
-
-    def limits_model_calls(self, provider: str) -> bool:
-        """A daemon alone has no fleet-wide limits."""
-        return False
-
-    def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
-        """No limit: nothing to hold."""
-        return None
-
-    def turn_stream(self) -> None:
-        """None: one daemon owns a data dir; its clients follow its turns directly."""
-        return None
-
-    def question_board(self) -> None:
-        """None: one daemon owns a data dir, its questions are its own."""
-        return None
 
     def scan_turns(self) -> Iterator[tuple[str, bool, TurnStart | None]]:
         """`last_turn` of each conversation directory, one tail read each."""
@@ -346,67 +305,6 @@ class ConversationStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-    # --- internals (the `_open`/`_ensure_loaded`/`_write_meta` caller holds state.lock)
-
-    def _read(self, cid: str) -> tuple[bytes, str]:
-        """The bytes of a conversation's log, and its path (for warnings)."""
-        path = self._dir / cid / EVENTS_FILE
-        with self._states.locked(cid):  # never read half of a line being appended
-            try:
-                return path.read_bytes(), str(path)
-            except FileNotFoundError:
-                raise ConversationNotFound(cid) from None
-
-    def _settle(self, cid: str, state: LogState, *, fsync: bool) -> None:
-        if state.fh is not None and fsync:
-            with contextlib.suppress(OSError):
-                state.fh.flush()
-                os.fsync(state.fh.fileno())
-        self._states.close_handle(cid, state)
-        if state.dirty and state.loaded and (self._dir / cid).is_dir():
-            self._write_meta(cid, state)
-        if not (self._dir / cid).is_dir():
-            state.dirty = state.dir_sync_pending = False  # deleted: nothing left to write
-
-    def _fsync_entries(self, cid: str) -> None:
-        fsync_dir(self._dir / cid)  # the log's entry
-        fsync_dir(self._dir)  # the conversation directory's entry
-
-    def _open(self, cid: str, state: LogState) -> io.BufferedWriter:
-        self._ensure_loaded(cid, state)
-        path = self._dir / cid / EVENTS_FILE
-        fh = open(path, "ab")  # noqa: SIM115 - kept open across appends, see _track_handle
-        try:
-            # A crash may have left a torn last line: start the next event on a fresh line.
-            if state.log_size > 0 and not ends_with_newline(path):
-                fh.write(b"\n")
-                fh.flush()
-                state.log_size += 1
-                state.dirty = True
-        except BaseException:
-            fh.close()
-            raise
-        state.fh = fh
-        self._states.track_handle(cid, state)
-        return fh
-
-    def _ensure_loaded(self, cid: str, state: LogState) -> None:
-        if state.loaded:
-            return
-        found = load_record(self._dir / cid, cid)
-        if found is None:
-            raise ConversationNotFound(cid)
-        record, stored = found
-        state.adopt(record)
-        if stored:
-            state.dirty = False
-        else:
-            self._write_meta(cid, state)
-
-    def _write_meta(self, cid: str, state: LogState) -> None:
-        path = self._dir / cid / METADATA_FILE
-        state.dirty = not write_record(path, state.record(cid))
 
     # Defined last: inside the class body this name shadows the builtin `list`.
     def list(self) -> builtins.list[ConversationMeta]:
