@@ -14,7 +14,7 @@ import pytest
 from jpcli import paths
 from jpcli import trust as cli_trust
 from jpcli.__main__ import main
-from jpcli.acp.agent import _absolute
+from jpcli.acp.inputs import absolute_path
 from jpcli.daemon import SocketDaemon
 
 from jpd.config.loader import workspace_config_path
@@ -80,6 +80,6 @@ def test_every_client_names_the_workspace_file_the_daemon_reads(
     daemon_reads = workspace_config_path(Path(SocketDaemon().workspace_root))
     assert daemon_reads == sub / ".jp" / "config.toml"
     assert cli_trust.workspace_config(os.getcwd()) == str(daemon_reads)
-    assert workspace_config_path(Path(_absolute(str(sub)))) == daemon_reads  # jp acp
+    assert workspace_config_path(Path(absolute_path(str(sub)))) == daemon_reads  # jp acp
     assert main(["config", "path"]) == 0
     assert f"workspace: {daemon_reads}  (absent)" in capsys.readouterr().out

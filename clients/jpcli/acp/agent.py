@@ -6,6 +6,10 @@ replays a conversation and follows it, `session/resume` follows it without repla
 `session/list` lists conversations (newest first, by workspace), `session/prompt`
 runs a turn in the daemon and streams it, `session/cancel` cancels it. Turns run in
 the daemon: when the editor goes away they go on, and `jp attach` follows them.
+
+The agent routes each ACP method; the work is in `capabilities` (`initialize`),
+`replay` (`session/load`), `prompting` (`session/prompt`'s turn), `control` (requests
+of no session) and `daemon_errors` (the daemon's failures as the editor's errors).
 """
 
 from __future__ import annotations
@@ -15,9 +19,8 @@ import logging
 import os
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError
+from acp import RequestError
 from acp.schema import (
-    AgentCapabilities,
     ClientCapabilities,
     CloseSessionResponse,
     ConfigOptionUpdate,
@@ -27,67 +30,32 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
-    McpCapabilities,
     NewSessionResponse,
-    PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
-    SessionAdditionalDirectoriesCapabilities,
-    SessionCapabilities,
-    SessionCloseCapabilities,
-    SessionDeleteCapabilities,
-    SessionInfo,
-    SessionListCapabilities,
-    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
 
-from jpcli import __version__
 from jpcli.acp import commands, session_info
 from jpcli.acp import link as daemon_link
 from jpcli.acp.asking import answer_types
-from jpcli.acp.images import image_reader
-from jpcli.acp.inputs import mcp_config, prompt_images, prompt_text
+from jpcli.acp.capabilities import declares_forms, declares_usage, initialize_response
+from jpcli.acp.control import Control
+from jpcli.acp.daemon_errors import BUSY, RESOURCE_NOT_FOUND, request_error
+from jpcli.acp.inputs import absolute_path, additional_roots, mcp_config, prompt_text
 from jpcli.acp.lines import DELETE_ROUTE
-from jpcli.acp.link import DaemonLink, LinkClosed, LinkError
+from jpcli.acp.link import LinkClosed, LinkError
 from jpcli.acp.live_output import declares_terminal_output
+from jpcli.acp.prompting import cancel_turn, run_turn, turn_start_params
+from jpcli.acp.replay import replay
 from jpcli.acp.session import Editor, Session, new_session_id
 from jpcli.acp.trusting import offer_trust
-from jpcli.acp.updates import history
 from jpcli.daemon import DaemonError
-from jpcli.remote import remote_from_env, request_environment
-from jpcli.rpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from jpcli.remote import request_environment
+from jpcli.rpc import INTERNAL_ERROR, METHOD_NOT_FOUND
 
 log = logging.getLogger(__name__)
-
-BUSY = -32005  # the daemon's code for "the conversation already has a running turn"
-RESOURCE_NOT_FOUND = -32002  # ACP's code for an unknown session
-CONVERSATION_NOT_FOUND = -32001  # the daemon's (protocol.md 11)
-
-
-def _error(exc: LinkError | DaemonError | LinkClosed) -> RequestError:
-    """A daemon failure as the JSON-RPC error the editor gets."""
-    if isinstance(exc, LinkError):
-        # The daemon's "no such conversation" is ACP's "resource not found".
-        code = RESOURCE_NOT_FOUND if exc.code == CONVERSATION_NOT_FOUND else exc.code
-        return RequestError(code, exc.message, exc.data)
-    return RequestError(INTERNAL_ERROR, f"jpd: {exc}")
-
-
-def _absolute(cwd: str) -> str:
-    if not os.path.isabs(cwd):
-        raise RequestError(INVALID_PARAMS, f"cwd must be an absolute path, got {cwd!r}")
-    return _normal(cwd)
-
-
-def _normal(path: str) -> str:
-    return os.path.normpath(path)
-
-
-def _roots(kwargs: dict[str, Any]) -> list[str]:
-    """A session request's `additionalDirectories`: absolute, else -32602."""
-    return [_absolute(path) for path in kwargs.get("additional_directories") or []]
 
 
 class JpAgent:
@@ -102,7 +70,7 @@ class JpAgent:
         """The editor declared `_meta.usage`: `session/prompt` answers carry `usage`."""
         self.sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._control: DaemonLink | None = None
+        self._control = Control(environ)
         self._trust_asked: set[str] = set()
 
     def on_connect(self, conn: Any) -> None:
@@ -117,28 +85,10 @@ class JpAgent:
         **kwargs: Any,
     ) -> InitializeResponse:
         """Negotiate the version and declare what the bridge does."""
-        elicitation = client_capabilities.elicitation if client_capabilities else None
-        self.forms = elicitation is not None and elicitation.form is not None
+        self.forms = declares_forms(client_capabilities)
         self.terminal_output = declares_terminal_output(client_capabilities)
-        meta = getattr(client_capabilities, "field_meta", None)
-        self.usage = isinstance(meta, dict) and meta.get("usage") is True
-        return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
-            agent_capabilities=AgentCapabilities(
-                load_session=True,
-                # Images: the daemon refuses them, clearly, for a model without images.
-                prompt_capabilities=PromptCapabilities(embedded_context=True, image=True),
-                mcp_capabilities=McpCapabilities(http=True, sse=False),
-                session_capabilities=SessionCapabilities(
-                    list=SessionListCapabilities(),
-                    resume=SessionResumeCapabilities(),
-                    close=SessionCloseCapabilities(),
-                    delete=SessionDeleteCapabilities(),
-                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
-                ),
-            ),
-            agent_info=Implementation(name="jp", title="jp (jpd)", version=__version__),
-        )
+        self.usage = declares_usage(client_capabilities)
+        return initialize_response(protocol_version)
 
     # --- sessions -------------------------------------------------------------------
 
@@ -147,9 +97,9 @@ class JpAgent:
     ) -> NewSessionResponse:
         """A new conversation in the workspace `cwd` (created by the first prompt)."""
         config = mcp_config(mcp_servers)
-        session = await self._open(new_session_id(), _absolute(cwd), exists=False)
+        session = await self._open(new_session_id(), absolute_path(cwd), exists=False)
         session.config = config
-        session.extra_roots = _roots(kwargs)
+        session.extra_roots = additional_roots(kwargs)
         self._announce(session)
         return NewSessionResponse(
             session_id=session.session_id,
@@ -162,9 +112,9 @@ class JpAgent:
     ) -> LoadSessionResponse:
         """Replay the whole conversation as `session/update`s, then follow it live."""
         config = mcp_config(mcp_servers)
-        session = await self._open(session_id, _absolute(cwd), exists=True)
+        session = await self._open(session_id, absolute_path(cwd), exists=True)
         session.config = config
-        session.extra_roots = _roots(kwargs)
+        session.extra_roots = additional_roots(kwargs)
         session.held = []
         try:
             attached = await session.daemon.request(
@@ -175,25 +125,8 @@ class JpAgent:
             )
         except (LinkError, LinkClosed) as exc:
             await self._forget(session)
-            raise _error(exc) from None
-        hidden = await self._hidden_tools(session)
-        events = stored.get("events", [])
-        session.choices.restore(events)  # what the conversation last ran with
-        running = [t["turnId"] for t in attached.get("runningTurns", [])]
-        held, session.held = session.held, None
-        live = [e for e in held if e.get("turnId") in running]
-        has_start = any((e.get("event") or {}).get("kind") == "turn_started" for e in live)
-        if running and has_start:
-            # The running turn's persisted part is shown from the replay buffer instead,
-            # deltas included: cut the log after that turn's user message.
-            cut = next(
-                (i for i, e in enumerate(events) if e.get("turn_id") == running[0]), len(events)
-            )
-            events = events[: cut + 2]
-        reader = image_reader(await self._data_dir(), session_id)
-        await session.send(history(events, hidden, session.translator.ids, reader))
-        for params in live if has_start else []:
-            await session.forward(params)
+            raise request_error(exc) from None
+        await replay(session, attached, stored, self._control.data_dir)
         self._announce(session)
         return LoadSessionResponse(
             config_options=session.choices.options(), modes=session.choices.modes()
@@ -205,9 +138,9 @@ class JpAgent:
         """Follow the conversation again, without replaying it; a turn the daemon was
         stopped during is continued (`turn/resume`, protocol.md 5.21) and shown live."""
         config = mcp_config(mcp_servers)
-        session = await self._open(session_id, _absolute(cwd), exists=True)
+        session = await self._open(session_id, absolute_path(cwd), exists=True)
         session.config = config
-        session.extra_roots = _roots(kwargs)
+        session.extra_roots = additional_roots(kwargs)
         try:
             await session.daemon.request("turn/attach", {"conversationId": session_id})
             listed = await session.daemon.request("turn/list")
@@ -230,7 +163,7 @@ class JpAgent:
             )
         except (LinkError, LinkClosed) as exc:
             await self._forget(session)
-            raise _error(exc) from None
+            raise request_error(exc) from None
         session.choices.restore(stored.get("events", []))
         self._announce(session)
         return ResumeSessionResponse(
@@ -257,38 +190,14 @@ class JpAgent:
             if session.live_turn is not None or session.prompt is not None:
                 raise RequestError(BUSY, f"session {session_id} has a running turn")
             await self._forget(session)
-        try:
-            control = await self._control_link()
-            await control.request("conversation/delete", {"conversationId": session_id})
-        except (LinkError, LinkClosed, DaemonError) as exc:
-            raise _error(exc) from None
-
-    async def _control_link(self) -> DaemonLink:
-        """The connection for requests of no session (list, delete)."""
-        if self._control is None or self._control.closed.is_set():
-            self._control = await daemon_link.connect(os.getcwd(), {}, environ=self.environ)
-        return self._control
+        await self._control.delete(session_id)
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
         """Conversations with a known workspace, newest first, of `cwd` when given."""
-        wanted = _absolute(cwd) if cwd is not None else None
-        try:
-            listed = await (await self._control_link()).request("conversation/list")
-        except (LinkError, LinkClosed, DaemonError) as exc:
-            raise _error(exc) from None
-        sessions = [
-            SessionInfo(
-                session_id=c["conversationId"],
-                cwd=c["workspace"],
-                title=c.get("title") or None,
-                updated_at=c.get("updatedAt"),
-            )
-            for c in listed.get("conversations", [])
-            if c.get("workspace") and (wanted is None or _normal(c["workspace"]) == wanted)
-        ]
-        return ListSessionsResponse(sessions=sessions)
+        wanted = absolute_path(cwd) if cwd is not None else None
+        return ListSessionsResponse(sessions=await self._control.sessions(wanted))
 
     # --- turns ----------------------------------------------------------------------
 
@@ -308,48 +217,8 @@ class JpAgent:
         if command is not None:
             await commands.run(session, *command)
             return PromptResponse(stop_reason="end_turn")
-        params: dict[str, Any] = {
-            "message": message,
-            "conversationId": session_id,
-            # As `jp` does (protocol.md 5.5): the turn runs with the environment the
-            # editor started the bridge with, in the session's workspace.
-            "environment": self._environment(session),
-        }
-        if not session.exists:
-            params["create"] = True
-        images = prompt_images(prompt)
-        if images:
-            params["images"] = images
-        chosen = session.choices.turn_params()
-        config = {**session.config, **chosen.pop("config", {})}
-        params.update(chosen)
-        if config:
-            params["config"] = config
-        waiting: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        session.prompt, session.prompt_turn, session.cancel_requested = waiting, None, False
-        try:
-            try:
-                started = await session.daemon.request("turn/start", params)
-            except (LinkError, LinkClosed) as exc:
-                raise _error(exc) from None
-            session.exists = True
-            session.prompt_turn = started["turnId"]
-            session.settle(started["turnId"])
-            if session.cancel_requested:
-                await self._cancel_turn(session, started["turnId"])
-            closed = asyncio.ensure_future(session.daemon.closed.wait())
-            try:
-                await asyncio.wait({waiting, closed}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                closed.cancel()
-            if not waiting.done():
-                raise RequestError(INTERNAL_ERROR, "jpd closed the connection during the turn")
-            try:
-                ended = waiting.result()
-            except LinkClosed as exc:
-                raise _error(exc) from None
-        finally:
-            session.prompt = None
+        params = turn_start_params(session, message, prompt, self._environment(session))
+        ended = await run_turn(session, params)
         await session_info.send_title(session)
         if ended.stop_reason == "error":
             raise RequestError(INTERNAL_ERROR, f"the turn failed: {ended.error}")
@@ -367,7 +236,7 @@ class JpAgent:
         if turn_id is None:
             session.cancel_requested = session.prompt is not None  # turn/start still on its way
             return
-        await self._cancel_turn(session, turn_id)
+        await cancel_turn(session, turn_id)
 
     # --- config options ---------------------------------------------------------------
 
@@ -421,34 +290,6 @@ class JpAgent:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _data_dir(self) -> str | None:
-        """The daemon's data folder when it is on this machine (images of a replay)."""
-        if remote_from_env(self.environ or os.environ) is not None:
-            return None
-        try:
-            status = await (await self._control_link()).request("daemon/status")
-        except (LinkError, LinkClosed, DaemonError) as exc:
-            log.warning("daemon/status failed; replayed images are not shown: %s", exc)
-            return None
-        data_dir = status.get("dataDir") if isinstance(status, dict) else None
-        return data_dir if isinstance(data_dir, str) else None
-
-    async def _hidden_tools(self, session: Session) -> frozenset[str]:
-        """Names of the tools not to show in a replay (`style.hidden`); none when the
-        workspace's config cannot be read (the replay must not fail over it)."""
-        try:
-            tools = await session.daemon.request("tool/list")
-        except (LinkError, LinkClosed) as exc:
-            log.warning("tool/list failed, replaying every tool call: %s", exc)
-            return frozenset()
-        return frozenset(t["name"] for t in tools.get("tools", []) if t.get("hidden"))
-
-    async def _cancel_turn(self, session: Session, turn_id: str) -> None:
-        try:
-            await session.daemon.request("turn/cancel", {"turnId": turn_id})
-        except (LinkError, LinkClosed) as exc:
-            log.warning("turn/cancel failed: %s", exc)
-
     def _session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None:
@@ -485,7 +326,7 @@ class JpAgent:
                 session.cwd, capabilities, environ=self.environ, configure=session.configure
             )
         except (LinkError, LinkClosed, DaemonError) as exc:
-            raise _error(exc) from None
+            raise request_error(exc) from None
 
     async def _reconnect(self, session: Session) -> None:
         """A new daemon connection for a session whose daemon went away (stopped, or
@@ -496,7 +337,7 @@ class JpAgent:
             try:
                 await session.daemon.request("turn/attach", {"conversationId": session.session_id})
             except (LinkError, LinkClosed) as exc:
-                raise _error(exc) from None
+                raise request_error(exc) from None
 
     async def _forget(self, session: Session) -> None:
         self.sessions.pop(session.session_id, None)
@@ -506,5 +347,4 @@ class JpAgent:
         """Close every daemon connection (the editor went away); turns keep running."""
         for session in list(self.sessions.values()):
             await self._forget(session)
-        if self._control is not None:
-            await self._control.close()
+        await self._control.close()

@@ -1,8 +1,10 @@
 """What an editor sends with a session or a prompt, as the daemon takes it: the editor's
-MCP servers as `turn/start` config, and the prompt's content blocks as the message."""
+MCP servers as `turn/start` config, the prompt's content blocks as the message, and the
+session's workspace and additional directories as absolute paths."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from acp import RequestError
@@ -76,3 +78,15 @@ def prompt_images(blocks: list[Any]) -> list[dict[str, str]]:
         for block in blocks
         if isinstance(block, ImageContentBlock)
     ]
+
+
+def absolute_path(cwd: str) -> str:
+    """A session's `cwd` (or additional directory), normalized: absolute, else -32602."""
+    if not os.path.isabs(cwd):
+        raise RequestError(INVALID_PARAMS, f"cwd must be an absolute path, got {cwd!r}")
+    return os.path.normpath(cwd)
+
+
+def additional_roots(kwargs: dict[str, Any]) -> list[str]:
+    """A session request's `additionalDirectories`: absolute, else -32602."""
+    return [absolute_path(path) for path in kwargs.get("additional_directories") or []]
