@@ -17,9 +17,10 @@ from jpd.conversation.port import (
     ConversationExists,
     ConversationNotFound,
     ConversationStorage,
+    StoreUnreachable,
 )
 from jpd.core.hub import EventHub
-from jpd.protocol.errors import Busy, InvalidParams, NotFound
+from jpd.protocol.errors import Busy, InvalidParams, NotFound, StoreUnavailableError
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 
 if TYPE_CHECKING:
@@ -52,8 +53,10 @@ class Conversations:
         self.store = store
         self._hub = hub
         self._busy = busy
-        # Message histories of recently used conversations, extended by their turns.
+        # Message histories of recently used conversations, extended by their turns;
+        # none in a fleet, where the next turn may have run on another member.
         self.histories: OrderedDict[str, MessageHistory] = OrderedDict()
+        self._keep_histories = store.takeover_interval is None
         # Conversation id -> its interrupted last turn (protocol.md 12.4), found by the
         # start-up scan and kept up to date, so `turn/list` reads no log.
         self.resumable: dict[str, TurnInfo] = {}
@@ -129,6 +132,8 @@ class Conversations:
             raise NotFound(str(exc)) from exc
 
     def remember_history(self, conversation_id: str, history: MessageHistory) -> None:
+        if not self._keep_histories:
+            return
         self.histories[conversation_id] = history
         self.histories.move_to_end(conversation_id)
         while len(self.histories) > HISTORY_CACHE:
@@ -194,9 +199,20 @@ class Conversations:
             raise InvalidParams(f"conversation {conversation_id} already exists") from None
         except ConversationNotFound as exc:  # deleted as soon as created
             raise NotFound(str(exc)) from exc
+        except StoreUnreachable as exc:
+            raise StoreUnavailableError(str(exc)) from None
         if lock is None:
             raise Busy(f"conversation {conversation_id} has a turn running in another jpd")
         return lock
+
+    async def create_unlocked(self, conversation_id: str) -> None:
+        """Create a new conversation whose turn waits in a fleet's queue."""
+        try:
+            await anyio.to_thread.run_sync(self.store.create, conversation_id)
+        except ConversationExists:
+            raise InvalidParams(f"conversation {conversation_id} already exists") from None
+        except StoreUnreachable as exc:
+            raise StoreUnavailableError(str(exc)) from None
 
     async def sync_entries(self, conversation_id: str) -> None:
         """Make a new conversation's directory entries durable, in a worker thread: the
@@ -214,6 +230,8 @@ class Conversations:
             lock = await anyio.to_thread.run_sync(lock_turn, self.store, conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
+        except StoreUnreachable as exc:
+            raise StoreUnavailableError(str(exc)) from None
         if lock is None:
             raise Busy(f"conversation {conversation_id} has a turn running in another jpd")
         return lock

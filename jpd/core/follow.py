@@ -95,15 +95,23 @@ class Followers:
         self._cursors: dict[str, int] = {}
         self._pulling = anyio.Lock()  # one reader at a time: nothing relayed twice
 
-    async def follow(self, conversation_id: str) -> None:
-        """A client attached: relay what the conversation's turn streamed so far, then
-        what it streams next."""
+    async def follow(self, conversation_id: str, *, replay: bool = True) -> None:
+        """A client attached: relay what the conversation's turn streamed so far (not
+        with `replay` False: a turn queued now, whose events are all to come), then what
+        it streams next."""
         if conversation_id not in self._cursors:
             await self._hub.prepare(conversation_id)  # its seq mark, off the event loop
         if conversation_id not in self._cursors:
             self._cursors[conversation_id] = 0
             self._stream.follow(conversation_id)
-        await self._pull(conversation_id)  # all the store has now, for a replay
+        if replay:
+            await self._pull(conversation_id)  # all the store has now, for a replay
+            return
+        async with self._pulling:  # an earlier turn's rows are skipped
+            after = self._cursors.get(conversation_id, 0)
+            rows = await anyio.to_thread.run_sync(self._stream.read, conversation_id, after)
+            if rows:
+                self._cursors[conversation_id] = rows[-1][0]
 
     async def run(self) -> None:
         while True:

@@ -105,8 +105,9 @@ async def turn_start(daemon: Daemon, session: Session, p: wire.TurnStartParams) 
 
 
 async def turn_cancel(daemon: Daemon, session: Session, p: wire.TurnCancelParams) -> WireModel:
-    """Cancel a running turn (False if it is not running)."""
-    return wire.TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
+    """Cancel a running turn (False if it is not running); in a fleet, also one queued or
+    running on another member."""
+    return wire.TurnCancelResult(cancelled=await daemon.cancel_turn_anywhere(p.turn_id))
 
 
 async def turn_resume(daemon: Daemon, session: Session, p: wire.TurnResumeParams) -> WireModel:
@@ -156,9 +157,11 @@ def turn_list_now(daemon: Daemon, session: Session, p: wire.NoParams) -> WireMod
     return wire.TurnListResult(turns=turns, inquiries=daemon.pending_inquiries_here())
 
 
-def turn_cancel_now(daemon: Daemon, session: Session, p: wire.TurnCancelParams) -> WireModel:
-    """`turn_cancel`, which never waits."""
-    return wire.TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
+def turn_cancel_now(daemon: Daemon, session: Session, p: wire.TurnCancelParams) -> WireModel | None:
+    """`turn_cancel`, which never waits (None: in a fleet, a turn not running here)."""
+    if daemon.cancel_turn(p.turn_id):
+        return wire.TurnCancelResult(cancelled=True)
+    return None if daemon.queue is not None else wire.TurnCancelResult(cancelled=False)
 
 
 async def turn_undo(daemon: Daemon, session: Session, p: wire.TurnUndoParams) -> WireModel:

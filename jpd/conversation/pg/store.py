@@ -38,6 +38,7 @@ from jpd.conversation.paths import validate_id
 from jpd.conversation.pg import attributes, blobs
 from jpd.conversation.pg.lease import CLAIM_SQL, SEQ_BLOCK, PgLease
 from jpd.conversation.pg.questions import PgQuestionBoard
+from jpd.conversation.pg.queue import PIN_OK, PgTurnQueue
 from jpd.conversation.pg.rows import (
     APPEND_SQL,
     META_COLUMNS,
@@ -56,6 +57,7 @@ from jpd.conversation.port import (
     ConversationExists,
     ConversationNotFound,
     LeaseLost,
+    StoreUnreachable,
 )
 from jpd.conversation.sanitize import sanitize
 
@@ -66,6 +68,8 @@ RETRY_FOR = 30.0
 """Seconds an operation without a lease retries a lost connection (a restart)."""
 PIN_GRACE = 3
 """Lease TTLs during which an expired turn with a workspace is left to its own host."""
+START_WAIT = 5.0
+"""Seconds a turn's start waits for an unreachable store before it is refused."""
 
 
 class PgStore:
@@ -116,6 +120,8 @@ class PgStore:
         self._writer = OrderedWriter()
         self._slots = ModelSlots(url, provider_limits or {})
         self._queued = queued_appends
+        self.start_wait = START_WAIT
+        self._queue = PgTurnQueue(self, PIN_GRACE * lease_ttl)
         """The daemon's appends (from its event loop) return once queued; else each
         append returns once written, raising what failed."""
 
@@ -133,8 +139,22 @@ class PgStore:
         """Often enough that a turn is taken over within a second or so of its expiry."""
         return min(1.0, self.lease_ttl / 3)
 
+    def run(self, work: Callable[[psycopg.Connection[Any]], T], retry_for: float = RETRY_FOR) -> T:
+        """`work` on a pooled connection, retried for up to `retry_for` s while the
+        database is unreachable (for the store's parts: the queue)."""
+        return self._run(work, retry_for)
+
     def _run(self, work: Callable[[psycopg.Connection[Any]], T], retry_for: float = RETRY_FOR) -> T:
-        """`work` on a pooled connection, retried while the database is unreachable."""
+        """`work` on a pooled connection, retried while the database is unreachable; then
+        `StoreUnreachable` when the wait was short (a request's)."""
+        try:
+            return self._retried(work, retry_for)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            if retry_for >= RETRY_FOR or isinstance(exc, psycopg.errors.QueryCanceled):
+                raise
+            raise StoreUnreachable(f"the conversation store cannot be reached: {exc}") from exc
+
+    def _retried(self, work: Callable[[psycopg.Connection[Any]], T], retry_for: float) -> T:
         until = time.monotonic() + retry_for
         pause = 0.05
         while True:
@@ -161,7 +181,8 @@ class PgStore:
                 "INSERT INTO jpd_conversations (id, created_at, updated_at) VALUES (%s, %s, %s) "
                 "ON CONFLICT DO NOTHING RETURNING id",
                 (cid, stamp, stamp),
-            ).fetchone()
+            ).fetchone(),
+            retry_for=START_WAIT,
         )
         if row is None:
             raise ConversationExists(f"conversation already exists: {cid}")
@@ -216,7 +237,7 @@ class PgStore:
         # take the turn over, and this one must stop writing.
         budget = RETRY_FOR if lease is None else max(0.1, lease.deadline - time.monotonic())
         try:
-            self._run(write, retry_for=budget)
+            self._retried(write, budget)
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             if lease is not None and not lease.check():
                 raise LeaseLost(cid, str(exc)) from exc
@@ -324,6 +345,7 @@ class PgStore:
         for lease in builtins.list(self._leases.values()):
             lease.release()
         self._stream.close()
+        self._queue.close()
         self._pool.close()
 
     def conversation_dir(self, conversation_id: str) -> Path:
@@ -334,12 +356,30 @@ class PgStore:
     def lock_turn(self, conversation_id: str) -> PgLease | None:
         cid = validate_id(conversation_id)
         started = time.monotonic()
-        params = {"cid": cid, "holder": self.holder, "ttl": self.lease_ttl, "block": SEQ_BLOCK}
-        row = self._run(lambda conn: conn.execute(CLAIM_SQL.encode(), params).fetchone())
+        params = self.claim_params(cid, queued=False)
+        # A bounded wait: `turn/start` during an outage answers within seconds.
+        row = self._run(
+            lambda conn: conn.execute(CLAIM_SQL.encode(), params).fetchone(), retry_for=START_WAIT
+        )
         if row is None:
             if not self.exists(cid):
                 raise ConversationNotFound(cid)
             return None
+        return self.hold(cid, row, started)
+
+    def claim_params(self, cid: str, *, queued: bool) -> dict[str, Any]:
+        """The parameters of `lease.CLAIM_SQL` for this member."""
+        return {
+            "cid": cid,
+            "holder": self.holder,
+            "ttl": self.lease_ttl,
+            "block": SEQ_BLOCK,
+            "queued": queued,
+        }
+
+    def hold(self, cid: str, row: tuple[Any, ...], started: float) -> PgLease:
+        """The lease `CLAIM_SQL` returned `row` for (claimed at `started`, monotonic),
+        renewed from now on and fencing this member's appends."""
         self._writer.forget(cid)  # a new holder: an earlier holder's write error is not its
         lease = PgLease(
             self._pool,
@@ -405,6 +445,9 @@ class PgStore:
     def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
         return self._slots.acquire(provider, stop)
 
+    def turn_queue(self) -> PgTurnQueue:
+        return self._queue
+
     def turn_stream(self) -> PgTurnStream:
         return self._stream
 
@@ -418,10 +461,7 @@ class PgStore:
         rows = self._run(
             lambda conn: conn.execute(
                 "SELECT id FROM jpd_conversations WHERE turn_open "
-                "AND (lease_holder IS NULL OR lease_expires < now()) "
-                "AND (lease_holder IS NULL OR (last_start::jsonb ->> 'workspace') IS NULL "
-                "     OR left(lease_holder, length(%(host)s) + 1) = %(host)s || ':' "
-                "     OR lease_expires < now() - make_interval(secs => %(grace)s))",
+                f"AND (lease_holder IS NULL OR lease_expires < now()) AND {PIN_OK}",
                 {"host": self.host, "grace": PIN_GRACE * self.lease_ttl},
             ).fetchall()
         )
