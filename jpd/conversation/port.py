@@ -199,6 +199,22 @@ class TurnQueueStore(Protocol):
 
 
 @runtime_checkable
+class CommitMarks(Protocol):
+    """A store whose appends are committed after `append` returns (a fleet's): each
+    has a mark, and the daemon can wait until they are committed."""
+
+    def unwritten(self, conversation_id: str) -> int | None:
+        """The mark of the conversation's newest append not yet committed; None: all
+        are (or none will be: its writes stopped)."""
+
+    def when_written(
+        self, conversation_id: str, mark: int, callback: Callable[[int, bool], None]
+    ) -> None:
+        """`callback(done, ok)` (from any thread) once the appends up to `mark` are
+        committed (ok), or the writes stopped at `done` short of it (not ok)."""
+
+
+@runtime_checkable
 class QueueingStorage(Protocol):
     """A store with a turn queue (a fleet's)."""
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
-from jpd.conversation.port import QueueingStorage
+from jpd.conversation.port import CommitMarks, QueueingStorage
 from jpd.conversation.replay import ReplayFiles
 from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
@@ -72,6 +72,10 @@ class Daemon:
         self.hub = EventHub(
             replay_files, replay_limit=self._replay_limit, replay_bytes=self._replay_bytes
         )
+        if isinstance(self.store, CommitMarks):  # a fleet's: clients see what is stored
+            from jpd.core.append_gate import AppendGate
+
+            self.hub.gate = AppendGate(self.store, self.hub.send_held)
         self._links: dict[int, ClientLink] = {}
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
         self._stopping = False

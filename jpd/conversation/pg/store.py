@@ -117,7 +117,7 @@ class PgStore:
             self._pool.close()
             raise
         self._stream = PgTurnStream(self._run, url, self.holder)
-        self._writer = OrderedWriter()
+        self._writer = OrderedWriter(self._write)
         self._slots = ModelSlots(url, provider_limits or {})
         self._queued = queued_appends
         self.start_wait = START_WAIT
@@ -218,20 +218,22 @@ class PgStore:
         }
 
         if not self._queued and not self._writer.pending(cid):
-            self._write(lease, params)  # nothing queued before it: written here
+            self._write(lease, [params])  # nothing queued before it: written here
             return
-        self._writer.submit(cid, functools.partial(self._write, lease), params)
+        self._writer.submit(cid, lease, params)
         if not self._queued:
             self._writer.written(cid)
 
-    def _write(self, lease: PgLease | None, params: dict[str, Any]) -> None:
-        """One append, on the conversation's writer thread (`writer.OrderedWriter`)."""
-        cid = params["cid"]
+    def _write(self, lease: PgLease | None, batch: builtins.list[dict[str, Any]]) -> None:
+        """Appends of one conversation in one transaction, on its writer thread
+        (`writer.OrderedWriter`); retried whole (each is appended at most once)."""
+        cid = batch[0]["cid"]
 
         def write(conn: psycopg.Connection[Any]) -> None:
-            if conn.execute(APPEND_SQL.encode(), params).fetchone() is not None:
-                return
-            self._refused(conn, cid, params)
+            with conn.transaction():
+                for params in batch:
+                    if conn.execute(APPEND_SQL.encode(), params).fetchone() is None:
+                        self._refused(conn, cid, params)
 
         # With a lease, retry only while it is held: past its deadline another daemon may
         # take the turn over, and this one must stop writing.
@@ -250,6 +252,18 @@ class PgStore:
     def written(self, conversation_id: str) -> None:
         """Wait until the conversation's appends are written; raise what failed."""
         self._writer.written(validate_id(conversation_id))
+
+    def unwritten(self, conversation_id: str) -> int | None:
+        """The mark of the conversation's newest append not yet committed (None: all
+        are, or none will be); see `writer.OrderedWriter`."""
+        return self._writer.unwritten(conversation_id)
+
+    def when_written(
+        self, conversation_id: str, mark: int, callback: Callable[[int, bool], None]
+    ) -> None:
+        """`callback(done, ok)` once the appends up to `mark` are committed (from any
+        thread)."""
+        self._writer.when_written(conversation_id, mark, callback)
 
     def _refused(self, conn: psycopg.Connection[Any], cid: str, params: dict[str, Any]) -> None:
         """Why an append inserted nothing: a retry of one that did (fine), a missing
