@@ -103,7 +103,8 @@ class Followers:
             await self._hub.prepare(conversation_id)  # its seq mark, off the event loop
         if conversation_id not in self._cursors:
             self._cursors[conversation_id] = 0
-            self._stream.follow(conversation_id)
+            # It wakes the listener (a database round trip): off the event loop.
+            await anyio.to_thread.run_sync(self._stream.follow, conversation_id)
         if replay:
             await self._pull(conversation_id)  # all the store has now, for a replay
             return

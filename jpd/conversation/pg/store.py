@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from jpd.conversation import events as ev
 from jpd.conversation.attributes import Attributes
@@ -162,7 +162,9 @@ class PgStore:
                 with self._pool.connection(timeout=max(0.1, until - time.monotonic())) as conn:
                     return work(conn)
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                if isinstance(exc, psycopg.errors.QueryCanceled) or time.monotonic() >= until:
+                if isinstance(exc, psycopg.errors.QueryCanceled | PoolClosed):
+                    raise  # canceled, or this store closed (the daemon stops): no retry
+                if time.monotonic() >= until:
                     raise
                 log.warning("store unreachable (%s); retrying", exc)
             except Exception as exc:
@@ -229,11 +231,17 @@ class PgStore:
         (`writer.OrderedWriter`); retried whole (each is appended at most once)."""
         cid = batch[0]["cid"]
 
+        def append(conn: psycopg.Connection[Any]) -> None:
+            for params in batch:
+                if conn.execute(APPEND_SQL.encode(), params).fetchone() is None:
+                    self._refused(conn, cid, params)
+
         def write(conn: psycopg.Connection[Any]) -> None:
+            if len(batch) == 1:  # one statement: its own transaction, no BEGIN/COMMIT trips
+                append(conn)
+                return
             with conn.transaction():
-                for params in batch:
-                    if conn.execute(APPEND_SQL.encode(), params).fetchone() is None:
-                        self._refused(conn, cid, params)
+                append(conn)
 
         # With a lease, retry only while it is held: past its deadline another daemon may
         # take the turn over, and this one must stop writing.
