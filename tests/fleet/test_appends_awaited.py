@@ -35,15 +35,14 @@ async def test_a_client_sees_no_event_before_the_appends_before_it_are_committed
         started = await client.request("turn/start", {"message": "stream"})
         turn, cid = started["turnId"], started["conversationId"]
         await wait_for(lambda: len(client.turn_events(turn)) > 10, "the turn to stream")
-        with psycopg.connect(pg_url) as blocker:
-            with blocker.transaction():
-                blocker.execute("SELECT 1 FROM jpd_conversations WHERE id = %s FOR UPDATE", (cid,))
-                await wait_for(lambda: writer_waits(pg_url), "the next append to wait")
-                # The write waits: whatever the client has now is all it gets until then.
-                seen = len(client.turn_events(turn))
-                stored_now = len(stored(pg_url, cid))
-                await asyncio.sleep(1.0)  # the turn streams on meanwhile
-                assert len(client.turn_events(turn)) == seen
+        with psycopg.connect(pg_url) as blocker, blocker.transaction():
+            blocker.execute("SELECT 1 FROM jpd_conversations WHERE id = %s FOR UPDATE", (cid,))
+            await wait_for(lambda: writer_waits(pg_url), "the next append to wait")
+            # The write waits: whatever the client has now is all it gets until then.
+            seen = len(client.turn_events(turn))
+            stored_now = len(stored(pg_url, cid))
+            await asyncio.sleep(1.0)  # the turn streams on meanwhile
+            assert len(client.turn_events(turn)) == seen
             # Committed: the rest follows.
         completed = await client.wait_completed(turn)
         assert completed["event"]["stopReason"] == "end_turn"
