@@ -1,4 +1,3 @@
-# ruff: noqa: ASYNC110, ASYNC220, ASYNC240 - a bench driver: it polls and blocks on purpose
 """Which psycopg driver for the fleet store (docs/scale.md, section 4): the synchronous
 pool on worker threads (built) against `AsyncConnectionPool` on the event loop, on a
 throwaway Postgres 15. `python -m bench.pg_driver`; not in the default run.
