@@ -110,7 +110,7 @@ class Daemon:
         if stream is not None:  # a fleet member: clients here follow turns of others
             from jpd.core.follow import Followers, Relay
 
-            relay = Relay(stream)
+            relay = Relay(stream, self.store.share_blobs)
             self.turns.relay = relay
             self.followers = Followers(stream, self.hub, self.turns.busy)
             task_group.start_soon(relay.run)

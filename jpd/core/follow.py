@@ -34,12 +34,17 @@ _ids = itertools.count(-1_000_000, -1)  # below real clients' and taken-over tur
 
 
 class Relay:
-    """A pseudo-client that streams the events of this member's turns to the store."""
+    """A pseudo-client that streams the events of this member's turns to the store, and
+    shares a conversation's blobs (`share`) once one of its tool calls ended: the file
+    snapshots a member taking the turn over needs for `turn/undo`, were this one to die
+    mid-turn."""
 
-    def __init__(self, stream: TurnStream) -> None:
+    def __init__(self, stream: TurnStream, share: Callable[[str], None] | None = None) -> None:
         self._stream = stream
+        self._share = share
         self._id = next(_ids)
         self._batches: dict[tuple[str, str], list[str]] = {}
+        self._tools_ended: set[str] = set()
 
     @property
     def link_id(self) -> int:
@@ -66,6 +71,8 @@ class Relay:
         wire = notification.wire
         key = (str(wire["conversationId"]), str(wire["turnId"]))
         self._batches.setdefault(key, []).append(json.dumps(wire, separators=(",", ":")))
+        if wire["event"].get("kind") == "tool_result":
+            self._tools_ended.add(key[0])
 
     async def request(self, method: Any, params: Any) -> Any:
         raise ConnectionLost("the relay answers nothing")
@@ -77,12 +84,23 @@ class Relay:
 
     async def flush(self) -> None:
         batches, self._batches = self._batches, {}
+        shared, self._tools_ended = self._tools_ended, set()
         if not batches:
             return
         try:  # one transaction for all the turns running here
             await anyio.to_thread.run_sync(self._stream.publish_all, batches)
         except Exception as exc:  # followers miss these; the log has the outcome
             log.warning("could not stream events of %d turns: %s", len(batches), exc)
+        if self._share is not None and shared:
+            await anyio.to_thread.run_sync(self._share_all, shared)
+
+    def _share_all(self, conversation_ids: set[str]) -> None:
+        assert self._share is not None
+        for conversation_id in conversation_ids:
+            try:
+                self._share(conversation_id)
+            except Exception as exc:  # shared again when the turn ends
+                log.warning("could not share the files of %s: %s", conversation_id, exc)
 
 
 class Followers:

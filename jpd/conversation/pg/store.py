@@ -258,8 +258,16 @@ class PgStore:
         return self._writer.pending(conversation_id)
 
     def written(self, conversation_id: str) -> None:
-        """Wait until the conversation's appends are written; raise what failed."""
-        self._writer.written(validate_id(conversation_id))
+        """Wait until the conversation's appends are written (raise what failed), and
+        share its new blobs: a turn's tools run only once what it did so far, the file
+        snapshots of its earlier tools included, is in the store (a member taking the
+        turn over undoes them)."""
+        cid = validate_id(conversation_id)
+        self._writer.written(cid)
+        try:
+            self.share_blobs(cid)
+        except (psycopg.Error, OSError) as exc:  # shared again when the turn ends
+            log.warning("could not share the files of %s: %s", cid, exc)
 
     def unwritten(self, conversation_id: str) -> int | None:
         """The mark of the conversation's newest append not yet committed (None: all
