@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 QUEUED = "(queued)"
 """The lease holder of a conversation whose turn waits in the queue."""
 CHANNEL = "jpd_queue"
+CANCEL_TTL = "interval '1 minute'"
 PIN_OK = """(lease_holder IS NULL OR (last_start::jsonb ->> 'workspace') IS NULL
      OR left(lease_holder, length(%(host)s) + 1) = %(host)s || ':'
      OR lease_expires < now() - make_interval(secs => %(grace)s))"""
@@ -67,6 +68,12 @@ SELECT %(turn)s WHERE EXISTS (SELECT 1 FROM jpd_turn_queue WHERE turn_id = %(tur
                AND (last_start::jsonb ->> 'turn_id') = %(turn)s)
 ON CONFLICT DO NOTHING
 RETURNING 1
+"""
+
+
+_CANCELS = f"""
+WITH moot AS (DELETE FROM jpd_turn_cancels WHERE asked_at < now() - {CANCEL_TTL})
+SELECT turn_id FROM jpd_turn_cancels WHERE asked_at >= now() - {CANCEL_TTL}
 """
 
 
@@ -153,18 +160,17 @@ class PgTurnQueue:
         return self._store.run(work, retry_for=self._store.start_wait)
 
     def cancels(self) -> list[str]:
+        # A cancellation nobody acted on within a minute is moot (the turn ended, or its
+        # member is gone): dropped, so that stale rows cost no claims.
         rows = self._store.run(
-            lambda conn: conn.execute("SELECT turn_id FROM jpd_turn_cancels").fetchall(),
-            retry_for=1.0,
+            lambda conn: conn.execute(_CANCELS.encode()).fetchall(), retry_for=1.0
         )
         return [str(row[0]) for row in rows]
 
     def cancelled(self, turn_id: str) -> None:
         self._store.run(
             lambda conn: conn.execute(
-                "DELETE FROM jpd_turn_cancels WHERE turn_id = %s OR asked_at < now() - "
-                "interval '1 hour'",
-                (turn_id,),
+                "DELETE FROM jpd_turn_cancels WHERE turn_id = %s", (turn_id,)
             ),
             retry_for=1.0,
         )
