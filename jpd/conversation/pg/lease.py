@@ -47,6 +47,10 @@ UPDATE jpd_conversations SET lease_expires = now() + make_interval(secs => %(ttl
 RETURNING 1
 """
 RELEASE_SQL = """
+WITH ran AS (  -- the queued turn this lease ran (or ended) is done with the queue
+  DELETE FROM jpd_turn_queue WHERE conversation_id = %(cid)s AND claimed_by IS NOT NULL
+     AND EXISTS (SELECT 1 FROM jpd_conversations WHERE id = %(cid)s
+                  AND lease_epoch = %(epoch)s AND lease_holder = %(holder)s))
 UPDATE jpd_conversations SET lease_holder = NULL, lease_expires = NULL,
        stream_seq = coalesce(%(next)s, stream_seq)
  WHERE id = %(cid)s AND lease_epoch = %(epoch)s AND lease_holder = %(holder)s

@@ -6,7 +6,9 @@ params, so that any member can start it) while the queue holds its conversation'
 Members with room claim queued turns with `SELECT ... FOR UPDATE SKIP LOCKED` (racing
 claimers never take one twice), a turn pinned to a workspace only by the members of its
 host; the claim moves the lease to the claimer in the same transaction, with the one
-claim statement of every lease (`lease.CLAIM_SQL`). Turns whose lease expired (their
+claim statement of every lease (`lease.CLAIM_SQL`), and marks the row claimed; the row
+goes when that lease is released (`lease.RELEASE_SQL`), so a claimer that dies before
+the turn started leaves it claimable again once its lease expired. Turns whose lease expired (their
 member stopped) are claimed the same way, for a takeover. Members are woken by `NOTIFY
 jpd_queue` and poll as a backstop. `turn/cancel` of a turn queued or running elsewhere
 is a row of `jpd_turn_cancels`, acted on by the member that runs or claims it.
@@ -41,20 +43,26 @@ PIN_OK = """(lease_holder IS NULL OR (last_start::jsonb ->> 'workspace') IS NULL
 """An expired turn this member may take over: not pinned to a workspace, or pinned to
 this host, or left by its host for `PIN_GRACE` leases."""
 
+_HOLD_FOR_QUEUE = """
+UPDATE jpd_conversations SET lease_holder = '(queued)', lease_expires = NULL
+ WHERE id = %(cid)s AND (lease_holder IS NULL OR lease_expires < now())
+RETURNING id
+"""
 _ENQUEUE = """
-WITH held AS (
-  UPDATE jpd_conversations SET lease_holder = '(queued)', lease_expires = NULL
-   WHERE id = %(cid)s AND (lease_holder IS NULL OR lease_expires < now())
-  RETURNING id)
 INSERT INTO jpd_turn_queue (conversation_id, turn_id, host, model, workspace, request, queued_by)
-SELECT id, %(turn)s, %(host)s, %(model)s, %(workspace)s, %(request)s, %(by)s FROM held
-RETURNING 1
+VALUES (%(cid)s, %(turn)s, %(host)s, %(model)s, %(workspace)s, %(request)s, %(by)s)
 """
 _PICK_QUEUED = """
-SELECT conversation_id, turn_id, request, model, workspace FROM jpd_turn_queue
- WHERE CASE WHEN %(turn)s::text IS NULL THEN host IS NULL OR host = %(host)s
-            ELSE turn_id = %(turn)s END
- ORDER BY queued_at LIMIT 1 FOR UPDATE SKIP LOCKED
+SELECT q.conversation_id, q.turn_id, q.request, q.model, q.workspace, q.claimed_by
+  FROM jpd_turn_queue q JOIN jpd_conversations c ON c.id = q.conversation_id
+ WHERE CASE WHEN %(turn)s::text IS NULL THEN q.host IS NULL OR q.host = %(host)s
+            ELSE q.turn_id = %(turn)s END
+   AND (q.claimed_by IS NULL
+        -- its claimer died before the turn started: claimable again (never a turn
+        -- that started: that one is taken over, or it ended)
+        OR (c.lease_expires < now() AND NOT c.turn_open
+            AND coalesce(c.last_start::jsonb ->> 'turn_id', '') <> q.turn_id))
+ ORDER BY q.queued_at LIMIT 1 FOR UPDATE OF q SKIP LOCKED
 """
 _PICK_EXPIRED = f"""
 SELECT id, last_start FROM jpd_conversations
@@ -109,10 +117,15 @@ class PgTurnQueue:
 
         def work(conn: psycopg.Connection[Any]) -> bool:
             with conn.transaction():
-                row = conn.execute(_ENQUEUE.encode(), params).fetchone()
-                if row is not None:
-                    conn.execute(f"NOTIFY {CHANNEL}")
-            return row is not None
+                if conn.execute(_HOLD_FOR_QUEUE.encode(), params).fetchone() is None:
+                    return False
+                # A claimed row whose lease ended without its release (an outage): done.
+                conn.execute(
+                    "DELETE FROM jpd_turn_queue WHERE conversation_id = %s", (conversation_id,)
+                )
+                conn.execute(_ENQUEUE.encode(), params)
+                conn.execute(f"NOTIFY {CHANNEL}")
+            return True
 
         return store.run(work, retry_for=store.start_wait)
 
@@ -125,12 +138,19 @@ class PgTurnQueue:
             with conn.transaction():
                 row = conn.execute(_PICK_QUEUED.encode(), pick).fetchone()
                 if row is not None:
-                    cid, turn, request, model, workspace = row
-                    claim = store.claim_params(cid, queued=True)
+                    cid, turn, request, model, workspace, claimed_by = row
+                    # A row claimed before: its claimer's lease expired (the one claim).
+                    claim = store.claim_params(cid, queued=claimed_by is None)
                     held = conn.execute(CLAIM_SQL.encode(), claim).fetchone()
-                    conn.execute("DELETE FROM jpd_turn_queue WHERE conversation_id = %s", (cid,))
                     if held is None:  # the queue lost its lease: a stale row, dropped
+                        conn.execute(
+                            "DELETE FROM jpd_turn_queue WHERE conversation_id = %s", (cid,)
+                        )
                         return None
+                    conn.execute(
+                        "UPDATE jpd_turn_queue SET claimed_by = %s WHERE conversation_id = %s",
+                        (store.holder, cid),
+                    )
                     lease = store.hold(cid, held, started)
                     return QueueClaim(cid, turn, lease, model, workspace, request)
                 if turn_id is not None or not takeover:
@@ -179,7 +199,7 @@ class PgTurnQueue:
         rows = self._store.run(
             lambda conn: conn.execute(
                 "SELECT conversation_id, turn_id, model, queued_at FROM jpd_turn_queue "
-                "ORDER BY queued_at"
+                "WHERE claimed_by IS NULL ORDER BY queued_at"
             ).fetchall(),
             retry_for=1.0,
         )

@@ -93,7 +93,10 @@ MIGRATIONS: dict[int, str] = {
         workspace text,
         request text NOT NULL,
         queued_by text NOT NULL,
-        queued_at timestamptz NOT NULL DEFAULT clock_timestamp()
+        queued_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        -- the member that claimed it (its lease holder); the row goes when that lease
+        -- is released, so a claimer that dies before the turn starts leaves it claimable
+        claimed_by text
     );
     CREATE INDEX jpd_turn_queue_order ON jpd_turn_queue (queued_at);
     -- turn/cancel of a turn queued or running on another member
