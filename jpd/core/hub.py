@@ -300,6 +300,8 @@ class EventHub:
             channel.subscribers[link.link_id] = link
             if from_seq >= channel.next_seq:
                 channel.seen[link.link_id] = from_seq
+            elif self.gate is not None:  # events the gate still holds were just replayed
+                channel.seen[link.link_id] = channel.next_seq - 1
             else:
                 channel.seen.pop(link.link_id, None)
             return channel.next_seq - 1, oldest

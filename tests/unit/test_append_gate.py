@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 from jpd.core.append_gate import AppendGate
 from jpd.protocol.client_port import Notification
 from jpd.protocol.method_table import TURN_EVENT
 from jpd.protocol.turn_events import TextDeltaEvent, TurnEventParams
+from tests.unit.test_hub import CID, FakeLink, make_hub
 
 
 class Marks:
@@ -75,3 +77,24 @@ async def test_events_whose_appends_failed_are_dropped() -> None:
     await asyncio.sleep(0.01)
     assert sent == [1]  # its appends were committed; the second's never will be
     assert not gate.hold("c-1", note(3), 3)  # the writes stopped: the rest go out
+
+
+async def test_a_client_attaching_with_from_seq_gets_held_events_once(tmp_path: Path) -> None:
+    hub, _ = make_hub(tmp_path)
+    marks = Marks()
+    hub.gate = AppendGate(marks, hub.send_held)
+    first = FakeLink(1)
+    hub.subscribe(CID, first)
+    marks.pending = 2
+    for n in range(3):
+        hub.publish(CID, "t-1", TextDeltaEvent(text=str(n)))
+    assert first.seqs() == []  # held
+    late = FakeLink(2)
+    await hub.attach(CID, late, 0)
+    assert late.seqs() == [1, 2, 3]  # the replay holds them (they are in the buffer)
+    marks.commit(2)
+    await asyncio.sleep(0.01)
+    assert first.seqs() == [1, 2, 3]
+    assert late.seqs() == [1, 2, 3]  # not twice
+    hub.publish(CID, "t-1", TextDeltaEvent(text="3"))
+    assert late.seqs() == [1, 2, 3, 4]
