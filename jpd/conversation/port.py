@@ -323,11 +323,6 @@ class ConversationStorage(Protocol):
     def turn_stream(self) -> TurnStream | None:
         """Where turns' live events are shared with other daemons; None: not a fleet."""
 
-    def claimable_turns(self) -> builtins.list[str]:
-        """In a fleet: open turns another member left (its lease free or expired) that
-        this member may take over now (a turn pinned to a workspace waits a while for a
-        member of its own host); [] outside a fleet."""
-
     def scan_turns(self) -> Iterator[tuple[str, bool, TurnStart | None]]:
         """`last_turn` of every conversation, as (id, open, resumable start): the
         start-up scan that finds turns to recover and to offer for resuming."""

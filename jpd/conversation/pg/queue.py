@@ -8,9 +8,9 @@ claimers never take one twice), a turn pinned to a workspace only by the members
 host; the claim moves the lease to the claimer in the same transaction, with the one
 claim statement of every lease (`lease.CLAIM_SQL`), and marks the row claimed; the row
 goes when that lease is released (`lease.RELEASE_SQL`), so a claimer that dies before
-the turn started leaves it claimable again once its lease expired. Turns whose lease expired (their
-member stopped) are claimed the same way, for a takeover. Members are woken by `NOTIFY
-jpd_queue` and poll as a backstop. `turn/cancel` of a turn queued or running elsewhere
+the turn started leaves it claimable again once its lease expired. Turns whose lease
+expired (their member stopped) are claimed the same way, for a takeover. Members are
+woken by `NOTIFY jpd_queue` and poll as a backstop. `turn/cancel` of a turn queued or running elsewhere
 is a row of `jpd_turn_cancels`, acted on by the member that runs or claims it.
 """
 

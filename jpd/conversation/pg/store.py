@@ -38,7 +38,7 @@ from jpd.conversation.paths import validate_id
 from jpd.conversation.pg import attributes, blobs
 from jpd.conversation.pg.lease import CLAIM_SQL, SEQ_BLOCK, PgLease
 from jpd.conversation.pg.questions import PgQuestionBoard
-from jpd.conversation.pg.queue import PIN_OK, PgTurnQueue
+from jpd.conversation.pg.queue import PgTurnQueue
 from jpd.conversation.pg.rows import (
     APPEND_SQL,
     META_COLUMNS,
@@ -483,19 +483,6 @@ class PgStore:
 
     def question_board(self) -> PgQuestionBoard:
         return PgQuestionBoard(self._run, self.holder, functools.partial(self._run, retry_for=1.0))
-
-    def claimable_turns(self) -> builtins.list[str]:
-        """Open turns whose lease is free or expired and that this member may take over
-        now: a turn pinned to a workspace is left to the members of the host that ran
-        it (its lease holder's) for `PIN_GRACE` leases after it expired."""
-        rows = self._run(
-            lambda conn: conn.execute(
-                "SELECT id FROM jpd_conversations WHERE turn_open "
-                f"AND (lease_holder IS NULL OR lease_expires < now()) AND {PIN_OK}",
-                {"host": self.host, "grace": PIN_GRACE * self.lease_ttl},
-            ).fetchall()
-        )
-        return [str(row[0]) for row in rows]
 
     def scan_turns(self) -> Iterator[tuple[str, bool, ev.TurnStart | None]]:
         rows = self._run(
