@@ -10,8 +10,9 @@ claim statement of every lease (`lease.CLAIM_SQL`), and marks the row claimed; t
 goes when that lease is released (`lease.RELEASE_SQL`), so a claimer that dies before
 the turn started leaves it claimable again once its lease expired. Turns whose lease
 expired (their member stopped) are claimed the same way, for a takeover. Members are
-woken by `NOTIFY jpd_queue` and poll as a backstop. `turn/cancel` of a turn queued or running elsewhere
-is a row of `jpd_turn_cancels`, acted on by the member that runs or claims it.
+woken by `NOTIFY jpd_queue` and poll as a backstop. `turn/cancel` of a turn queued or
+running elsewhere is a row of `jpd_turn_cancels`, acted on by the member that runs or
+claims it.
 """
 
 from __future__ import annotations
