@@ -29,6 +29,8 @@ from jpd.protocol.turn_events import TurnEventParams
 log = logging.getLogger(__name__)
 
 FLUSH = 0.05
+URGENT = frozenset({"turn_started", "turn_completed"})
+"""Kinds relayed without waiting for the batch: where a follower waits for a turn."""
 WAIT = 0.5
 _ids = itertools.count(-1_000_000, -1)  # below real clients' and taken-over turns' ids
 
@@ -45,6 +47,7 @@ class Relay:
         self._id = next(_ids)
         self._batches: dict[tuple[str, str], list[str]] = {}
         self._tools_ended: set[str] = set()
+        self._urgent = anyio.Event()
 
     @property
     def link_id(self) -> int:
@@ -71,15 +74,20 @@ class Relay:
         wire = notification.wire
         key = (str(wire["conversationId"]), str(wire["turnId"]))
         self._batches.setdefault(key, []).append(json.dumps(wire, separators=(",", ":")))
-        if wire["event"].get("kind") == "tool_result":
+        kind = wire["event"].get("kind")
+        if kind == "tool_result":
             self._tools_ended.add(key[0])
+        elif kind in URGENT:  # a turn's start or end: a write per turn, not per token
+            self._urgent.set()
 
     async def request(self, method: Any, params: Any) -> Any:
         raise ConnectionLost("the relay answers nothing")
 
     async def run(self) -> None:
         while True:
-            await anyio.sleep(FLUSH)
+            with anyio.move_on_after(FLUSH):  # or at once for a turn's start or end
+                await self._urgent.wait()
+            self._urgent = anyio.Event()
             await self.flush()
 
     async def flush(self) -> None:
