@@ -215,6 +215,15 @@ class CommitMarks(Protocol):
 
 
 @runtime_checkable
+class SharedLog(Protocol):
+    """A store whose conversations other daemons write too (a fleet's)."""
+
+    def unchanged_since_mine(self, conversation_id: str) -> bool:
+        """Whether nobody else took the conversation's turn lease since this daemon's
+        last one there was released (so what it kept of the conversation is current)."""
+
+
+@runtime_checkable
 class QueueingStorage(Protocol):
     """A store with a turn queue (a fleet's)."""
 

@@ -17,6 +17,7 @@ from jpd.conversation.port import (
     ConversationExists,
     ConversationNotFound,
     ConversationStorage,
+    SharedLog,
     StoreUnreachable,
 )
 from jpd.core.hub import EventHub
@@ -53,10 +54,10 @@ class Conversations:
         self.store = store
         self._hub = hub
         self._busy = busy
-        # Message histories of recently used conversations, extended by their turns;
-        # none in a fleet, where the next turn may have run on another member.
+        # Message histories of recently used conversations, extended by their turns; in
+        # a fleet, used only while no other member ran a turn there since (`SharedLog`).
         self.histories: OrderedDict[str, MessageHistory] = OrderedDict()
-        self._keep_histories = store.takeover_interval is None
+        self._shared = store if isinstance(store, SharedLog) else None
         # Conversation id -> its interrupted last turn (protocol.md 12.4), found by the
         # start-up scan and kept up to date, so `turn/list` reads no log.
         self.resumable: dict[str, TurnInfo] = {}
@@ -108,6 +109,17 @@ class Conversations:
         """The conversation's messages: kept from its last turn, else loaded and built
         once in a worker thread (never on the event loop)."""
         history = self.histories.get(conversation_id)
+        if history is not None and self._shared is not None:
+            try:
+                shared = self._shared
+                current = await anyio.to_thread.run_sync(
+                    shared.unchanged_since_mine, conversation_id
+                )
+            except Exception:  # the store is away: the build below says so
+                current = False
+            if not current:  # another member ran a turn there since
+                self.histories.pop(conversation_id, None)
+                history = None
         if history is not None:
             self.histories.move_to_end(conversation_id)
             return history
@@ -132,8 +144,6 @@ class Conversations:
             raise NotFound(str(exc)) from exc
 
     def remember_history(self, conversation_id: str, history: MessageHistory) -> None:
-        if not self._keep_histories:
-            return
         self.histories[conversation_id] = history
         self.histories.move_to_end(conversation_id)
         while len(self.histories) > HISTORY_CACHE:

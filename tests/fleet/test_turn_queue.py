@@ -179,3 +179,33 @@ async def test_a_queued_turn_is_cancelled_from_another_member(
         kill_runs(workspace)
         await busy.close()
         await client_b.close()
+
+
+async def test_a_member_continues_a_conversation_with_the_turns_others_ran_since(
+    tmp_path: Path, pg_url: str, daemons: Daemons
+) -> None:
+    """A keeps the history of its turn; after B ran the next one, A's next turn sends
+    the model B's turn too (A's kept history is not reused)."""
+    env_a = member(tmp_path / "a", pg_url, [{"text": "One from A."}, {"text": "Three from A."}])
+    env_b = member(tmp_path / "b", pg_url, [{"text": "Two from B."}])
+    record = tmp_path / "a" / "requests.jsonl"
+    config = Path(env_a["JP_CONFIG"])
+    config.write_text(
+        config.read_text().replace("[providers.test]\n", f'[providers.test]\nrecord = "{record}"\n')
+    )
+    _, client_a = await start(daemons, env_a)
+    _, client_b = await start(daemons, env_b)
+    try:
+        first = await client_a.request("turn/start", {"message": "first"})
+        cid = first["conversationId"]
+        await client_a.wait_completed(first["turnId"])
+        second = await client_b.request("turn/start", {"conversationId": cid, "message": "second"})
+        await client_b.wait_completed(second["turnId"])
+        third = await client_a.request("turn/start", {"conversationId": cid, "message": "third"})
+        assert (await client_a.wait_completed(third["turnId"]))["event"]["stopReason"] == "end_turn"
+        last = record.read_text().splitlines()[-1]
+        for said in ("first", "One from A.", "second", "Two from B.", "third"):
+            assert said in last, f"A's model call lacks {said!r}"
+    finally:
+        await client_a.close()
+        await client_b.close()

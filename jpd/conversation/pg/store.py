@@ -92,6 +92,7 @@ class PgStore:
         self.holder = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_ttl = lease_ttl
         self._leases: dict[str, PgLease] = {}
+        self._released: dict[str, int] = {}  # conversation -> epoch of our last lease
         self._leases_lock = threading.Lock()
         self._pool: ConnectionPool = ConnectionPool(
             url,
@@ -429,6 +430,18 @@ class PgStore:
         with self._leases_lock:
             if self._leases.get(lease.conversation_id) is lease:
                 del self._leases[lease.conversation_id]
+            if not lease.lost:
+                self._released[lease.conversation_id] = lease.epoch
+
+    def unchanged_since_mine(self, conversation_id: str) -> bool:
+        """Whether the lease's epoch is still that of this member's last lease there,
+        released: every claim raises it, so nobody else wrote a turn since."""
+        cid = validate_id(conversation_id)
+        mine = self._released.get(cid)
+        if mine is None:
+            return False
+        row = self._one("SELECT lease_epoch FROM jpd_conversations WHERE id = %s", (cid,))
+        return row is not None and int(row[0]) == mine
 
     def last_turn(self, conversation_id: str) -> tuple[bool, ev.TurnStart | None]:
         cid = validate_id(conversation_id)
