@@ -1,8 +1,10 @@
 # ruff: noqa: ASYNC110, ASYNC220, ASYNC240 - a bench driver: it polls and blocks on purpose
 """Fleet figures (docs/scale.md), on a throwaway Postgres 15 (`--only fleet`; it needs
 the server's binaries): events appended per second against the JSONL store, a turn's
-start-to-end on a fleet member against an embedded daemon, and the time from a
-SIGKILL of the member running a turn to the turn's end on another member."""
+start-to-end on a fleet member against an embedded daemon, a turn started on a full
+member (queued, run on another) against one started where it runs, the time from a
+SIGKILL of the member running a turn to the turn's end on another member, and a
+follower's delay on another member."""
 
 from __future__ import annotations
 
@@ -66,15 +68,85 @@ def appends(url: str, home: Path, count: int, rounds: int) -> list[Row]:
     ]
 
 
-def _member(home: Path, base: dict[str, str], url: str | None, responses: list[dict]) -> dict:
+def _member(
+    home: Path, base: dict[str, str], url: str | None, responses: list[dict], fleet: str = ""
+) -> dict:
     home.mkdir(parents=True)
     env = scripted_env(home, base, 1)
     (home / "script.json").write_text(json.dumps({"responses": responses}))
     if url:
         env["JPD_STORE_URL"] = url
         config = Path(env["JP_CONFIG"])
-        config.write_text(config.read_text() + f"[daemon.fleet]\nlease_ttl = {LEASE_TTL}\n")
+        config.write_text(config.read_text() + f"[daemon.fleet]\nlease_ttl = {LEASE_TTL}\n{fleet}")
     return env
+
+
+async def _connect(env: dict[str, str]) -> Client:
+    socket = Path(env["JP_SOCKET"])
+    while not socket.exists():
+        await asyncio.sleep(0.02)
+    client = await Client.connect(socket)
+    await client.initialize()
+    return client
+
+
+async def _timed(client: Client, message: str) -> tuple[float, float]:
+    """(request to first text, request to end) of one turn in a new conversation."""
+    start = time.perf_counter()
+    result = await client.request("turn/start", {"message": message})
+    first, end = await client.until_completed(result["turnId"])
+    return first - start, end - start
+
+
+async def _queued(url: str, home: Path, base: dict[str, str], rounds: int) -> dict[str, list]:
+    """Member A runs one turn at most and is busy; each turn started on A waits in the
+    queue and runs on B. Reference: the same turns started on B (room: run at once)."""
+    busy = {"text": " ".join(f"w{i}" for i in range(600)), "chunk": 1, "delay_ms": 50}
+    envs = [
+        _member(home / "q-a", base, url, [busy], fleet="max_turns = 1\n"),
+        _member(home / "q-b", base, url, [{"text": "ok"}] * (2 * rounds)),
+    ]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "jpd", "--listen"], cwd=ROOT, env=env, stdin=subprocess.DEVNULL
+        )
+        for env in envs
+    ]
+    try:
+        holder, on_a = await _connect(envs[0]), await _connect(envs[0])
+        on_b = await _connect(envs[1])
+        await holder.request("turn/start", {"message": "be busy"})
+        found: dict[str, list] = {"queued": [], "direct": []}
+        for n in range(rounds):
+            found["queued"].append(await _timed(on_a, f"queued {n}"))
+            found["direct"].append(await _timed(on_b, f"direct {n}"))
+        return found
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(30)
+
+
+def queued(url: str, home: Path, base: dict[str, str], rounds: int) -> list[Row]:
+    found = asyncio.run(_queued(url, home, base, rounds))
+    q_first, q_end = (med([t[i] for t in found["queued"]]) for i in (0, 1))
+    d_first, d_end = (med([t[i] for t in found["direct"]]) for i in (0, 1))
+    return [
+        Row(
+            "fleet: turn/start on a full member -> first text, the turn queued and run on another",
+            ms(q_first),
+            f"started where it runs {ms(d_first)}",
+            q_first / d_first,
+            "claimed when NOTIFY wakes the member with room",
+        ),
+        Row(
+            "fleet: the same, start to end",
+            ms(q_end),
+            f"started where it runs {ms(d_end)}",
+            q_end / d_end,
+            "-",
+        ),
+    ]
 
 
 async def _turns(env: dict[str, str], rounds: int) -> list[float]:
@@ -267,6 +339,7 @@ def fleet(base: dict[str, str], quick: bool) -> list[Row]:
         home = Path(tmp)
         rows = appends(server.create_database("appends"), home, 500 if quick else 2000, 3)
         rows += turn_latency(server.create_database("turns"), home, base, 5 if quick else 20)
+        rows += queued(server.create_database("queue"), home, base, 5 if quick else 20)
         rows += takeover(server.create_database("takeover"), home, base)
         rows += follow(server.create_database("follow"), home, base, 20 if quick else 200)
         return rows

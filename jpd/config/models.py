@@ -279,6 +279,9 @@ class FleetConfig(ConfigModel):
     lease_ttl: Annotated[float, Field(ge=1.0, le=3600.0)] = 15.0
     """Seconds a turn lease lasts unless renewed; another daemon takes the turn over
     once it expired."""
+    max_turns: Annotated[int, Field(ge=1, le=100_000)] = 256
+    """Turns this member runs at once; a `turn/start` beyond them waits in the fleet's
+    queue for a member with room (its client follows it there)."""
     provider_limits: dict[str, Annotated[int, Field(ge=1, le=10_000)]] = {}
     """Provider name -> at most this many model calls at once to it, on all the
     members together (a call waits for a slot; a tool waiting for a person holds none)."""

@@ -16,8 +16,10 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from jpd.conversation.attributes import Attributes
 from jpd.conversation.events import Event, TurnStart
@@ -41,6 +43,11 @@ class ConversationExists(FileExistsError):
 
 class ConversationBusy(RuntimeError):
     """Another daemon holds the conversation's turn lease (it runs a turn there)."""
+
+
+class StoreUnreachable(ConnectionError):
+    """A shared store (a fleet's database) could not be reached within the time a
+    request may wait for it."""
 
 
 class LeaseLost(RuntimeError):
@@ -132,6 +139,96 @@ class TurnStream(Protocol):
 
     def wait(self, timeout: float) -> set[str]:
         """Block up to `timeout` seconds; the followed conversations with new events."""
+
+
+@dataclass(frozen=True)
+class QueueClaim:
+    """A turn this member claimed from a fleet's queue, with its conversation's lease:
+    a queued turn (`request`: its `turn/start` params as JSON) to start here, or (no
+    `request`) an open turn whose member stopped, to take over."""
+
+    conversation_id: str
+    turn_id: str
+    lease: TurnLease
+    model: str
+    workspace: str | None
+    request: str | None = None
+
+
+class TurnQueueStore(Protocol):
+    """Where a fleet's turns wait for a member with room (see
+    `jpd.conversation.pg.queue`); one claim path for queued and taken-over turns."""
+
+    def enqueue(
+        self,
+        conversation_id: str,
+        turn_id: str,
+        *,
+        request: str,
+        model: str,
+        workspace: str | None,
+        pinned: bool,
+    ) -> bool:
+        """Queue a turn (its `turn/start` params as JSON), holding its conversation for
+        it; `pinned`: only members of this host may run it. False: a turn runs or
+        waits in the conversation already."""
+
+    def claim(self, turn_id: str | None = None, *, takeover: bool = True) -> QueueClaim | None:
+        """The oldest queued turn this member may run, else (`takeover`) an open turn
+        whose lease expired, claimed with its lease; with `turn_id`, that queued turn
+        whatever its host. None: nothing to claim."""
+
+    def ask_cancel(self, turn_id: str) -> bool:
+        """Ask the member that runs or claims this turn to cancel it; False: no such
+        turn is queued or running."""
+
+    def cancels(self) -> builtins.list[str]:
+        """Turn ids whose cancellation was asked and not yet done."""
+
+    def cancelled(self, turn_id: str) -> None:
+        """The cancellation of `turn_id` was done (or is moot)."""
+
+    def queued(self) -> builtins.list[tuple[str, str, str, datetime]]:
+        """Turns waiting: (conversation id, turn id, model, queued at), oldest first."""
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to `timeout` seconds for news of the queue; True if some came."""
+
+    def check(self) -> None:
+        """Raise `StoreUnreachable` unless the store answers within a few seconds."""
+
+
+@runtime_checkable
+class CommitMarks(Protocol):
+    """A store whose appends are committed after `append` returns (a fleet's): each
+    has a mark, and the daemon can wait until they are committed."""
+
+    def unwritten(self, conversation_id: str) -> int | None:
+        """The mark of the conversation's newest append not yet committed; None: all
+        are (or none will be: its writes stopped)."""
+
+    def when_written(
+        self, conversation_id: str, mark: int, callback: Callable[[int, bool], None]
+    ) -> None:
+        """`callback(done, ok)` (from any thread) once the appends up to `mark` are
+        committed (ok), or the writes stopped at `done` short of it (not ok)."""
+
+
+@runtime_checkable
+class SharedLog(Protocol):
+    """A store whose conversations other daemons write too (a fleet's)."""
+
+    def unchanged_since_mine(self, conversation_id: str) -> bool:
+        """Whether nobody else took the conversation's turn lease since this daemon's
+        last one there was released (so what it kept of the conversation is current)."""
+
+
+@runtime_checkable
+class QueueingStorage(Protocol):
+    """A store with a turn queue (a fleet's)."""
+
+    def turn_queue(self) -> TurnQueueStore:
+        """The fleet's turn queue."""
 
 
 class ConversationStorage(Protocol):
@@ -234,11 +331,6 @@ class ConversationStorage(Protocol):
 
     def turn_stream(self) -> TurnStream | None:
         """Where turns' live events are shared with other daemons; None: not a fleet."""
-
-    def claimable_turns(self) -> builtins.list[str]:
-        """In a fleet: open turns another member left (its lease free or expired) that
-        this member may take over now (a turn pinned to a workspace waits a while for a
-        member of its own host); [] outside a fleet."""
 
     def scan_turns(self) -> Iterator[tuple[str, bool, TurnStart | None]]:
         """`last_turn` of every conversation, as (id, open, resumable start): the

@@ -17,9 +17,11 @@ from jpd.conversation.port import (
     ConversationExists,
     ConversationNotFound,
     ConversationStorage,
+    SharedLog,
+    StoreUnreachable,
 )
 from jpd.core.hub import EventHub
-from jpd.protocol.errors import Busy, InvalidParams, NotFound
+from jpd.protocol.errors import Busy, InvalidParams, NotFound, StoreUnavailableError
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 
 if TYPE_CHECKING:
@@ -52,8 +54,10 @@ class Conversations:
         self.store = store
         self._hub = hub
         self._busy = busy
-        # Message histories of recently used conversations, extended by their turns.
+        # Message histories of recently used conversations, extended by their turns; in
+        # a fleet, used only while no other member ran a turn there since (`SharedLog`).
         self.histories: OrderedDict[str, MessageHistory] = OrderedDict()
+        self._shared = store if isinstance(store, SharedLog) else None
         # Conversation id -> its interrupted last turn (protocol.md 12.4), found by the
         # start-up scan and kept up to date, so `turn/list` reads no log.
         self.resumable: dict[str, TurnInfo] = {}
@@ -105,6 +109,17 @@ class Conversations:
         """The conversation's messages: kept from its last turn, else loaded and built
         once in a worker thread (never on the event loop)."""
         history = self.histories.get(conversation_id)
+        if history is not None and self._shared is not None:
+            try:
+                shared = self._shared
+                current = await anyio.to_thread.run_sync(
+                    shared.unchanged_since_mine, conversation_id
+                )
+            except Exception:  # the store is away: the build below says so
+                current = False
+            if not current:  # another member ran a turn there since
+                self.histories.pop(conversation_id, None)
+                history = None
         if history is not None:
             self.histories.move_to_end(conversation_id)
             return history
@@ -194,9 +209,20 @@ class Conversations:
             raise InvalidParams(f"conversation {conversation_id} already exists") from None
         except ConversationNotFound as exc:  # deleted as soon as created
             raise NotFound(str(exc)) from exc
+        except StoreUnreachable as exc:
+            raise StoreUnavailableError(str(exc)) from None
         if lock is None:
             raise Busy(f"conversation {conversation_id} has a turn running in another jpd")
         return lock
+
+    async def create_unlocked(self, conversation_id: str) -> None:
+        """Create a new conversation whose turn waits in a fleet's queue."""
+        try:
+            await anyio.to_thread.run_sync(self.store.create, conversation_id)
+        except ConversationExists:
+            raise InvalidParams(f"conversation {conversation_id} already exists") from None
+        except StoreUnreachable as exc:
+            raise StoreUnavailableError(str(exc)) from None
 
     async def sync_entries(self, conversation_id: str) -> None:
         """Make a new conversation's directory entries durable, in a worker thread: the
@@ -214,6 +240,8 @@ class Conversations:
             lock = await anyio.to_thread.run_sync(lock_turn, self.store, conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
+        except StoreUnreachable as exc:
+            raise StoreUnavailableError(str(exc)) from None
         if lock is None:
             raise Busy(f"conversation {conversation_id} has a turn running in another jpd")
         return lock

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
+from jpd.conversation.port import CommitMarks, QueueingStorage
 from jpd.conversation.replay import ReplayFiles
 from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from jpd.config import Config
     from jpd.core.follow import Followers
     from jpd.core.shared_questions import SharedQuestions
+    from jpd.core.turn_queue import TurnQueue
     from jpd.tools.catalog import EffectiveTool
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,10 @@ class Daemon:
         self.hub = EventHub(
             replay_files, replay_limit=self._replay_limit, replay_bytes=self._replay_bytes
         )
+        if isinstance(self.store, CommitMarks):  # a fleet's: clients see what is stored
+            from jpd.core.append_gate import AppendGate
+
+            self.hub.gate = AppendGate(self.store, self.hub.send_held)
         self._links: dict[int, ClientLink] = {}
         self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
         self._stopping = False
@@ -99,22 +105,29 @@ class Daemon:
         self.undo_turn, self.turn_changes = undoing.undo, undoing.changes
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
-        interval = self.store.takeover_interval
-        if interval is not None:  # a fleet member: take over the turns others left
-            from jpd.core.takeover import watch
-
-            resumable = self.conversations.note_resumable
-            task_group.start_soon(watch, self.store, self.resume_turn, resumable, interval)
         stream = self.store.turn_stream()
         self.followers: Followers | None = None
         if stream is not None:  # a fleet member: clients here follow turns of others
             from jpd.core.follow import Followers, Relay
 
-            relay = Relay(stream)
+            relay = Relay(stream, self.store.share_blobs)
             self.turns.relay = relay
             self.followers = Followers(stream, self.hub, self.turns.busy)
             task_group.start_soon(relay.run)
             task_group.start_soon(self.followers.run)
+        self.queue: TurnQueue | None = None
+        interval = self.store.takeover_interval
+        if (
+            interval is not None
+            and self.followers is not None
+            and isinstance(self.store, QueueingStorage)
+        ):  # a fleet member: queued turns, and the turns others left, run where there is room
+            from jpd.core.turn_queue import TurnQueue
+
+            queue = self.store.turn_queue()
+            self.queue = TurnQueue(queue, parts, self.followers, self._max_turns())
+            starter.queue = self.queue
+            task_group.start_soon(self.queue.run, self.start_turn, self.resume_turn, interval)
         board = self.store.question_board()
         self.shared: SharedQuestions | None = None
         if board is not None:  # a fleet member: questions answerable from any member
@@ -147,6 +160,14 @@ class Daemon:
             peer_verified=link.peer_verified,
         )
 
+    def _max_turns(self) -> int:
+        try:
+            return self.configs.load(None).daemon.fleet.max_turns
+        except ConfigInvalid:  # reported as for `_replay_limit`
+            from jpd.config.models import FleetConfig
+
+            return FleetConfig().max_turns
+
     def _replay_bytes(self) -> int:
         try:
             return self.configs.load(None).daemon.replay_buffer_bytes
@@ -167,6 +188,12 @@ class Daemon:
         """Cancel a running turn; False if it already ended."""
         return self.turns.cancel(turn_id)
 
+    async def cancel_turn_anywhere(self, turn_id: str) -> bool:
+        """`cancel_turn`, and in a fleet a turn queued or running on another member."""
+        if self.turns.cancel(turn_id):
+            return True
+        return self.queue is not None and await self.queue.cancel(turn_id)
+
     async def wait_turn(self, turn_id: str) -> StopReason:
         """Wait for a running turn to end; returns its stop reason."""
         return await self.turns.wait(turn_id)
@@ -183,6 +210,8 @@ class Daemon:
         running = self.running_turns()
         try:
             elsewhere = await anyio.to_thread.run_sync(self.store.turns_elsewhere)
+            if self.queue is not None:  # waiting for a member: listed as they will run
+                running += await self.queue.queued()
         except Exception as exc:  # the store is away: this member's turns still list
             log.warning("could not list the turns of other members: %s", exc)
             elsewhere = []

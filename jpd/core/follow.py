@@ -29,17 +29,25 @@ from jpd.protocol.turn_events import TurnEventParams
 log = logging.getLogger(__name__)
 
 FLUSH = 0.05
+URGENT = frozenset({"turn_started", "turn_completed"})
+"""Kinds relayed without waiting for the batch: where a follower waits for a turn."""
 WAIT = 0.5
 _ids = itertools.count(-1_000_000, -1)  # below real clients' and taken-over turns' ids
 
 
 class Relay:
-    """A pseudo-client that streams the events of this member's turns to the store."""
+    """A pseudo-client that streams the events of this member's turns to the store, and
+    shares a conversation's blobs (`share`) once one of its tool calls ended: the file
+    snapshots a member taking the turn over needs for `turn/undo`, were this one to die
+    mid-turn."""
 
-    def __init__(self, stream: TurnStream) -> None:
+    def __init__(self, stream: TurnStream, share: Callable[[str], None] | None = None) -> None:
         self._stream = stream
+        self._share = share
         self._id = next(_ids)
         self._batches: dict[tuple[str, str], list[str]] = {}
+        self._tools_ended: set[str] = set()
+        self._urgent = anyio.Event()
 
     @property
     def link_id(self) -> int:
@@ -66,23 +74,41 @@ class Relay:
         wire = notification.wire
         key = (str(wire["conversationId"]), str(wire["turnId"]))
         self._batches.setdefault(key, []).append(json.dumps(wire, separators=(",", ":")))
+        kind = wire["event"].get("kind")
+        if kind == "tool_result":
+            self._tools_ended.add(key[0])
+        elif kind in URGENT:  # a turn's start or end: a write per turn, not per token
+            self._urgent.set()
 
     async def request(self, method: Any, params: Any) -> Any:
         raise ConnectionLost("the relay answers nothing")
 
     async def run(self) -> None:
         while True:
-            await anyio.sleep(FLUSH)
+            with anyio.move_on_after(FLUSH):  # or at once for a turn's start or end
+                await self._urgent.wait()
+            self._urgent = anyio.Event()
             await self.flush()
 
     async def flush(self) -> None:
         batches, self._batches = self._batches, {}
+        shared, self._tools_ended = self._tools_ended, set()
         if not batches:
             return
         try:  # one transaction for all the turns running here
             await anyio.to_thread.run_sync(self._stream.publish_all, batches)
         except Exception as exc:  # followers miss these; the log has the outcome
             log.warning("could not stream events of %d turns: %s", len(batches), exc)
+        if self._share is not None and shared:
+            await anyio.to_thread.run_sync(self._share_all, shared)
+
+    def _share_all(self, conversation_ids: set[str]) -> None:
+        assert self._share is not None
+        for conversation_id in conversation_ids:
+            try:
+                self._share(conversation_id)
+            except Exception as exc:  # shared again when the turn ends
+                log.warning("could not share the files of %s: %s", conversation_id, exc)
 
 
 class Followers:
@@ -95,15 +121,24 @@ class Followers:
         self._cursors: dict[str, int] = {}
         self._pulling = anyio.Lock()  # one reader at a time: nothing relayed twice
 
-    async def follow(self, conversation_id: str) -> None:
-        """A client attached: relay what the conversation's turn streamed so far, then
-        what it streams next."""
+    async def follow(self, conversation_id: str, *, replay: bool = True) -> None:
+        """A client attached: relay what the conversation's turn streamed so far (not
+        with `replay` False: a turn queued now, whose events are all to come), then what
+        it streams next."""
         if conversation_id not in self._cursors:
             await self._hub.prepare(conversation_id)  # its seq mark, off the event loop
         if conversation_id not in self._cursors:
             self._cursors[conversation_id] = 0
-            self._stream.follow(conversation_id)
-        await self._pull(conversation_id)  # all the store has now, for a replay
+            # It wakes the listener (a database round trip): off the event loop.
+            await anyio.to_thread.run_sync(self._stream.follow, conversation_id)
+        if replay:
+            await self._pull(conversation_id)  # all the store has now, for a replay
+            return
+        async with self._pulling:  # an earlier turn's rows are skipped
+            after = self._cursors.get(conversation_id, 0)
+            rows = await anyio.to_thread.run_sync(self._stream.read, conversation_id, after)
+            if rows:
+                self._cursors[conversation_id] = rows[-1][0]
 
     async def run(self) -> None:
         while True:

@@ -19,7 +19,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -29,6 +29,12 @@ from jpd.protocol.method_table import TURN_EVENT
 from jpd.protocol.turn_events import TurnEvent, TurnEventParams
 
 log = logging.getLogger(__name__)
+
+
+class HoldGate(Protocol):
+    def hold(self, conversation_id: str, note: Notification, seq: int) -> bool:
+        """Keep `note` to send later (True), or let it go now (False)."""
+
 
 # Seqs reserved per mark write: one tiny file write per this many events of a conversation.
 RESERVE_BLOCK = 1024
@@ -94,6 +100,9 @@ class EventHub:
         self._idle: dict[str, tuple[int, int | None]] = {}
         # Moving events between memory and files, and replaying them, never interleave.
         self._filing = anyio.Lock()
+        self.gate: HoldGate | None = None
+        """In a fleet: holds each event until the appends made before it are committed
+        (`jpd.core.append_gate`), so that a client sees only what the store has."""
 
     def _replay_limit(self) -> int:
         if self._limit is None:
@@ -236,11 +245,24 @@ class EventHub:
         if channel.subscribers:
             # Encoded once, on the first send, for every subscriber.
             note = Notification(TURN_EVENT, params)
-            seen = channel.seen
-            for link in list(channel.subscribers.values()):
-                if seen and seen.get(link.link_id, 0) >= params.seq:
-                    continue
-                link.send(note)
+            gate = self.gate
+            if gate is not None and gate.hold(params.conversation_id, note, params.seq):
+                return  # sent once what was appended before it is in the store
+            self._send(channel, note, params.seq)
+
+    @staticmethod
+    def _send(channel: _Channel, note: Notification, seq: int) -> None:
+        seen = channel.seen
+        for link in list(channel.subscribers.values()):
+            if seen and seen.get(link.link_id, 0) >= seq:
+                continue
+            link.send(note)
+
+    def send_held(self, conversation_id: str, note: Notification, seq: int) -> None:
+        """Send an event the gate held (its appends are in the store now)."""
+        channel = self._channels.get(conversation_id)
+        if channel is not None:
+            self._send(channel, note, seq)
 
     def subscribe(self, conversation_id: str, link: ClientLink) -> int:
         """Subscribe `link` without replay; returns the last seq assigned so far (0: none)."""
@@ -278,6 +300,8 @@ class EventHub:
             channel.subscribers[link.link_id] = link
             if from_seq >= channel.next_seq:
                 channel.seen[link.link_id] = from_seq
+            elif self.gate is not None:  # events the gate still holds were just replayed
+                channel.seen[link.link_id] = channel.next_seq - 1
             else:
                 channel.seen.pop(link.link_id, None)
             return channel.next_seq - 1, oldest

@@ -54,6 +54,11 @@ class RunningTurns:
         """Conversation id -> its running turns: `busy` is asked at every turn's end."""
         self._first_ended = False
 
+    @property
+    def count(self) -> int:
+        """How many turns run here now."""
+        return len(self._turns)
+
     def busy(self, conversation_id: str) -> bool:
         """Whether a turn of this daemon runs in the conversation."""
         return conversation_id in self._running_in

@@ -1,13 +1,14 @@
 """Taking over the turns of a fleet member that stopped (docs/scale.md).
 
 In a fleet (a shared Postgres store) a running turn holds a lease that its daemon
-renews. Every few seconds each member scans for open turns; a turn whose lease expired
-is claimed (compare-and-set), closed by jpd's own recovery (protocol.md 12.4: the
-streamed text kept as interrupted, each cut tool call reported interrupted), and then
-resumed here with `takeover` (a cut tool is run again only if it reads or searches),
-if its workspace exists here; else it stays resumable for a member or client that has
+renews. A member with room claims a turn whose lease expired through the turn queue's
+one claim path (`core.turn_queue`: `FOR UPDATE SKIP LOCKED`, then a compare-and-set),
+closes it by jpd's own recovery (protocol.md 12.4: the streamed text kept as
+interrupted, each cut tool call reported interrupted), and then resumes it here with
+`takeover` (a cut tool is run again only if it reads or searches), if its workspace
+exists here; else it stays resumable for a member or client that has
 it. A turn pinned to a workspace is left to the members of the host that ran it for a
-few lease TTLs (`PgStore.claimable_turns`): only then does another host close it.
+few lease TTLs (`pg.queue.PIN_OK`): only then does another host close it.
 No client follows it at first: its questions go to the detached policy, and any client
 can attach to it.
 """
@@ -23,8 +24,8 @@ from typing import Any
 import anyio
 
 from jpd.conversation.events import TurnStart
-from jpd.conversation.port import ConversationStorage
-from jpd.conversation.recovery import recover_unlocked
+from jpd.conversation.port import ConversationStorage, LeaseLost, QueueClaim
+from jpd.conversation.recovery import recover
 from jpd.protocol.client_port import ClientCapabilities, Notification
 from jpd.protocol.errors import ConnectionLost
 
@@ -67,45 +68,37 @@ class Unattended:
         raise ConnectionLost("no client follows a taken-over turn")
 
 
-def claim_expired(store: ConversationStorage) -> list[tuple[str, TurnStart]]:
-    """Recover each open turn whose lease is free or expired; returns (conversation id,
-    `turn_start`) of each turn this call closed (and so should resume)."""
-    closed: list[tuple[str, TurnStart]] = []
-    for conversation_id in store.claimable_turns():
-        if not recover_unlocked(store, conversation_id):
-            continue
-        start = store.last_turn(conversation_id)[1]
-        if start is not None:
-            closed.append((conversation_id, start))
-    return closed
-
-
-async def watch(
+async def take_over(
     store: ConversationStorage,
+    claim: QueueClaim,
     resume: Resume,
     resumable: Callable[[str, TurnStart], None],
-    interval: float,
 ) -> None:
-    """Every `interval` seconds, take over the turns other members left (see above);
-    `resumable` notes a closed turn that this member does not resume."""
-    while True:
-        await anyio.sleep(interval)
-        try:
-            closed = await anyio.to_thread.run_sync(claim_expired, store)
-        except Exception as exc:  # the store is away: try at the next scan
-            log.warning("takeover scan failed: %s", exc)
-            continue
-        for conversation_id, start in closed:
-            turn_id, workspace = start.turn_id, start.workspace
-            if workspace and not await anyio.Path(workspace).is_dir():
-                # Its tools act on a workspace this member lacks: leave it resumable
-                # (turn/list) for a member or client that has it.
-                log.warning("turn %s: workspace %s is not here; not resuming", turn_id, workspace)
-                resumable(conversation_id, start)
-                continue
-            log.warning("conversation %s: taking over turn %s", conversation_id, turn_id)
-            try:
-                await resume(Unattended(workspace), conversation_id, turn_id, takeover=True)
-            except Exception:
-                log.exception("could not resume turn %s after taking it over", turn_id)
-                resumable(conversation_id, start)
+    """Close the open turn `claim` holds the lease of with jpd's recovery, then resume it
+    here (see above); `resumable` notes a closed turn that this member does not resume."""
+    cid, lease = claim.conversation_id, claim.lease
+    try:
+        await anyio.to_thread.run_sync(recover, store, cid)
+        start = (await anyio.to_thread.run_sync(store.last_turn, cid))[1]
+    except (OSError, LeaseLost) as exc:
+        log.warning("could not recover conversation %s: %s", cid, exc)
+        await anyio.to_thread.run_sync(lease.release)
+        return
+    if start is None:  # nothing left to resume (it ended meanwhile)
+        await anyio.to_thread.run_sync(lease.release)
+        return
+    turn_id, workspace = start.turn_id, start.workspace
+    if workspace and not await anyio.Path(workspace).is_dir():
+        # Its tools act on a workspace this member lacks: leave it resumable
+        # (turn/list) for a member or client that has it.
+        log.warning("turn %s: workspace %s is not here; not resuming", turn_id, workspace)
+        await anyio.to_thread.run_sync(lease.release)
+        resumable(cid, start)
+        return
+    log.warning("conversation %s: taking over turn %s", cid, turn_id)
+    try:
+        await resume(Unattended(workspace), cid, turn_id, takeover=True, lease=lease)
+    except Exception:
+        log.exception("could not resume turn %s after taking it over", turn_id)
+        await anyio.to_thread.run_sync(lease.release)
+        resumable(cid, start)

@@ -35,9 +35,11 @@ log = logging.getLogger(__name__)
 # (protocol.md section 4, "Start-up").
 if TYPE_CHECKING:
     from jpd.config import Config
+    from jpd.conversation.port import TurnLease
     from jpd.conversation.resume import ResumePlan
     from jpd.core.prompt_images import PromptImage
     from jpd.core.turn import Turn
+    from jpd.core.turn_queue import TurnQueue
     from jpd.llm.base import Provider
     from jpd.llm.history import MessageHistory
     from jpd.llm.registry import ProviderSource
@@ -53,6 +55,8 @@ class TurnStarter:
         self._parts = parts
         self._providers = providers
         self._tg = task_group
+        self.queue: TurnQueue | None = None
+        """In a fleet: where a turn waits when this member has no room."""
 
     async def start(
         self,
@@ -70,11 +74,37 @@ class TurnStarter:
         response_schema: dict[str, Any] | None = None,
         config_files: list[str] | None = None,
         attachments: list[str] | None = None,
+        turn_id: str | None = None,
+        lease: TurnLease | None = None,
     ) -> TurnInfo:
         """Validate everything, then start the turn as a task and return at once.
 
         With `create`, `conversation_id` names a conversation to create (protocol.md 5.5).
+        In a fleet, a member without room queues the turn instead (`core.turn_queue`);
+        the member that claims it starts it here with its `turn_id` and `lease`.
         """
+        queue = self.queue if lease is None else None
+        if queue is not None:
+            await queue.check_store()
+        queued = queue is not None and not queue.room()
+        if queued:
+            from jpd.protocol.turn_requests import TurnStartParams
+
+            # What any member needs to start it (the config before `config_files`).
+            request = TurnStartParams(
+                message=message,
+                conversation_id=conversation_id,
+                model=model,
+                config=dict(config) if config is not None else None,
+                tools=toggles or [],
+                detached=detached,
+                environment=environment,
+                mode=mode,
+                images=images or [],
+                response_schema=response_schema,
+                config_files=config_files or [],
+                attachments=attachments or [],
+            )
         renv = self._parts.request_env(link, environment)
         if config_files:  # `--cfg`: under this turn's own config, kept as it is
             from jpd.config.merge import deep_merge
@@ -100,6 +130,7 @@ class TurnStarter:
         providers, provider = self._provider(cfg, renv)
         turn = await self._assemble(
             conversation_id=conversation_id or new_conversation_id(),
+            turn_id=turn_id,
             named_now=conversation_id is None,
             message=message,
             cfg=cfg,
@@ -126,7 +157,13 @@ class TurnStarter:
             check_schema(response_schema)
             turn.spec.response_schema = response_schema
         is_new = conversation_id is None or create
-        await self._launch(turn, link, is_new=is_new, images=pictures)
+        if queued and queue is not None:
+            if is_new:  # listed at once; its lease goes to the queue
+                await self._parts.conversations.create_unlocked(turn.conversation_id)
+            request = request.model_copy(update={"conversation_id": turn.conversation_id})
+            await queue.enqueue(link, turn, request)
+            return turn_info(turn)
+        await self._launch(turn, link, is_new=is_new, images=pictures, lease=lease)
         from jpd.core.titles import title_model
 
         if is_new and title_model(cfg) is not None:
@@ -159,13 +196,14 @@ class TurnStarter:
         detached: Any = None,
         environment: ClientEnvironment | None = None,
         takeover: bool = False,
+        lease: TurnLease | None = None,
     ) -> TurnInfo:
         """Continue an interrupted turn under its id (protocol.md 12.4): interrupted tool
         calls run again, a cut output is continued, then the turn goes on as usual.
 
         `takeover`: this daemon continues a turn another daemon of the fleet left (its
         lease expired): a cut tool whose kind is not read or search stays reported
-        interrupted and is not run again (it may have acted already)."""
+        interrupted and is not run again (it may have acted already); it holds `lease`."""
         from jpd.conversation.resume import NotResumable, TurnNotFound, plan_resume
         from jpd.llm.base import ToolChoiceAuto
 
@@ -209,7 +247,7 @@ class TurnStarter:
             mode=plan.mode,
         )
         turn.spec.first_tool_choice = ToolChoiceAuto()  # the turn's first call was made
-        await self._launch(turn, link, is_new=False)
+        await self._launch(turn, link, is_new=False, lease=lease)
         return turn_info(turn)
 
     def _provider(self, cfg: Config, renv: RequestEnv) -> tuple[ProviderSource, Provider]:
@@ -253,6 +291,7 @@ class TurnStarter:
         resume: ResumePlan | None = None,
         mode: PermissionMode = "ask",
         named_now: bool = False,
+        turn_id: str | None = None,
     ) -> Turn:
         """The turn with its tools and inquiry backend; nothing reaches the disk yet.
         With `resume`, it continues that interrupted turn under its id; `named_now`:
@@ -262,7 +301,7 @@ class TurnStarter:
         from jpd.core.turn_setup import turn_spec
         from jpd.tools.deferred import DeferredRunner
 
-        turn_id = resume.turn_id if resume else "t-" + secrets.token_hex(6)
+        turn_id = resume.turn_id if resume else turn_id or "t-" + secrets.token_hex(6)
         transcript = Transcript(history)
         tools = await self._parts.tools.catalog(cfg, toggles, renv.root)
 
@@ -317,11 +356,14 @@ class TurnStarter:
         *,
         is_new: bool,
         images: list[PromptImage] | None = None,
+        lease: TurnLease | None = None,
     ) -> None:
         """Everything is valid: only now does a new conversation reach the disk."""
         conversation_id = turn.conversation_id
         conversations, turns = self._parts.conversations, self._parts.turns
-        if is_new:
+        if lease is not None:  # claimed from a fleet's queue
+            lock = lease
+        elif is_new:
             lock = await conversations.create(conversation_id)
         else:
             turns.check_idle(conversation_id)  # again: another turn may have started meanwhile

@@ -72,6 +72,12 @@ class Busy(JpdError):
     code = -32005
 
 
+class StoreUnavailableError(JpdError):
+    """A fleet member cannot reach its conversation store (Postgres) within seconds."""
+
+    code = -32008
+
+
 class WrongDaemon(JpdError):
     """The client expects another data dir than the daemon serves (protocol.md 5.1)."""
 

@@ -149,8 +149,9 @@ async def turn_start(daemon: Daemon, session: Session, p: TurnStartParams) -> Wi
 
 
 async def turn_cancel(daemon: Daemon, session: Session, p: TurnCancelParams) -> WireModel:
-    """Cancel a running turn (False if it is not running)."""
-    return TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
+    """Cancel a running turn (False if it is not running); in a fleet, also one queued or
+    running on another member."""
+    return TurnCancelResult(cancelled=await daemon.cancel_turn_anywhere(p.turn_id))
 
 
 async def turn_resume(daemon: Daemon, session: Session, p: TurnResumeParams) -> WireModel:
@@ -200,9 +201,11 @@ def turn_list_now(daemon: Daemon, session: Session, p: NoParams) -> WireModel | 
     return TurnListResult(turns=turns, inquiries=daemon.pending_inquiries_here())
 
 
-def turn_cancel_now(daemon: Daemon, session: Session, p: TurnCancelParams) -> WireModel:
-    """`turn_cancel`, which never waits."""
-    return TurnCancelResult(cancelled=daemon.cancel_turn(p.turn_id))
+def turn_cancel_now(daemon: Daemon, session: Session, p: TurnCancelParams) -> WireModel | None:
+    """`turn_cancel`, which never waits (None: in a fleet, a turn not running here)."""
+    if daemon.cancel_turn(p.turn_id):
+        return TurnCancelResult(cancelled=True)
+    return None if daemon.queue is not None else TurnCancelResult(cancelled=False)
 
 
 async def turn_undo(daemon: Daemon, session: Session, p: TurnUndoParams) -> WireModel:

@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.e2e.sockets import Daemons, SocketClient, wait_for
+from tests.e2e.sockets import Daemons, RpcError, SocketClient, wait_for
 from tests.fleet.pgserver import PgServer, running_server
 from tests.fleet.test_takeover import member
 
@@ -69,8 +69,8 @@ async def test_a_database_outage_stalls_no_other_request(
     tmp_path: Path, own_server: PgServer, daemons: Daemons
 ) -> None:
     """While Postgres is down, a turn streaming on a member keeps appending (queued, on a
-    thread): another client's `turn/list` there still answers; once the database is back
-    the turn ends and its log has no hole."""
+    thread; its events reach clients once stored): another client's `turn/list` there
+    still answers; once the database is back the turn ends and its log has no hole."""
     own_server.create_database("jpd")
     url = own_server.url.rsplit("/", 1)[0] + "/jpd"
     stream = {"text": TEXT, "chunk": 8, "delay_ms": 20}
@@ -86,15 +86,17 @@ async def test_a_database_outage_stalls_no_other_request(
         await wait_for(lambda: len(client.turn_events(turn)) > 20, "the turn to stream")
         own_server.stop("fast")
         try:
-            seen = len(client.turn_events(turn))
             listed = (await other.request("turn/list"))["turns"]
             assert [t["turnId"] for t in listed] == [turn]
-            # The turn goes on streaming (its checkpoints wait in the queue).
-            await wait_for(lambda: len(client.turn_events(turn)) > seen + 5, "more deltas")
+            # The turn goes on (its checkpoints wait in the queue); its events reach the
+            # client once what was appended before them is in the store.
+            assert daemon.process.poll() is None
         finally:
             own_server.start()
         completed = await client.wait_completed(turn)
         assert completed["event"]["stopReason"] in ("end_turn", "error", "cancelled")
+        seqs = [e["seq"] for e in client.turn_events(turn)]
+        assert seqs == sorted(set(seqs))
 
         def rows() -> list[tuple[int, str]]:
             with psycopg.connect(url) as conn:
@@ -112,3 +114,37 @@ async def test_a_database_outage_stalls_no_other_request(
     finally:
         await client.close()
         await other.close()
+
+
+async def test_a_turn_start_during_an_outage_is_refused_not_left_waiting(
+    tmp_path: Path, own_server: PgServer, daemons: Daemons
+) -> None:
+    """With Postgres down, `turn/start` (a new conversation or an existing one) answers
+    -32008 after a bounded wait, other requests answer, and once the database is back
+    turns start again."""
+    own_server.create_database("jpd")
+    url = own_server.url.rsplit("/", 1)[0] + "/jpd"
+    env = member(tmp_path / "a", url, [{"text": "first"}, {"text": "after"}])
+    daemon = await daemons.start(env)
+    client = await SocketClient.connect(daemon.socket)
+    await client.initialize()
+    try:
+        first = await client.request("turn/start", {"message": "hello"})
+        await client.wait_completed(first["turnId"])
+        cid = first["conversationId"]
+        own_server.stop("fast")
+        try:
+            for params in ({"message": "new"}, {"message": "again", "conversationId": cid}):
+                with pytest.raises(RpcError) as refused:
+                    await client.request("turn/start", params)
+                assert refused.value.code == -32008
+                assert "cannot be reached" in str(refused.value)
+            assert (await client.request("turn/list"))["turns"] == []
+            assert daemon.process.poll() is None
+        finally:
+            own_server.start()
+        nxt = await client.request("turn/start", {"message": "again", "conversationId": cid})
+        done = await client.wait_completed(nxt["turnId"])
+        assert done["event"]["stopReason"] == "end_turn"
+    finally:
+        await client.close()

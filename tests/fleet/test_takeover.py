@@ -36,12 +36,17 @@ time.sleep(600)
 
 
 def member(
-    home: Path, url: str, responses: list[dict[str, Any]], host: str | None = None
+    home: Path,
+    url: str,
+    responses: list[dict[str, Any]],
+    host: str | None = None,
+    fleet: str = "",
 ) -> dict[str, str]:
+    """A fleet member's environment; `fleet`: more lines of its `[daemon.fleet]`."""
     home.mkdir()
     env = socket_env(home, responses)
     env["JPD_STORE_URL"] = url
-    add_config(env, f'[daemon.fleet]\nhost = "{host or home.name}"\nlease_ttl = {TTL}\n')
+    add_config(env, f'[daemon.fleet]\nhost = "{host or home.name}"\nlease_ttl = {TTL}\n{fleet}')
     add_tool(env, "slow", SLOW)
     return env
 

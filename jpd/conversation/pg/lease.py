@@ -33,9 +33,13 @@ UPDATE jpd_conversations
    SET lease_holder = %(holder)s, lease_epoch = lease_epoch + 1,
        lease_expires = now() + make_interval(secs => %(ttl)s),
        stream_seq = stream_seq + %(block)s
- WHERE id = %(cid)s AND (lease_holder IS NULL OR lease_expires < now())
+ WHERE id = %(cid)s
+   AND CASE WHEN %(queued)s THEN lease_holder = '(queued)'
+            ELSE lease_holder IS NULL OR lease_expires < now() END
 RETURNING lease_epoch, stream_seq - %(block)s
 """
+"""The one claim of a turn lease: a free or expired one, or (`queued`) the one the turn
+queue holds for a queued turn (`queue.QUEUED`, no expiry: nobody else claims it)."""
 RENEW_SQL = """
 UPDATE jpd_conversations SET lease_expires = now() + make_interval(secs => %(ttl)s),
        stream_seq = greatest(stream_seq, %(reserve)s)
@@ -43,6 +47,10 @@ UPDATE jpd_conversations SET lease_expires = now() + make_interval(secs => %(ttl
 RETURNING 1
 """
 RELEASE_SQL = """
+WITH ran AS (  -- the queued turn this lease ran (or ended) is done with the queue
+  DELETE FROM jpd_turn_queue WHERE conversation_id = %(cid)s AND claimed_by IS NOT NULL
+     AND EXISTS (SELECT 1 FROM jpd_conversations WHERE id = %(cid)s
+                  AND lease_epoch = %(epoch)s AND lease_holder = %(holder)s))
 UPDATE jpd_conversations SET lease_holder = NULL, lease_expires = NULL,
        stream_seq = coalesce(%(next)s, stream_seq)
  WHERE id = %(cid)s AND lease_epoch = %(epoch)s AND lease_holder = %(holder)s

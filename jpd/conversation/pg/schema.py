@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 _LOCK_KEY = 0x6A7064  # "jpd": the advisory lock taken while migrating
 
 # Migration N brings the schema from version N-1 to N; never edit one once released.
@@ -81,6 +81,29 @@ MIGRATIONS: dict[int, str] = {
     -- the conversation's turn/event seqs, shared by the members: no member has sent a
     -- seq at or above this (a block is reserved with each lease claim and renewal)
     ALTER TABLE jpd_conversations ADD COLUMN stream_seq bigint NOT NULL DEFAULT 1;
+    """,
+    7: """
+    -- turns waiting for a member with room (jpd/conversation/pg/queue.py); while one
+    -- waits, its conversation's lease is held by the queue (holder '(queued)', no expiry)
+    CREATE TABLE jpd_turn_queue (
+        conversation_id text PRIMARY KEY REFERENCES jpd_conversations (id) ON DELETE CASCADE,
+        turn_id text NOT NULL UNIQUE,
+        host text,
+        model text NOT NULL,
+        workspace text,
+        request text NOT NULL,
+        queued_by text NOT NULL,
+        queued_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        -- the member that claimed it (its lease holder); the row goes when that lease
+        -- is released, so a claimer that dies before the turn starts leaves it claimable
+        claimed_by text
+    );
+    CREATE INDEX jpd_turn_queue_order ON jpd_turn_queue (queued_at);
+    -- turn/cancel of a turn queued or running on another member
+    CREATE TABLE jpd_turn_cancels (
+        turn_id text PRIMARY KEY,
+        asked_at timestamptz NOT NULL DEFAULT now()
+    );
     """,
 }
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from jpd.conversation import events as ev
 from jpd.conversation.attributes import Attributes
@@ -38,6 +38,7 @@ from jpd.conversation.paths import validate_id
 from jpd.conversation.pg import attributes, blobs
 from jpd.conversation.pg.lease import CLAIM_SQL, SEQ_BLOCK, PgLease
 from jpd.conversation.pg.questions import PgQuestionBoard
+from jpd.conversation.pg.queue import PgTurnQueue
 from jpd.conversation.pg.rows import (
     APPEND_SQL,
     META_COLUMNS,
@@ -56,6 +57,7 @@ from jpd.conversation.port import (
     ConversationExists,
     ConversationNotFound,
     LeaseLost,
+    StoreUnreachable,
 )
 from jpd.conversation.sanitize import sanitize
 
@@ -66,6 +68,8 @@ RETRY_FOR = 30.0
 """Seconds an operation without a lease retries a lost connection (a restart)."""
 PIN_GRACE = 3
 """Lease TTLs during which an expired turn with a workspace is left to its own host."""
+START_WAIT = 5.0
+"""Seconds a turn's start waits for an unreachable store before it is refused."""
 
 
 class PgStore:
@@ -88,6 +92,7 @@ class PgStore:
         self.holder = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_ttl = lease_ttl
         self._leases: dict[str, PgLease] = {}
+        self._released: dict[str, int] = {}  # conversation -> epoch of our last lease
         self._leases_lock = threading.Lock()
         self._pool: ConnectionPool = ConnectionPool(
             url,
@@ -113,9 +118,11 @@ class PgStore:
             self._pool.close()
             raise
         self._stream = PgTurnStream(self._run, url, self.holder)
-        self._writer = OrderedWriter()
+        self._writer = OrderedWriter(self._write)
         self._slots = ModelSlots(url, provider_limits or {})
         self._queued = queued_appends
+        self.start_wait = START_WAIT
+        self._queue = PgTurnQueue(self, PIN_GRACE * lease_ttl)
         """The daemon's appends (from its event loop) return once queued; else each
         append returns once written, raising what failed."""
 
@@ -133,8 +140,22 @@ class PgStore:
         """Often enough that a turn is taken over within a second or so of its expiry."""
         return min(1.0, self.lease_ttl / 3)
 
+    def run(self, work: Callable[[psycopg.Connection[Any]], T], retry_for: float = RETRY_FOR) -> T:
+        """`work` on a pooled connection, retried for up to `retry_for` s while the
+        database is unreachable (for the store's parts: the queue)."""
+        return self._run(work, retry_for)
+
     def _run(self, work: Callable[[psycopg.Connection[Any]], T], retry_for: float = RETRY_FOR) -> T:
-        """`work` on a pooled connection, retried while the database is unreachable."""
+        """`work` on a pooled connection, retried while the database is unreachable; then
+        `StoreUnreachable` when the wait was short (a request's)."""
+        try:
+            return self._retried(work, retry_for)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            if retry_for >= RETRY_FOR or isinstance(exc, psycopg.errors.QueryCanceled):
+                raise
+            raise StoreUnreachable(f"the conversation store cannot be reached: {exc}") from exc
+
+    def _retried(self, work: Callable[[psycopg.Connection[Any]], T], retry_for: float) -> T:
         until = time.monotonic() + retry_for
         pause = 0.05
         while True:
@@ -142,7 +163,9 @@ class PgStore:
                 with self._pool.connection(timeout=max(0.1, until - time.monotonic())) as conn:
                     return work(conn)
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                if isinstance(exc, psycopg.errors.QueryCanceled) or time.monotonic() >= until:
+                if isinstance(exc, psycopg.errors.QueryCanceled | PoolClosed):
+                    raise  # canceled, or this store closed (the daemon stops): no retry
+                if time.monotonic() >= until:
                     raise
                 log.warning("store unreachable (%s); retrying", exc)
             except Exception as exc:
@@ -161,7 +184,8 @@ class PgStore:
                 "INSERT INTO jpd_conversations (id, created_at, updated_at) VALUES (%s, %s, %s) "
                 "ON CONFLICT DO NOTHING RETURNING id",
                 (cid, stamp, stamp),
-            ).fetchone()
+            ).fetchone(),
+            retry_for=START_WAIT,
         )
         if row is None:
             raise ConversationExists(f"conversation already exists: {cid}")
@@ -197,26 +221,34 @@ class PgStore:
         }
 
         if not self._queued and not self._writer.pending(cid):
-            self._write(lease, params)  # nothing queued before it: written here
+            self._write(lease, [params])  # nothing queued before it: written here
             return
-        self._writer.submit(cid, functools.partial(self._write, lease), params)
+        self._writer.submit(cid, lease, params)
         if not self._queued:
             self._writer.written(cid)
 
-    def _write(self, lease: PgLease | None, params: dict[str, Any]) -> None:
-        """One append, on the conversation's writer thread (`writer.OrderedWriter`)."""
-        cid = params["cid"]
+    def _write(self, lease: PgLease | None, batch: builtins.list[dict[str, Any]]) -> None:
+        """Appends of one conversation in one transaction, on its writer thread
+        (`writer.OrderedWriter`); retried whole (each is appended at most once)."""
+        cid = batch[0]["cid"]
+
+        def append(conn: psycopg.Connection[Any]) -> None:
+            for params in batch:
+                if conn.execute(APPEND_SQL.encode(), params).fetchone() is None:
+                    self._refused(conn, cid, params)
 
         def write(conn: psycopg.Connection[Any]) -> None:
-            if conn.execute(APPEND_SQL.encode(), params).fetchone() is not None:
+            if len(batch) == 1:  # one statement: its own transaction, no BEGIN/COMMIT trips
+                append(conn)
                 return
-            self._refused(conn, cid, params)
+            with conn.transaction():
+                append(conn)
 
         # With a lease, retry only while it is held: past its deadline another daemon may
         # take the turn over, and this one must stop writing.
         budget = RETRY_FOR if lease is None else max(0.1, lease.deadline - time.monotonic())
         try:
-            self._run(write, retry_for=budget)
+            self._retried(write, budget)
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             if lease is not None and not lease.check():
                 raise LeaseLost(cid, str(exc)) from exc
@@ -227,8 +259,28 @@ class PgStore:
         return self._writer.pending(conversation_id)
 
     def written(self, conversation_id: str) -> None:
-        """Wait until the conversation's appends are written; raise what failed."""
-        self._writer.written(validate_id(conversation_id))
+        """Wait until the conversation's appends are written (raise what failed), and
+        share its new blobs: a turn's tools run only once what it did so far, the file
+        snapshots of its earlier tools included, is in the store (a member taking the
+        turn over undoes them)."""
+        cid = validate_id(conversation_id)
+        self._writer.written(cid)
+        try:
+            self.share_blobs(cid)
+        except (psycopg.Error, OSError) as exc:  # shared again when the turn ends
+            log.warning("could not share the files of %s: %s", cid, exc)
+
+    def unwritten(self, conversation_id: str) -> int | None:
+        """The mark of the conversation's newest append not yet committed (None: all
+        are, or none will be); see `writer.OrderedWriter`."""
+        return self._writer.unwritten(conversation_id)
+
+    def when_written(
+        self, conversation_id: str, mark: int, callback: Callable[[int, bool], None]
+    ) -> None:
+        """`callback(done, ok)` once the appends up to `mark` are committed (from any
+        thread)."""
+        self._writer.when_written(conversation_id, mark, callback)
 
     def _refused(self, conn: psycopg.Connection[Any], cid: str, params: dict[str, Any]) -> None:
         """Why an append inserted nothing: a retry of one that did (fine), a missing
@@ -324,6 +376,7 @@ class PgStore:
         for lease in builtins.list(self._leases.values()):
             lease.release()
         self._stream.close()
+        self._queue.close()
         self._pool.close()
 
     def conversation_dir(self, conversation_id: str) -> Path:
@@ -334,12 +387,30 @@ class PgStore:
     def lock_turn(self, conversation_id: str) -> PgLease | None:
         cid = validate_id(conversation_id)
         started = time.monotonic()
-        params = {"cid": cid, "holder": self.holder, "ttl": self.lease_ttl, "block": SEQ_BLOCK}
-        row = self._run(lambda conn: conn.execute(CLAIM_SQL.encode(), params).fetchone())
+        params = self.claim_params(cid, queued=False)
+        # A bounded wait: `turn/start` during an outage answers within seconds.
+        row = self._run(
+            lambda conn: conn.execute(CLAIM_SQL.encode(), params).fetchone(), retry_for=START_WAIT
+        )
         if row is None:
             if not self.exists(cid):
                 raise ConversationNotFound(cid)
             return None
+        return self.hold(cid, row, started)
+
+    def claim_params(self, cid: str, *, queued: bool) -> dict[str, Any]:
+        """The parameters of `lease.CLAIM_SQL` for this member."""
+        return {
+            "cid": cid,
+            "holder": self.holder,
+            "ttl": self.lease_ttl,
+            "block": SEQ_BLOCK,
+            "queued": queued,
+        }
+
+    def hold(self, cid: str, row: tuple[Any, ...], started: float) -> PgLease:
+        """The lease `CLAIM_SQL` returned `row` for (claimed at `started`, monotonic),
+        renewed from now on and fencing this member's appends."""
         self._writer.forget(cid)  # a new holder: an earlier holder's write error is not its
         lease = PgLease(
             self._pool,
@@ -359,6 +430,18 @@ class PgStore:
         with self._leases_lock:
             if self._leases.get(lease.conversation_id) is lease:
                 del self._leases[lease.conversation_id]
+            if not lease.lost:
+                self._released[lease.conversation_id] = lease.epoch
+
+    def unchanged_since_mine(self, conversation_id: str) -> bool:
+        """Whether the lease's epoch is still that of this member's last lease there,
+        released: every claim raises it, so nobody else wrote a turn since."""
+        cid = validate_id(conversation_id)
+        mine = self._released.get(cid)
+        if mine is None:
+            return False
+        row = self._one("SELECT lease_epoch FROM jpd_conversations WHERE id = %s", (cid,))
+        return row is not None and int(row[0]) == mine
 
     def last_turn(self, conversation_id: str) -> tuple[bool, ev.TurnStart | None]:
         cid = validate_id(conversation_id)
@@ -405,27 +488,14 @@ class PgStore:
     def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
         return self._slots.acquire(provider, stop)
 
+    def turn_queue(self) -> PgTurnQueue:
+        return self._queue
+
     def turn_stream(self) -> PgTurnStream:
         return self._stream
 
     def question_board(self) -> PgQuestionBoard:
         return PgQuestionBoard(self._run, self.holder, functools.partial(self._run, retry_for=1.0))
-
-    def claimable_turns(self) -> builtins.list[str]:
-        """Open turns whose lease is free or expired and that this member may take over
-        now: a turn pinned to a workspace is left to the members of the host that ran
-        it (its lease holder's) for `PIN_GRACE` leases after it expired."""
-        rows = self._run(
-            lambda conn: conn.execute(
-                "SELECT id FROM jpd_conversations WHERE turn_open "
-                "AND (lease_holder IS NULL OR lease_expires < now()) "
-                "AND (lease_holder IS NULL OR (last_start::jsonb ->> 'workspace') IS NULL "
-                "     OR left(lease_holder, length(%(host)s) + 1) = %(host)s || ':' "
-                "     OR lease_expires < now() - make_interval(secs => %(grace)s))",
-                {"host": self.host, "grace": PIN_GRACE * self.lease_ttl},
-            ).fetchall()
-        )
-        return [str(row[0]) for row in rows]
 
     def scan_turns(self) -> Iterator[tuple[str, bool, ev.TurnStart | None]]:
         rows = self._run(

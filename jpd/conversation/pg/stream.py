@@ -41,6 +41,8 @@ class PgTurnStream:
         self._wanted: dict[str, str] = {}  # channel -> conversation
         self._listening: set[str] = set()
         self._listener: psycopg.Connection[Any] | None = None
+        self._wake_channel = channel("wake:" + member)
+        self._wake_sql = sql.SQL("NOTIFY {}").format(sql.Identifier(self._wake_channel))
 
     def publish(self, conversation_id: str, turn_id: str, bodies: list[str]) -> None:
         self.publish_all({(conversation_id, turn_id): bodies})
@@ -92,8 +94,16 @@ class PgTurnStream:
         return found
 
     def follow(self, conversation_id: str) -> None:
+        """Listen on the conversation's channel: the waiting listener is woken (its own
+        channel) to LISTEN at once and read what was written before."""
         with self._lock:
             self._wanted[channel(conversation_id)] = conversation_id
+            waiting = self._listener is not None
+        if waiting:
+            try:
+                self._run(lambda conn: conn.execute(self._wake_sql))
+            except Exception as exc:  # it listens at its next wait
+                log.warning("could not wake the listener: %s", exc)
 
     def unfollow(self, conversation_id: str) -> None:
         with self._lock:
@@ -107,6 +117,9 @@ class PgTurnStream:
         try:
             if fresh:
                 self._listener = psycopg.connect(self._url, autocommit=True)
+                self._listener.execute(
+                    sql.SQL("LISTEN {}").format(sql.Identifier(self._wake_channel))
+                )
                 self._listening = set()
             conn = self._listener
             assert conn is not None

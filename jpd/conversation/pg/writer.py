@@ -1,7 +1,13 @@
 """Appends in order, off the caller's thread: a conversation's events queue here and
-one thread per conversation with something queued writes them, oldest first. So an
-append from the event loop never waits for the database (nor for its retries during an
-outage); `written` waits for what is queued, and raises what failed.
+one thread per conversation with something queued writes them, oldest first, each time
+all that is queued in one transaction (a batch: never a commit per event when they come
+faster than commits). So an append from the event loop never waits for the database
+(nor for its retries during an outage); `written` waits for what is queued, and raises
+what failed.
+
+Each append gets a mark (increasing over all conversations); `when_written` calls back
+once the appends up to a mark are committed, so that the daemon sends its clients only
+events that are in the store (`jpd.core.append_gate`).
 
 After a failed write nothing more of that conversation is written (the log must not get
 a hole): the queued events are dropped and every later `append` and `written` raises
@@ -10,6 +16,7 @@ the same error, until `forget` (a new lease, a deleted conversation).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections import deque
@@ -18,37 +25,47 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-Write = Callable[[dict[str, Any]], None]
+WriteBatch = Callable[[Any, list[dict[str, Any]]], None]
+"""Writes (key, params of consecutive appends with that key) in one transaction."""
+Written = Callable[[int, bool], None]
+"""(the mark written through, whether all went well) -> None; called from any thread."""
+BATCH = 256
 
 
 class _Queue:
     def __init__(self) -> None:
-        self.items: deque[tuple[Write, dict[str, Any]]] = deque()
+        self.items: deque[tuple[int, Any, dict[str, Any]]] = deque()
         self.busy = False
         self.error: BaseException | None = None
+        self.done = 0  # the mark written through
+        self.waiters: list[tuple[int, Written]] = []
 
 
 class OrderedWriter:
     """See the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, write: WriteBatch) -> None:
+        self._write = write
         self._queues: dict[str, _Queue] = {}
         self._cond = threading.Condition()
+        self._marks = itertools.count(1)
 
-    def submit(self, conversation_id: str, write: Write, params: dict[str, Any]) -> None:
-        """Queue `write(params)` after the conversation's earlier ones; raises at once
-        the error that stopped its writes."""
+    def submit(self, conversation_id: str, key: Any, params: dict[str, Any]) -> int:
+        """Queue the append `params` (written with `key`) after the conversation's
+        earlier ones; returns its mark. Raises at once the error that stopped its writes."""
         with self._cond:
             queue = self._queues.setdefault(conversation_id, _Queue())
             if queue.error is not None:
                 raise queue.error
-            queue.items.append((write, params))
+            mark = next(self._marks)
+            queue.items.append((mark, key, params))
             if queue.busy:
-                return
+                return mark
             queue.busy = True
         threading.Thread(
             target=self._drain, args=(conversation_id, queue), name="jpd-append", daemon=True
         ).start()
+        return mark
 
     def _drain(self, conversation_id: str, queue: _Queue) -> None:
         while True:
@@ -58,18 +75,54 @@ class OrderedWriter:
                     queue.busy = False
                     if queue.error is None and self._queues.get(conversation_id) is queue:
                         del self._queues[conversation_id]  # nothing to remember
+                    waiters, queue.waiters = queue.waiters, []
                     self._cond.notify_all()
-                    return
-                write, params = queue.items[0]
+                    ok = queue.error is None
+                    break
+                key = queue.items[0][1]
+                batch = []
+                for item in itertools.islice(queue.items, BATCH):
+                    if item[1] is not key:
+                        break  # another lease: its own transaction
+                    batch.append(item)
             try:
-                write(params)
+                self._write(key, [params for _, _, params in batch])
             except BaseException as exc:
                 log.warning("append to %s failed: %s", conversation_id, exc)
                 with self._cond:
                     queue.error = exc
+                continue
             with self._cond:
-                if queue.items:
+                for _ in batch:
                     queue.items.popleft()
+                queue.done = batch[-1][0]
+                due = [w for w in queue.waiters if w[0] <= queue.done]
+                queue.waiters = [w for w in queue.waiters if w[0] > queue.done]
+            for _, callback in due:
+                callback(queue.done, True)
+        for _, callback in waiters:  # written through `done`, and no further
+            callback(queue.done, ok)
+
+    def unwritten(self, conversation_id: str) -> int | None:
+        """The mark of the conversation's newest append not yet written; None when all
+        are written (or failed: nothing more will be)."""
+        with self._cond:
+            queue = self._queues.get(conversation_id)
+            if queue is None or queue.error is not None or not queue.items:
+                return None
+            return queue.items[-1][0]
+
+    def when_written(self, conversation_id: str, mark: int, callback: Written) -> None:
+        """Call `callback(done, ok)` once the appends up to `mark` are written (ok), or
+        the writes stopped short of it (not ok), at once if that is so already."""
+        with self._cond:
+            queue = self._queues.get(conversation_id)
+            if queue is not None and queue.busy and queue.done < mark:
+                queue.waiters.append((mark, callback))
+                return
+            done = mark if queue is None or queue.error is None else queue.done
+            ok = queue is None or queue.error is None
+        callback(done, ok)
 
     def pending(self, conversation_id: str) -> bool:
         """Whether the conversation has appends not yet written."""
