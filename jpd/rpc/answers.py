@@ -21,7 +21,7 @@ from jpd.rpc.framing import encode_frame
 from jpd.rpc.inbound import Message, read_message
 from jpd.rpc.methods import INSTANT, OnLoop
 from jpd.rpc.outbox import Outbox
-from jpd.rpc.pygls_private import EncodedResultProtocol
+from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
 from jpd.rpc.session import Session
 
 # Their answers come after the events they replay or stop (protocol.md 5.8, 5.9): they
@@ -92,6 +92,9 @@ def instant_frame(
         return encode_frame(errors.error_body(msg_id, errors.from_handler(method.name, exc)))
     if result is None:
         return None
+    if isinstance(result, EncodedResult):
+        head = b'{"jsonrpc": "2.0", "id": %s, "result": ' % json.dumps(msg_id).encode()
+        return encode_frame(b"".join((head, result.json, b"}")))
     answer = {"jsonrpc": "2.0", "id": msg_id, "result": result.to_wire()}
     return encode_frame(json.dumps(answer).encode())
 

@@ -24,13 +24,14 @@ from jpd.protocol.errors import InvalidParams, WrongDaemon
 from jpd.protocol.server_requests import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
 from jpd.rpc.pygls_private import EncodedResult
 from jpd.rpc.session import Session
+from jpd.rpc.turn_listing import TurnListing
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Daemon, Session, Any], Awaitable[WireModel | EncodedResult | None]]
 OnLoop = Callable[[Callable[[], object]], None]
 """Runs an action on the event loop (soon, when called from the reader thread)."""
-InstantHandler = Callable[[Daemon, Session, Any, OnLoop], WireModel | None]
+InstantHandler = Callable[[Daemon, Session, Any, OnLoop], WireModel | EncodedResult | None]
 """A handler that answers without waiting, or returns None when it would have to wait.
 It may run in the connection's reader thread (`jpd.rpc.lane`): it reads snapshots of
 the daemon's state and changes it only through `OnLoop`."""
@@ -154,12 +155,15 @@ async def turn_list(daemon: Daemon, session: Session, p: wire.NoParams) -> WireM
 
 def turn_list_now(
     daemon: Daemon, session: Session, p: wire.NoParams, on_loop: OnLoop
-) -> WireModel | None:
+) -> EncodedResult | None:
     """`turn_list` at once (None during the start-up recovery: then `turn_list` waits)."""
     turns = daemon.listed_turns()
     if turns is None:  # also in a fleet, where the store is read (`turn_list`)
         return None
-    return wire.TurnListResult(turns=turns, inquiries=daemon.pending_inquiries_here())
+    return _LISTING.result(turns, daemon.pending_inquiries_here())
+
+
+_LISTING = TurnListing()
 
 
 def turn_cancel_now(

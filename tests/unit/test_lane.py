@@ -340,3 +340,28 @@ async def test_a_full_pipe_leaves_the_loop_running_and_the_wait_can_be_cancelled
     finally:
         os.close(read_fd)  # the writer thread's write fails: it ends
         os.close(write_fd)
+
+
+# --- turn/list's answer ------------------------------------------------------------------
+
+
+def test_the_joined_turn_list_answer_is_the_models_own_encoding() -> None:
+    from datetime import UTC, datetime
+
+    from jpd.protocol.client_requests import TurnListResult
+    from jpd.protocol.summaries import TurnInfo
+    from jpd.rpc.turn_listing import TurnListing
+
+    now = datetime(2026, 11, 27, 7, 0, tzinfo=UTC)
+    infos = [
+        TurnInfo(turn_id=f"t-{n}", conversation_id=f"c-{n}", model="m/x", started_at=now)
+        for n in range(3)
+    ]
+    resumable = TurnInfo(
+        turn_id="t-r", conversation_id="c-r", model="m/\u00e9", started_at=now, resumable=True
+    )
+    listing = TurnListing()
+    for turns in ([*infos, resumable], [infos[2], resumable], [], [infos[0], infos[0]]):
+        encoded = listing.result(turns, [])
+        expected = TurnListResult(turns=turns, inquiries=[]).to_wire()
+        assert json.loads(encoded.json) == expected
