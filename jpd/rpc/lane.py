@@ -57,20 +57,38 @@ def _write_all(fd: int, data: bytes) -> None:
             poller.poll()
 
 
+def _writable(fd: int) -> bool:
+    try:
+        return bool(select.select([], [fd], [], 0)[1])
+    except (OSError, ValueError):
+        return False
+
+
 class ThreadedOutput:
     """A connection's output written by a daemon thread (a blocked write never holds up
     the process's exit). `send` queues a batch of whole frames and returns, waiting only
     while `limit` bytes are queued (the caller's stall timeout then runs); the thread
     writes it as soon as the client reads, with no event-loop round in between.
-    `send_first` (from any thread) puts an answer ahead of every queued batch."""
+    `send_first` (from any thread) puts an answer ahead of every queued batch.
 
-    def __init__(self, fd: int, limit: int = _QUEUE_BYTES) -> None:
+    With `direct` (a pipe or socket), `send` first writes on the loop what the fd takes
+    at once, `PIPE_BUF` bytes a time (such a write never blocks), when nothing is queued
+    or being written: a client that keeps up costs no thread hand-over (which may wait
+    the interpreter's switch interval for the GIL). The thread writes the rest of a frame
+    cut short before anything else."""
+
+    def __init__(self, fd: int, limit: int = _QUEUE_BYTES, *, direct: bool = False) -> None:
         self.fd = fd
         self._limit = limit
+        self._direct = direct
+        self._rest = b""
+        """The end of a batch the loop began writing: written before anything else."""
+        self._writing = False
+        """The loop or the thread is writing."""
         self._first: deque[bytes] = deque()
         self._pending: deque[bytes] = deque()
         self._bytes = 0
-        """Bytes in `_pending`."""
+        """Bytes in `_pending` and `_rest`."""
         self._cond = threading.Condition()
         self._room: anyio.Event | None = None
         self._closed = False
@@ -85,12 +103,39 @@ class ThreadedOutput:
         threading.Thread(target=self._run, name=name, daemon=True).start()
 
     async def send(self, data: bytes) -> None:
-        """Queue `data`; BrokenPipeError once a write failed."""
+        """Write or queue `data`; BrokenPipeError once a write failed."""
+        if self._direct and self._write_direct(data):
+            await self._wait(self._limit)  # the end of `data` may be queued
+            return
         with self._cond:
             self._pending.append(data)
             self._bytes += len(data)
             self._cond.notify()
         await self._wait(self._limit)
+
+    def _write_direct(self, data: bytes) -> bool:
+        """Write what the fd takes now, queueing the rest for the thread; False if
+        something else is queued or being written (then `data` must queue behind it)."""
+        with self._cond:
+            if self._writing or self._rest or self._first or self._pending or self.broken:
+                return False
+            self._writing = True
+        view = memoryview(data)
+        try:
+            while view and _writable(self.fd):
+                view = view[os.write(self.fd, view[: select.PIPE_BUF]) :]
+        except OSError as exc:
+            log.warning("client connection lost while writing: %s", exc)
+            self.broken = True
+        with self._cond:
+            self._writing = False
+            if view and not self.broken:
+                self._rest = bytes(view)
+                self._bytes += len(self._rest)
+            self._cond.notify()
+        if self.broken:
+            raise BrokenPipeError("the client's output broke")
+        return True
 
     def send_first(self, frame: bytes) -> None:
         """Queue `frame` ahead of the batches (from the reader thread)."""
@@ -122,9 +167,14 @@ class ThreadedOutput:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._pending and not self._first and not self._closed:
+                while self._writing or not (
+                    self._rest or self._first or self._pending or self._closed
+                ):
                     self._cond.wait()
-                if self._first:
+                if self._rest:  # a frame the loop began: nothing may come in between
+                    data, self._rest = self._rest, b""
+                    taken = len(data)
+                elif self._first:
                     data, taken = b"".join(self._first), 0
                     self._first.clear()
                 elif self._pending:
@@ -132,12 +182,14 @@ class ThreadedOutput:
                     taken = len(data)
                 else:
                     return
+                self._writing = True
             try:
                 _write_all(self.fd, data)
             except OSError as exc:
                 log.warning("client connection lost while writing: %s", exc)
                 self.broken = True
             with self._cond:
+                self._writing = False
                 self._bytes -= taken
                 room, self._room = self._room, None
             if room is not None:

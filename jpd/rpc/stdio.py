@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import sys
 
 import anyio
@@ -15,6 +16,14 @@ from jpd.rpc.outbox import ConnectionLimits
 
 _FLUSH_TIMEOUT = 5.0
 """Seconds the writer thread gets to write the last frames once the connection ended."""
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def claim_stdout() -> int:
@@ -41,7 +50,7 @@ async def serve_stdio(
 
     # Threads read and write the fds (jpd.rpc.lane): the reader answers control requests
     # at once, ahead of the writer's next batch, however busy the event loop is.
-    output = ThreadedOutput(out_fd)
+    output = ThreadedOutput(out_fd, direct=_is_pipe(out_fd))
     output.start()
     try:
         reader = ThreadedInput(in_fd, output)

@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import pytest
 
 from jpd.rpc.framing import FrameSplitter, Malformed, encode_frame
 from jpd.rpc.lane import ThreadedOutput
@@ -250,9 +251,10 @@ def _read_frames(fd: int, count: int) -> list[bytes | Malformed]:
     return frames
 
 
-async def test_frames_from_the_loop_and_other_threads_never_interleave() -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["thread", "loop-first"])
+async def test_frames_from_the_loop_and_other_threads_never_interleave(direct: bool) -> None:
     read_fd, write_fd = os.pipe()
-    output = ThreadedOutput(write_fd, limit=64 * 1024)
+    output = ThreadedOutput(write_fd, limit=64 * 1024, direct=direct)
     output.start()
     batches = [
         b"".join(
@@ -294,9 +296,10 @@ async def test_frames_from_the_loop_and_other_threads_never_interleave() -> None
     assert sorted(d["answer"] for d in decoded if "answer" in d) == list(range(300))
 
 
-async def test_an_answer_goes_ahead_of_the_queued_batches() -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["thread", "loop-first"])
+async def test_an_answer_goes_ahead_of_the_queued_batches(direct: bool) -> None:
     read_fd, write_fd = os.pipe()
-    output = ThreadedOutput(write_fd, limit=1 << 30)
+    output = ThreadedOutput(write_fd, limit=1 << 30, direct=direct)
     output.start()
     try:
         # Nobody reads yet: the first write fills the pipe and the rest stays queued.
@@ -314,9 +317,12 @@ async def test_an_answer_goes_ahead_of_the_queued_batches() -> None:
     assert [n for n in order if n != "answer"] == list(range(50))
 
 
-async def test_a_full_pipe_leaves_the_loop_running_and_the_wait_can_be_cancelled() -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["thread", "loop-first"])
+async def test_a_full_pipe_leaves_the_loop_running_and_the_wait_can_be_cancelled(
+    direct: bool,
+) -> None:
     read_fd, write_fd = os.pipe()
-    output = ThreadedOutput(write_fd, limit=1024)
+    output = ThreadedOutput(write_fd, limit=1024, direct=direct)
     output.start()
     ticks = 0
 
