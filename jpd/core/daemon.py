@@ -194,6 +194,10 @@ class Daemon:
             return True
         return self.queue is not None and await self.queue.cancel(turn_id)
 
+    def is_running(self, turn_id: str) -> bool:
+        """Whether a turn of this daemon runs (safe from any thread: `cancel_turn` is not)."""
+        return self.turns.has(turn_id)
+
     async def wait_turn(self, turn_id: str) -> StopReason:
         """Wait for a running turn to end; returns its stop reason."""
         return await self.turns.wait(turn_id)
@@ -232,7 +236,8 @@ class Daemon:
         in a fleet (the store is read then: `list_turns`)."""
         if not self.conversations.recovered.is_set() or self.followers is not None:
             return None
-        resumable = sorted(self.conversations.resumable.values(), key=lambda t: t.started_at)
+        resumable = list(self.conversations.resumable.values())  # a snapshot: any thread
+        resumable.sort(key=lambda t: t.started_at)
         return [*self.running_turns(), *resumable]
 
     def running_turns(self) -> list[TurnInfo]:

@@ -46,6 +46,9 @@ class RunningTurns:
         self._hub = hub
         self._tg = task_group
         self._turns: dict[str, Turn] = {}
+        self._infos: dict[str, TurnInfo] = {}
+        """Each running turn as `running` lists it, made once (a thousand turns are
+        listed on every `turn/list`)."""
         self._locks: dict[str, TurnLease] = {}
         self.relay: ClientLink | None = None
         """In a fleet: follows every turn here, for other members' clients (core.follow)."""
@@ -74,6 +77,7 @@ class RunningTurns:
         self._locks[turn.turn_id] = lock
         self._released[turn.turn_id] = anyio.Event()
         self._turns[turn.turn_id] = turn
+        self._infos[turn.turn_id] = turn_info(turn)
         cid = turn.conversation_id
         self._running_in[cid] = self._running_in.get(cid, 0) + 1
         floor = lock.seq_floor
@@ -100,6 +104,7 @@ class RunningTurns:
         try:
             await turn.run()
         finally:
+            self._infos.pop(turn.turn_id, None)
             if self._turns.pop(turn.turn_id, None) is not None:
                 cid = turn.conversation_id
                 left = self._running_in.pop(cid) - 1
@@ -174,7 +179,15 @@ class RunningTurns:
 
     def running(self) -> list[TurnInfo]:
         """Turns currently running, oldest first."""
-        return [turn_info(t) for t in sorted(self._turns.values(), key=lambda t: t.started_at)]
+        # A snapshot first (`list` of a dict is one step under the GIL): the connection's
+        # reader thread lists turns while the loop starts and ends them.
+        infos = list(self._infos.values())
+        infos.sort(key=lambda t: t.started_at)
+        return infos
+
+    def has(self, turn_id: str) -> bool:
+        """Whether the turn runs (safe from any thread)."""
+        return turn_id in self._turns
 
     async def cancel_all(self) -> None:
         """Cancel every running turn and wait until each has recorded its end."""

@@ -175,7 +175,8 @@ class PendingQuestions:
 
     def pending(self) -> list[PendingInfo]:
         """Everything waiting for an answer, oldest first."""
-        infos = [p.request.info for p in self._pending.values() if p.outcome is None]
+        pending = list(self._pending.values())  # a snapshot: the reader thread lists them too
+        infos = [p.request.info for p in pending if p.outcome is None]
         return sorted(infos, key=lambda i: i.asked_at)
 
     def _offer(self, pending: _Pending, link: ClientLink) -> None:

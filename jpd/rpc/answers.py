@@ -7,18 +7,21 @@ several rounds of a crowded event loop; answered here it waits for none of them.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
 from jpd.core.daemon import Daemon
-from jpd.protocol.method_table import TURN_ATTACH, TURN_DETACH
+from jpd.protocol.method_table import EXIT, SHUTDOWN, TURN_ATTACH, TURN_DETACH
 from jpd.rpc import errors
 from jpd.rpc.framing import encode_frame
-from jpd.rpc.methods import INSTANT
+from jpd.rpc.inbound import Message, read_message
+from jpd.rpc.methods import INSTANT, OnLoop
 from jpd.rpc.outbox import Outbox
-from jpd.rpc.pygls_private import EncodedResultProtocol
+from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
 from jpd.rpc.session import Session
 
 # Their answers come after the events they replay or stop (protocol.md 5.8, 5.9): they
@@ -56,32 +59,100 @@ class QueueWriter:
 
 
 _INSTANT = {method.name: (method, handler) for method, handler in INSTANT.items()}
+_MARKERS = tuple(b'"%s"' % name.encode() for name in (*_INSTANT, SHUTDOWN.name, EXIT.name))
+"""A body naming none of these is no control request and changes no lifecycle."""
 
 
-def answer_now(
-    daemon: Daemon, session: Session, data: dict[str, Any], msg_id: Any, out: Outbox
-) -> bool:
-    """Answer a control request (`methods.INSTANT`) in this step of the read loop, ahead
-    of queued events; False if it must take the usual way (a task, then pygls' answer):
-    invalid params (answered -32602 there) or an answer that needs a wait."""
+def instant_frame(
+    daemon: Daemon,
+    session: Session,
+    data: dict[str, Any],
+    msg_id: Any,
+    on_loop: OnLoop,
+    *,
+    in_thread: bool = False,
+) -> bytes | None:
+    """The answer to a control request (`methods.INSTANT`) made at once, or None if it
+    must take the usual way (a task, then pygls' answer): invalid params (answered -32602
+    there), an answer that needs a wait, or (`in_thread`) any error."""
     entry = _INSTANT.get(str(data.get("method")))
     if entry is None:
-        return False
+        return None
     method, handler = entry
     params = data.get("params")
     try:
         model = method.params.model_validate({} if params is None else params)
     except ValidationError:
-        return False
+        return None
     try:
-        result = handler(daemon, session, model)
+        result = handler(daemon, session, model, on_loop)
     except Exception as exc:  # typed errors keep their code, as in `_make_handler`
-        out.put_answer(
-            encode_frame(errors.error_body(msg_id, errors.from_handler(method.name, exc)))
-        )
-        return True
+        if in_thread:
+            return None
+        return encode_frame(errors.error_body(msg_id, errors.from_handler(method.name, exc)))
     if result is None:
-        return False
+        return None
+    if isinstance(result, EncodedResult):
+        head = b'{"jsonrpc": "2.0", "id": %s, "result": ' % json.dumps(msg_id).encode()
+        return encode_frame(b"".join((head, result.json, b"}")))
     answer = {"jsonrpc": "2.0", "id": msg_id, "result": result.to_wire()}
-    out.put_answer(encode_frame(json.dumps(answer).encode()))
+    return encode_frame(json.dumps(answer).encode())
+
+
+def answer_now(
+    daemon: Daemon, session: Session, data: dict[str, Any], msg_id: Any, out: Outbox
+) -> bool:
+    """Answer a control request in this step of the read loop, ahead of queued events;
+    False if it must take the usual way."""
+    frame = instant_frame(daemon, session, data, msg_id, _call_now)
+    if frame is None:
+        return False
+    out.put_answer(frame)
     return True
+
+
+def _call_now(action: Callable[[], object]) -> None:
+    action()
+
+
+class ThreadAnswers:
+    """The control requests a connection's reader thread answers as it reads them
+    (`jpd.rpc.lane`), before anything the loop has yet to handle. Each sees the effects
+    of every request whose answer was already sent (protocol.md section 3): the loop
+    answers a request only after handling it. Once a `shutdown` or `exit` went to the
+    loop, everything does (their effects come first)."""
+
+    def __init__(
+        self,
+        daemon: Daemon,
+        session: Session,
+        max_nesting: int,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self._daemon = daemon
+        self._session = session
+        self._max_nesting = max_nesting
+        self._loop = loop
+        self._lifecycle = False
+
+    def __call__(self, body: bytes) -> bytes | None:
+        """In the reader thread: the answer to `body`, or None to hand it to the loop."""
+        if self._lifecycle or not any(marker in body for marker in _MARKERS):
+            return None
+        read = read_message(body, self._max_nesting)
+        if not isinstance(read, Message) or read.method is None:
+            return None  # refused the same way on the loop
+        if read.method in (SHUTDOWN.name, EXIT.name):
+            self._lifecycle = True
+            return None
+        session = self._session
+        if read.msg_id is None or not session.initialized or session.shutdown_requested:
+            return None  # the loop gates it (-32002, -32600)
+        if session.closed.is_set():
+            return None
+        return instant_frame(
+            self._daemon, session, read.data, read.msg_id, self._on_loop, in_thread=True
+        )
+
+    def _on_loop(self, action: Callable[[], object]) -> None:
+        self._loop.call_soon_threadsafe(action)

@@ -15,7 +15,7 @@ import asyncio
 import concurrent.futures
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -40,15 +40,17 @@ from jpd.protocol.method_table import (
     CANCEL_REQUEST,
     EXIT,
     INITIALIZE,
+    SHUTDOWN,
     TURN_EVENT,
     TURN_LAGGED,
 )
 from jpd.protocol.turn_events import TurnLaggedParams
 from jpd.rpc import errors
-from jpd.rpc.answers import QueueWriter, answer_now
+from jpd.rpc.answers import QueueWriter, ThreadAnswers, answer_now
 from jpd.rpc.converter import message_converter
-from jpd.rpc.framing import Malformed, Receive, encode_frame, read_frames
+from jpd.rpc.framing import Frame, Malformed, Receive, encode_frame, read_frames
 from jpd.rpc.inbound import Refused, read_message
+from jpd.rpc.lane import ThreadedInput
 from jpd.rpc.methods import HANDLERS, Handler, Incoming
 from jpd.rpc.outbox import ConnectionLimits, Outbox
 from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
@@ -161,7 +163,7 @@ def _error_frame(msg_id: Any, error: JpdError) -> bytes:
 
 async def serve_connection(
     daemon: Daemon,
-    receive: Receive,
+    receive: Receive | ThreadedInput,
     send: Send,
     host: Host | None = None,
     limits: ConnectionLimits | None = None,
@@ -175,6 +177,8 @@ async def serve_connection(
     `peer_verified`: the transport vouches that the peer is an unsandboxed process of
     the user (stdio: the process that started the daemon; the Unix socket: the peer
     rule passed); a WebSocket cannot tell.
+    `receive` is a `ThreadedInput` when a reader thread reads the connection: it then
+    answers control requests itself (`ThreadAnswers`) and hands the rest to this loop.
     """
     limits = limits if limits is not None else ConnectionLimits()
     session: Session | None = None
@@ -229,15 +233,23 @@ async def serve_connection(
         protocol.fm.feature(method.name)(_make_handler(daemon, session, calls, method, handler))
     daemon.connected(session)
 
+    if isinstance(receive, ThreadedInput):
+        loop = asyncio.get_running_loop()
+        receive.start(limits.max_frame, ThreadAnswers(daemon, session, limits.max_nesting, loop))
+        frames = receive.frames()
+    else:
+        frames = read_frames(receive, limits.max_frame)
     flushed = anyio.Event()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_write_loop, outbox, send, session, flushed, limits.stall_timeout)
-        tg.start_soon(
-            _read_loop, protocol, receive, writer, session, limits.max_frame, limits.max_nesting
-        )
-        await session.closed.wait()
-        await _flush(calls, outbox, flushed)
-        tg.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_write_loop, outbox, send, session, flushed, limits.stall_timeout)
+            tg.start_soon(_read_loop, protocol, frames, writer, session, limits.max_nesting)
+            await session.closed.wait()
+            await _flush(calls, outbox, flushed)
+            tg.cancel_scope.cancel()
+    finally:
+        if isinstance(receive, ThreadedInput):
+            receive.stop()
     outbox.close()
     daemon.disconnected(session)
     calls.fail_all()
@@ -247,14 +259,13 @@ async def serve_connection(
 
 async def _read_loop(
     protocol: _JpdProtocol,
-    receive: Receive,
+    frames: AsyncIterator[Frame],
     writer: QueueWriter,
     session: Session,
-    max_frame: int,
     max_nesting: int,
 ) -> None:
     out = writer.out
-    async for frame in read_frames(receive, max_frame):
+    async for frame in frames:
         if session.closed.is_set():
             return  # closing: the queue no longer takes frames
         if isinstance(frame, Malformed):
@@ -288,6 +299,10 @@ def _dispatch(protocol: _JpdProtocol, body: bytes, writer: QueueWriter, max_nest
         return
     if method is not None and not _admit(protocol.session, data, msg_id, out):
         return
+    if method == SHUTDOWN.name and msg_id is not None:
+        # In the order received: a request read after it gets -32600 even if its handler
+        # has not run yet (a control request is answered in this step).
+        protocol.session.shutdown_requested = True
     if msg_id is not None and method is not None:
         writer.requested(method, msg_id)
         if answer_now(protocol.daemon, protocol.session, data, msg_id, out):

@@ -68,12 +68,17 @@ from jpd.protocol.turn_requests import (
 )
 from jpd.rpc.pygls_private import EncodedResult
 from jpd.rpc.session import Session
+from jpd.rpc.turn_listing import TurnListing
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Daemon, Session, Any], Awaitable[WireModel | EncodedResult | None]]
-InstantHandler = Callable[[Daemon, Session, Any], WireModel | None]
-"""A handler that answers without waiting, or returns None when it would have to wait."""
+OnLoop = Callable[[Callable[[], object]], None]
+"""Runs an action on the event loop (soon, when called from the reader thread)."""
+InstantHandler = Callable[[Daemon, Session, Any, OnLoop], WireModel | EncodedResult | None]
+"""A handler that answers without waiting, or returns None when it would have to wait.
+It may run in the connection's reader thread (`jpd.rpc.lane`): it reads snapshots of
+the daemon's state and changes it only through `OnLoop`."""
 Incoming = mt.ClientRequest[Any, Any] | mt.ClientNotification[Any]
 
 
@@ -193,17 +198,27 @@ async def turn_list(daemon: Daemon, session: Session, p: NoParams) -> WireModel:
     )
 
 
-def turn_list_now(daemon: Daemon, session: Session, p: NoParams) -> WireModel | None:
+def turn_list_now(
+    daemon: Daemon, session: Session, p: NoParams, on_loop: OnLoop
+) -> EncodedResult | None:
     """`turn_list` at once (None during the start-up recovery: then `turn_list` waits)."""
     turns = daemon.listed_turns()
     if turns is None:  # also in a fleet, where the store is read (`turn_list`)
         return None
-    return TurnListResult(turns=turns, inquiries=daemon.pending_inquiries_here())
+    return _LISTING.result(turns, daemon.pending_inquiries_here())
 
 
-def turn_cancel_now(daemon: Daemon, session: Session, p: TurnCancelParams) -> WireModel | None:
-    """`turn_cancel`, which never waits (None: in a fleet, a turn not running here)."""
-    if daemon.cancel_turn(p.turn_id):
+_LISTING = TurnListing()
+
+
+def turn_cancel_now(
+    daemon: Daemon, session: Session, p: TurnCancelParams, on_loop: OnLoop
+) -> WireModel | None:
+    """`turn_cancel`, which never waits: a running turn is cancelled on the loop (None:
+    in a fleet, a turn not running here, which `turn_cancel` looks for in the store)."""
+    running = daemon.is_running(p.turn_id)
+    if running:
+        on_loop(lambda: daemon.cancel_turn(p.turn_id))
         return TurnCancelResult(cancelled=True)
     return None if daemon.queue is not None else TurnCancelResult(cancelled=False)
 
@@ -360,6 +375,11 @@ async def inquiry_answer(daemon: Daemon, session: Session, p: InquiryAnswerParam
 
 async def daemon_status(daemon: Daemon, session: Session, p: NoParams) -> WireModel:
     """The daemon process: pid, version, uptime, socket, clients, running turns."""
+    return daemon_status_now(daemon, session, p, lambda action: None)
+
+
+def daemon_status_now(daemon: Daemon, session: Session, p: NoParams, on_loop: OnLoop) -> WireModel:
+    """`daemon_status`, which never waits."""
     from jpd.config import user_config_path
 
     host = session.host
@@ -423,6 +443,7 @@ _METHOD_NAMES = sorted(m.name for m in HANDLERS)
 INSTANT: dict[Incoming, InstantHandler] = {
     mt.TURN_LIST: turn_list_now,
     mt.TURN_CANCEL: turn_cancel_now,
+    mt.DAEMON_STATUS: daemon_status_now,
 }
 """Control requests the rpc layer answers in the step that reads them, ahead of queued
 events, when they need no wait (protocol.md section 3): while a thousand turns stream,
