@@ -49,6 +49,8 @@ class FakeDaemon:
         self.recovered = True
         self.listed = 0
         """How often `turn/list` was answered at once (`listed_turns`)."""
+        self.queue = None
+        """Not a fleet member: a turn not running here is not running anywhere."""
 
     def connected(self, session: Session) -> None:
         self.sessions.append(session)
