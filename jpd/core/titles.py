@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING
 import anyio
 
 from jpd.conversation.attributes import Attributes
+from jpd.conversation.port import ConversationNotFound
 from jpd.protocol.labels import check_title
 
 if TYPE_CHECKING:
     from jpd.config import Config
     from jpd.conversation.port import ConversationStorage
+    from jpd.core.parts import DaemonParts
+    from jpd.core.turn import Turn
     from jpd.llm.registry import ProviderSource
 
 log = logging.getLogger(__name__)
@@ -85,6 +88,25 @@ async def write_title(
         return current.model_copy(update={"title": check_title(text), "title_source": "model"})
 
     await anyio.to_thread.run_sync(store.update_attributes, conversation_id, keep)
+
+
+async def title_after_first_turn(
+    parts: DaemonParts, turn: Turn, cfg: Config, providers: ProviderSource
+) -> None:
+    """Name a new conversation after its first turn, once that turn ended well."""
+    await parts.turns.wait_released(turn.turn_id)
+    if turn.stop_reason != "end_turn":
+        return
+    store, cid = parts.store, turn.conversation_id
+    try:
+        events = await anyio.to_thread.run_sync(store.load, cid)
+    except ConversationNotFound:
+        return  # deleted meanwhile (--no-persist)
+    request, answer = first_exchange(list(events))
+    try:
+        await write_title(cfg, providers, store, cid, request, answer)
+    except (OSError, ConversationNotFound) as exc:  # deleted meanwhile, a full disk
+        log.info("no title for %s: %s", cid, exc)
 
 
 def first_exchange(events: list[object]) -> tuple[str, str]:

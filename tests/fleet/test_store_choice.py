@@ -54,10 +54,11 @@ def test_the_environment_wins_and_a_bad_fleet_config_is_an_error(
 def test_an_unreachable_store_is_named_without_its_password(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from jpd.conversation.pg import connections
     from jpd.conversation.pg import store as pg_store
     from jpd.conversation.pg.rows import StoreUnavailable
 
-    monkeypatch.setattr(pg_store, "RETRY_FOR", 0.5)
+    monkeypatch.setattr(connections, "RETRY_FOR", 0.5)
     url = "postgresql://jp:s3cret@127.0.0.1:1/jp"
     with pytest.raises(StoreUnavailable, match="cannot reach the conversation store") as err:
         pg_store.PgStore(url, tmp_path, host="h")

@@ -2,7 +2,7 @@
 
 Claiming is a compare-and-set on the conversation row (free or expired -> ours, with
 the epoch raised by one), so two daemons never both hold it. Every append names the
-epoch (`store.PgStore.append`): once another daemon claimed the lease, a zombie's
+epoch (`appends.PgAppends.append`): once another daemon claimed the lease, a zombie's
 writes fail in the database. A holder that cannot renew before its own deadline (the
 start of its last successful renewal plus the TTL, never later than the expiry the
 database recorded) counts the lease as lost: appends stop locally and `on_lost`
