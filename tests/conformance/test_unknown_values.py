@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from jpcli.render import format_persisted_event
+from jpcli.conversations.event_lines import format_persisted_event
 
 from jpd.conversation import events as ev
 from jpd.conversation.jsonl.store import ConversationStore

@@ -764,7 +764,7 @@ def test_every_command_help_carries_examples() -> None:
 
 
 def test_conversation_show_renders_a_forced_tool_retry() -> None:
-    from jpcli.render import format_persisted_event
+    from jpcli.conversations.event_lines import format_persisted_event
 
     text = format_persisted_event(
         {"type": "forced_tool_retry", "tool": "echo", "message": "Call it now."}

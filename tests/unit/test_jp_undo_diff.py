@@ -105,7 +105,7 @@ def test_edit_preview_for_the_permission_prompt() -> None:
 
 
 def test_conversation_show_names_changed_files_and_undos() -> None:
-    from jpcli.render import format_persisted_event
+    from jpcli.conversations.event_lines import format_persisted_event
 
     changed = {"type": "file_changed", "path": "/w/calc.py", "before": "ab", "after": "cd"}
     created = {"type": "file_changed", "path": "/w/new.py", "after": "cd", "tool_call_id": "c2"}

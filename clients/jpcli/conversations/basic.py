@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from jpcli.follow import EXIT_ERROR, EXIT_OK
-from jpcli.render import (
-    format_compacted,
+from jpcli.conversations.event_lines import (
     format_conversation_row,
     format_persisted_event,
     total_usage,
 )
+from jpcli.follow import EXIT_ERROR, EXIT_OK
+from jpcli.render import format_compacted
 from jpcli.rpc import Connection, RpcError
 
 TYPE_CHECKING = False
