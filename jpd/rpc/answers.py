@@ -15,11 +15,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from jpd.core.daemon import Daemon
-from jpd.protocol.method_table import EXIT, SHUTDOWN, TURN_ATTACH, TURN_DETACH
+from jpd.protocol.initialize import InitializeParams
+from jpd.protocol.method_table import EXIT, INITIALIZE, SHUTDOWN, TURN_ATTACH, TURN_DETACH
 from jpd.rpc import errors
 from jpd.rpc.framing import encode_frame
 from jpd.rpc.inbound import Message, read_message
-from jpd.rpc.methods import INSTANT, OnLoop
+from jpd.rpc.methods import INSTANT, OnLoop, initialize_now
 from jpd.rpc.outbox import Outbox
 from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
 from jpd.rpc.session import Session
@@ -59,7 +60,9 @@ class QueueWriter:
 
 
 _INSTANT = {method.name: (method, handler) for method, handler in INSTANT.items()}
-_MARKERS = tuple(b'"%s"' % name.encode() for name in (*_INSTANT, SHUTDOWN.name, EXIT.name))
+_MARKERS = tuple(
+    b'"%s"' % name.encode() for name in (*_INSTANT, INITIALIZE.name, SHUTDOWN.name, EXIT.name)
+)
 """A body naming none of these is no control request and changes no lifecycle."""
 
 
@@ -120,7 +123,11 @@ class ThreadAnswers:
     (`jpd.rpc.lane`), before anything the loop has yet to handle. Each sees the effects
     of every request whose answer was already sent (protocol.md section 3): the loop
     answers a request only after handling it. Once a `shutdown` or `exit` went to the
-    loop, everything does (their effects come first)."""
+    loop, everything does (their effects come first).
+
+    The connection's first message, if it is `initialize`, is answered here too (its
+    result is static): the session's state changes on the loop (`in_order`) before any
+    message read after it is handled there, and nothing read before it is pending."""
 
     def __init__(
         self,
@@ -128,15 +135,27 @@ class ThreadAnswers:
         session: Session,
         max_nesting: int,
         loop: asyncio.AbstractEventLoop,
+        in_order: OnLoop | None = None,
     ) -> None:
         self._daemon = daemon
         self._session = session
         self._max_nesting = max_nesting
         self._loop = loop
+        self._in_order = in_order
         self._lifecycle = False
+        self._handed = False
+        """A message went to the loop: an `initialize` after it is the loop's too."""
+        self._initialized = False
+        """This thread answered `initialize` (the loop applies it in order)."""
 
     def __call__(self, body: bytes) -> bytes | None:
         """In the reader thread: the answer to `body`, or None to hand it to the loop."""
+        frame = self._answer(body)
+        if frame is None:
+            self._handed = True
+        return frame
+
+    def _answer(self, body: bytes) -> bytes | None:
         if self._lifecycle or not any(marker in body for marker in _MARKERS):
             return None
         read = read_message(body, self._max_nesting)
@@ -146,13 +165,28 @@ class ThreadAnswers:
             self._lifecycle = True
             return None
         session = self._session
-        if read.msg_id is None or not session.initialized or session.shutdown_requested:
-            return None  # the loop gates it (-32002, -32600)
-        if session.closed.is_set():
-            return None
+        if read.msg_id is None or session.shutdown_requested or session.closed.is_set():
+            return None  # the loop gates it (-32600) or ignores it
+        if read.method == INITIALIZE.name:
+            return self._initialize(read.data, read.msg_id)
+        if not (session.initialized or self._initialized):
+            return None  # -32002 from the loop
         return instant_frame(
             self._daemon, session, read.data, read.msg_id, self._on_loop, in_thread=True
         )
+
+    def _initialize(self, data: dict[str, Any], msg_id: Any) -> bytes | None:
+        if self._handed or self._in_order is None or self._session.initialized:
+            return None
+        params = data.get("params")
+        try:
+            model = InitializeParams.model_validate({} if params is None else params)
+            result = initialize_now(self._daemon, self._session, model, self._in_order)
+        except Exception:  # invalid params, another data dir: the loop answers the error
+            return None
+        self._initialized = True
+        answer = {"jsonrpc": "2.0", "id": msg_id, "result": result.to_wire()}
+        return encode_frame(json.dumps(answer).encode())
 
     def _on_loop(self, action: Callable[[], object]) -> None:
         self._loop.call_soon_threadsafe(action)

@@ -235,7 +235,8 @@ async def serve_connection(
 
     if isinstance(receive, ThreadedInput):
         loop = asyncio.get_running_loop()
-        receive.start(limits.max_frame, ThreadAnswers(daemon, session, limits.max_nesting, loop))
+        answers = ThreadAnswers(daemon, session, limits.max_nesting, loop, receive.in_order)
+        receive.start(limits.max_frame, answers)
         frames = receive.frames()
     else:
         frames = read_frames(receive, limits.max_frame)

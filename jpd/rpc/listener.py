@@ -37,6 +37,7 @@ from jpd.private import socket_dir_problem
 from jpd.rpc.boundary import serve_connection
 from jpd.rpc.outbox import ConnectionLimits
 from jpd.rpc.peer import check_peer, refuse
+from jpd.rpc.socket_lane import LaneConnection
 from jpd.rpc.transport import Requester
 
 log = logging.getLogger(__name__)
@@ -297,7 +298,7 @@ class SocketServer:
         self._path = path
         self._idle_timeout = idle_timeout
         self._started = time.monotonic()
-        self._connections: set[Client] = set()
+        self._connections: set[Client | LaneConnection] = set()
         self._none_left = anyio.Event()
         self._stop = anyio.Event()
         self.stop_reason: str | None = None
@@ -384,9 +385,18 @@ class SocketServer:
                 log.warning("%s", verdict.refusal)
                 await refuse(connection.receive, connection.send, verdict.refusal)
                 return
-            await self.serve_client(connection, peer_verified=verdict.verified)
+            # Threads read and write it from here on (jpd.rpc.socket_lane): its control
+            # requests are answered however busy the loop is.
+            lane = LaneConnection(raw)
+            lane.start()
+            try:
+                await self.serve_client(lane, peer_verified=verdict.verified)
+            finally:
+                await lane.close()
 
-    async def serve_client(self, connection: Client, *, peer_verified: bool = False) -> None:
+    async def serve_client(
+        self, connection: Client | LaneConnection, *, peer_verified: bool = False
+    ) -> None:
         """Serve one client (of this socket, or of another transport: jpd.rpc.websocket)
         until it leaves or the daemon stops. `peer_verified`: the peer rule vouched
         for the process on the other end (a WebSocket's cannot be known)."""
@@ -396,9 +406,14 @@ class SocketServer:
         log.info("client connected (%d open)", len(self._connections))
         try:
             if not self._stop.is_set():
+                receive = (
+                    connection.input
+                    if isinstance(connection, LaneConnection)
+                    else connection.receive
+                )
                 await serve_connection(
                     self.daemon,
-                    connection.receive,
+                    receive,
                     connection.send,
                     self,
                     self._limits,

@@ -84,24 +84,40 @@ Incoming = mt.ClientRequest[Any, Any] | mt.ClientNotification[Any]
 
 async def initialize(daemon: Daemon, session: Session, p: InitializeParams) -> WireModel:
     """Record the client's capabilities; may be sent again to update them."""
-    caps = p.capabilities
-    session.capabilities_ = ClientCapabilities(
-        prompt_answer_types=frozenset(caps.prompt.answer_types if caps.prompt else ()),
-        permission=caps.permission,
-    )
+    _check_data_dir(daemon, p)
+    _apply_initialize(daemon, session, p)
+    return _INITIALIZED
+
+
+def initialize_now(
+    daemon: Daemon, session: Session, p: InitializeParams, on_loop: OnLoop
+) -> WireModel:
+    """`initialize` answered by a reader thread (its result is static): the session's
+    state changes on the loop, before the requests read after it (`on_loop` keeps
+    their order)."""
+    _check_data_dir(daemon, p)
+    on_loop(lambda: _apply_initialize(daemon, session, p))
+    return _INITIALIZED
+
+
+def _check_data_dir(daemon: Daemon, p: InitializeParams) -> None:
     if p.data_dir is not None and not _same_dir(p.data_dir, daemon.settings.data_dir):
         raise WrongDaemon(
             f"this jpd serves the data dir {daemon.settings.data_dir}, not {p.data_dir}; "
             "use the daemon of that data dir (its own socket)"
         )
+
+
+def _apply_initialize(daemon: Daemon, session: Session, p: InitializeParams) -> None:
+    caps = p.capabilities
+    session.capabilities_ = ClientCapabilities(
+        prompt_answer_types=frozenset(caps.prompt.answer_types if caps.prompt else ()),
+        permission=caps.permission,
+    )
     session.workspace_root_ = Path(p.workspace_root) if p.workspace_root else None
     session.client_name = p.client_info.name
     session.initialized = True
     daemon.client_ready(session)
-    return InitializeResult(
-        server_info=ServerInfo(version=__version__),
-        capabilities=ServerCapabilities(methods=_METHOD_NAMES, providers=list(KNOWN)),
-    )
 
 
 def _same_dir(a: str, b: Path) -> bool:
@@ -439,6 +455,10 @@ HANDLERS: dict[Incoming, Handler] = {
 """Every client-to-server method but `$/cancelRequest` (the rpc layer's own)."""
 
 _METHOD_NAMES = sorted(m.name for m in HANDLERS)
+_INITIALIZED = InitializeResult(
+    server_info=ServerInfo(version=__version__),
+    capabilities=ServerCapabilities(methods=_METHOD_NAMES, providers=list(KNOWN)),
+)
 
 INSTANT: dict[Incoming, InstantHandler] = {
     mt.TURN_LIST: turn_list_now,
