@@ -42,6 +42,25 @@ class SocketDaemon(LoopBlockingDaemon):
     tools = _Tools()
     settings = SimpleNamespace(data_dir=Path("/data"))
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = anyio.Event()
+
+    def connected(self, session: Any) -> None:
+        super().connected(session)
+        self.changed.set()
+
+    def disconnected(self, session: Any) -> None:
+        super().disconnected(session)
+        self.changed.set()
+
+    async def until(self, predicate: Callable[[], bool]) -> None:
+        """Wait (on the loop) until a client connected or left and `predicate` holds."""
+        with anyio.fail_after(_SAFETY):
+            while not predicate():
+                self.changed = anyio.Event()
+                await self.changed.wait()
+
     async def aclose(self) -> None:
         pass
 
@@ -93,9 +112,7 @@ async def listening(
 
 
 async def _sessions(core: SocketDaemon, count: int) -> None:
-    with anyio.fail_after(_SAFETY):
-        while len(core.sessions) < count:
-            await anyio.sleep(0.01)
+    await core.until(lambda: len(core.sessions) >= count)
 
 
 async def test_turn_list_is_answered_while_the_event_loop_is_blocked(sock_dir: Path) -> None:
@@ -201,9 +218,7 @@ async def test_a_disconnected_client_is_gone_and_others_are_served(sock_dir: Pat
         first = await in_thread(connect)
         await in_thread(lambda: first.call(1, "initialize", INIT))
         first.sock.close()
-        with anyio.fail_after(_SAFETY):
-            while not core.gone:
-                await anyio.sleep(0.01)
+        await core.until(lambda: bool(core.gone))
         second = await in_thread(connect)
         answer = await in_thread(lambda: second.call(1, "initialize", INIT))
     assert "result" in answer
