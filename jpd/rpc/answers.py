@@ -16,11 +16,18 @@ from pydantic import ValidationError
 
 from jpd.core.daemon import Daemon
 from jpd.protocol.initialize import InitializeParams
-from jpd.protocol.method_table import EXIT, INITIALIZE, SHUTDOWN, TURN_ATTACH, TURN_DETACH
+from jpd.protocol.method_table import (
+    EXIT,
+    INITIALIZE,
+    INQUIRY_ANSWER,
+    SHUTDOWN,
+    TURN_ATTACH,
+    TURN_DETACH,
+)
 from jpd.rpc import errors
 from jpd.rpc.framing import encode_frame
 from jpd.rpc.inbound import Message, read_message
-from jpd.rpc.methods import INSTANT, OnLoop, initialize_now
+from jpd.rpc.methods import INSTANT, OnLoop, initialize_now, inquiry_answer_first
 from jpd.rpc.outbox import Outbox
 from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
 from jpd.rpc.session import Session
@@ -61,7 +68,8 @@ class QueueWriter:
 
 _INSTANT = {method.name: (method, handler) for method, handler in INSTANT.items()}
 _MARKERS = tuple(
-    b'"%s"' % name.encode() for name in (*_INSTANT, INITIALIZE.name, SHUTDOWN.name, EXIT.name)
+    b'"%s"' % name.encode()
+    for name in (*_INSTANT, INITIALIZE.name, INQUIRY_ANSWER.name, SHUTDOWN.name, EXIT.name)
 )
 """A body naming none of these is no control request and changes no lifecycle."""
 
@@ -127,7 +135,12 @@ class ThreadAnswers:
 
     The connection's first message, if it is `initialize`, is answered here too (its
     result is static): the session's state changes on the loop (`in_order`) before any
-    message read after it is handled there, and nothing read before it is pending."""
+    message read after it is handled there, and nothing read before it is pending.
+
+    `inquiry/answer` (of a daemon that is no fleet member) runs on the loop ahead of
+    the connection's queued work: the thread schedules it (`call_soon_threadsafe`) and
+    its answer goes ahead of the queued events (`put_answer`); a turn waiting on the
+    question goes on without waiting for the frames read before it."""
 
     def __init__(
         self,
@@ -136,12 +149,15 @@ class ThreadAnswers:
         max_nesting: int,
         loop: asyncio.AbstractEventLoop,
         in_order: OnLoop | None = None,
+        put_answer: Callable[[bytes], None] | None = None,
     ) -> None:
         self._daemon = daemon
         self._session = session
         self._max_nesting = max_nesting
         self._loop = loop
         self._in_order = in_order
+        self._put_answer = put_answer
+        """On the loop: queue an answer ahead of the queued events (`Outbox.put_answer`)."""
         self._lifecycle = False
         self._handed = False
         """A message went to the loop: an `initialize` after it is the loop's too."""
@@ -171,6 +187,8 @@ class ThreadAnswers:
             return self._initialize(read.data, read.msg_id)
         if not (session.initialized or self._initialized):
             return None  # -32002 from the loop
+        if read.method == INQUIRY_ANSWER.name:
+            return self._inquiry_answer(read.data, read.msg_id)
         return instant_frame(
             self._daemon, session, read.data, read.msg_id, self._on_loop, in_thread=True
         )
@@ -187,6 +205,32 @@ class ThreadAnswers:
         self._initialized = True
         answer = {"jsonrpc": "2.0", "id": msg_id, "result": result.to_wire()}
         return encode_frame(json.dumps(answer).encode())
+
+    def _inquiry_answer(self, data: dict[str, Any], msg_id: Any) -> bytes | None:
+        put_answer = self._put_answer
+        if put_answer is None or self._daemon.shared is not None:
+            return None  # in a fleet it may wait on the store: the usual way
+        params = data.get("params")
+        try:
+            model = INQUIRY_ANSWER.params.model_validate({} if params is None else params)
+        except ValidationError:
+            return None  # -32602 from the loop
+        daemon, session = self._daemon, self._session
+
+        def answer() -> None:
+            if session.closed.is_set():
+                return
+            try:
+                result = inquiry_answer_first(daemon, session, model)
+                body = {"jsonrpc": "2.0", "id": msg_id, "result": result.to_wire()}
+                frame = encode_frame(json.dumps(body).encode())
+            except Exception as exc:  # typed errors keep their code, as in `_make_handler`
+                error = errors.from_handler(INQUIRY_ANSWER.name, exc)
+                frame = encode_frame(errors.error_body(msg_id, error))
+            put_answer(frame)
+
+        self._loop.call_soon_threadsafe(answer)
+        return b""  # answered on the loop
 
     def _on_loop(self, action: Callable[[], object]) -> None:
         self._loop.call_soon_threadsafe(action)

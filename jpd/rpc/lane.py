@@ -30,8 +30,8 @@ from jpd.rpc.framing import Frame, FrameSplitter
 log = logging.getLogger(__name__)
 
 Answer = Callable[[bytes], bytes | None]
-"""Called in the reader thread with each message body: the frame answering it, or None
-to hand the message to the event loop."""
+"""Called in the reader thread with each message body: the frame answering it, b"" if
+it is answered later (on the loop), or None to hand the message to the event loop."""
 
 Action = Callable[[], object]
 """Run on the loop in the order of the frames (`ThreadedInput.in_order`)."""
@@ -371,7 +371,8 @@ class ThreadedInput:
             return False
         if frame is None:
             return False
-        self._output.send_first(frame)
+        if frame:  # b"": the loop answers it later
+            self._output.send_first(frame)
         return True
 
     def _hand_over(self, item: Frame | Action | None) -> bool:

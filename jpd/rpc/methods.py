@@ -389,6 +389,16 @@ async def inquiry_answer(daemon: Daemon, session: Session, p: InquiryAnswerParam
     return InquiryAnswerResult(accepted=True)
 
 
+def inquiry_answer_first(daemon: Daemon, session: Session, p: InquiryAnswerParams) -> WireModel:
+    """`inquiry_answer` of a question pending in this daemon, run on the loop ahead of
+    the connection's queued work (`jpd.rpc.answers.ThreadAnswers`): nothing awaited, the
+    same checks and "first valid answer wins" as `inquiry_answer`."""
+    daemon.answer_inquiry_here(
+        session, p.inquiry_id, p.answer, p.remember, p.conversation_id, p.turn_id
+    )
+    return InquiryAnswerResult(accepted=True)
+
+
 async def daemon_status(daemon: Daemon, session: Session, p: NoParams) -> WireModel:
     """The daemon process: pid, version, uptime, socket, clients, running turns."""
     return daemon_status_now(daemon, session, p, lambda action: None)

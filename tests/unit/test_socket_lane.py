@@ -15,6 +15,7 @@ import contextlib
 import shutil
 import socket
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 import anyio
 import pytest
 
+from jpd.protocol.errors import NotFound
 from jpd.rpc import listener as listener_module
 from jpd.rpc.listener import SocketServer
 from jpd.tools.peer_rule import Verdict
@@ -41,10 +43,28 @@ class SocketDaemon(LoopBlockingDaemon):
 
     tools = _Tools()
     settings = SimpleNamespace(data_dir=Path("/data"))
+    shared = None
+    """No fleet member: `inquiry/answer` needs no wait."""
 
     def __init__(self) -> None:
         super().__init__()
         self.changed = anyio.Event()
+        self.answered = []
+
+    answered: list[tuple[str, Any, threading.Thread]]
+
+    def answer_inquiry_here(
+        self,
+        link: Any,
+        inquiry_id: str,
+        answer: Any,
+        remember: bool,
+        conversation_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> None:
+        if inquiry_id != "q-1" or any(done == "q-1" for done, _, _ in self.answered):
+            raise NotFound(f"no pending inquiry {inquiry_id}")  # first valid answer wins
+        self.answered.append((inquiry_id, answer, threading.current_thread()))
 
     def connected(self, session: Any) -> None:
         super().connected(session)
@@ -195,6 +215,41 @@ async def test_an_initialize_after_a_message_the_loop_holds_waits_its_turn(
         early, initialized = await in_thread(scenario)
     assert early["id"] == 1 and early["error"]["code"] == -32002
     assert initialized["id"] == 2 and "result" in initialized
+
+
+async def test_an_inquiry_answer_runs_on_the_loop_ahead_of_the_queued_requests(
+    sock_dir: Path,
+) -> None:
+    core = SocketDaemon()
+    loop_thread = threading.current_thread()
+    async with listening(core, sock_dir) as (_, connect):
+
+        def scenario() -> tuple[list[Any], list[dict[str, Any]]]:
+            client = connect()
+            client.call(1, "initialize", INIT)
+            client.request(2, "conversation/list", {})
+            assert core.blocked.wait(_SAFETY)
+            client.request(3, "conversation/list", {})  # queued for the loop
+            client.request(4, "inquiry/answer", {"inquiryId": "q-1", "answer": True})
+            client.request(5, "inquiry/answer", {"inquiryId": "q-1", "answer": False})
+            client.request(
+                6, "inquiry/answer", {"inquiryId": "q-1", "answer": "x" * 3, "remember": 1}
+            )
+            # Answered by the reader thread: it has read (and scheduled) all before it.
+            client.call(7, "turn/list")
+            answered_while_blocked = list(core.answered)
+            core.release.set()
+            return answered_while_blocked, [client.receive() for _ in range(5)]
+
+        answered_while_blocked, answers = await in_thread(scenario)
+    assert answered_while_blocked == []  # recorded on the loop, not by the reader thread
+    assert core.answered == [("q-1", True, loop_thread)]
+    by_id = {a["id"]: a for a in answers}
+    assert by_id[4]["result"] == {"accepted": True}
+    assert by_id[5]["error"]["code"] == -32001  # the first valid answer won
+    assert by_id[6]["error"]["code"] == -32602  # invalid params: the loop's usual way
+    order = [a["id"] for a in answers]
+    assert order.index(4) < order.index(3) and order.index(5) < order.index(3)
 
 
 async def test_bad_initialize_params_get_the_loops_error(sock_dir: Path) -> None:
