@@ -4,7 +4,9 @@ run, control requests are timed from other connections, each every 50 ms:
 
 - `turn/list` on a second connection;
 - `initialize` on a new connection each time (timed from `connect` to the answer,
-  so the accept and the peer check count).
+  so the accept and the peer check count);
+- `inquiry/answer` of an unknown id on the second connection (the answer's whole path
+  but the recording).
 """
 
 from __future__ import annotations
@@ -42,6 +44,19 @@ async def _initialize_new(path: Path) -> None:
         writer.close()
 
 
+async def _answer_unknown(client: _Daemon) -> None:
+    """`inquiry/answer` of a question nobody asked: the whole path of an answer (run on
+    the loop ahead of the queued work, the lookup, the answer ahead of the events) but
+    the recording; -32001 is its answer."""
+    try:
+        await client.request("inquiry/answer", {"inquiryId": "none", "answer": True})
+    except RuntimeError as exc:
+        if "-32001" not in str(exc):
+            raise
+    else:
+        raise RuntimeError("an unknown inquiry was accepted")
+
+
 async def socket_batch(
     env: dict[str, str], count: int
 ) -> tuple[float, dict[str, Latencies], int, float]:
@@ -69,6 +84,7 @@ async def socket_batch(
         probes = {
             "turn/list": lambda: other.request("turn/list"),
             "initialize": lambda: _initialize_new(path),
+            "inquiry/answer": lambda: _answer_unknown(other),
         }
         result = await _batch(driver, count, probes)
         with contextlib.suppress(Exception):
@@ -90,6 +106,8 @@ def socket_rows(
     where = " (another socket connection)"
     rows = probe_rows(high, {"turn/list": timed["turn/list"]}, where)
     rows += probe_rows(high, {"initialize": timed["initialize"]}, " (a new socket connection)")
+    unknown = {"inquiry/answer": timed["inquiry/answer"]}
+    rows += probe_rows(high, unknown, " of an unknown id (another socket connection)")
     rows.append(
         Row(f"the {high:,}-turn batch on the socket", f"{normal}/{high} turns ended normally,"
             f" {wall:.1f} s", "-", None, "all")
