@@ -354,8 +354,8 @@ async def test_a_full_pipe_leaves_the_loop_running_and_the_wait_can_be_cancelled
 def test_the_joined_turn_list_answer_is_the_models_own_encoding() -> None:
     from datetime import UTC, datetime
 
-    from jpd.protocol.turn_requests import TurnListResult
     from jpd.protocol.summaries import TurnInfo
+    from jpd.protocol.turn_requests import TurnListResult
     from jpd.rpc.turn_listing import TurnListing
 
     now = datetime(2026, 11, 27, 7, 0, tzinfo=UTC)
