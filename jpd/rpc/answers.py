@@ -139,8 +139,9 @@ class ThreadAnswers:
 
     `inquiry/answer` (of a daemon that is no fleet member) runs on the loop ahead of
     the connection's queued work: the thread schedules it (`call_soon_threadsafe`) and
-    its answer goes ahead of the queued events (`put_answer`); a turn waiting on the
-    question goes on without waiting for the frames read before it."""
+    its answer goes to the writer thread ahead of the queued events (no further loop
+    round); a turn waiting on the question goes on without waiting for the frames read
+    before it."""
 
     def __init__(
         self,
@@ -149,15 +150,15 @@ class ThreadAnswers:
         max_nesting: int,
         loop: asyncio.AbstractEventLoop,
         in_order: OnLoop | None = None,
-        put_answer: Callable[[bytes], None] | None = None,
+        send_first: Callable[[bytes], None] | None = None,
     ) -> None:
         self._daemon = daemon
         self._session = session
         self._max_nesting = max_nesting
         self._loop = loop
         self._in_order = in_order
-        self._put_answer = put_answer
-        """On the loop: queue an answer ahead of the queued events (`Outbox.put_answer`)."""
+        self._send_first = send_first
+        """Write an answer ahead of the queued events, from the loop (`ThreadedOutput`)."""
         self._lifecycle = False
         self._handed = False
         """A message went to the loop: an `initialize` after it is the loop's too."""
@@ -207,8 +208,8 @@ class ThreadAnswers:
         return encode_frame(json.dumps(answer).encode())
 
     def _inquiry_answer(self, data: dict[str, Any], msg_id: Any) -> bytes | None:
-        put_answer = self._put_answer
-        if put_answer is None or self._daemon.shared is not None:
+        send_first = self._send_first
+        if send_first is None or self._daemon.shared is not None:
             return None  # in a fleet it may wait on the store: the usual way
         params = data.get("params")
         try:
@@ -227,7 +228,7 @@ class ThreadAnswers:
             except Exception as exc:  # typed errors keep their code, as in `_make_handler`
                 error = errors.from_handler(INQUIRY_ANSWER.name, exc)
                 frame = encode_frame(errors.error_body(msg_id, error))
-            put_answer(frame)
+            send_first(frame)
 
         self._loop.call_soon_threadsafe(answer)
         return b""  # answered on the loop

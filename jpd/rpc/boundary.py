@@ -236,7 +236,7 @@ async def serve_connection(
     if isinstance(receive, ThreadedInput):
         loop = asyncio.get_running_loop()
         answers = ThreadAnswers(
-            daemon, session, limits.max_nesting, loop, receive.in_order, outbox.put_answer
+            daemon, session, limits.max_nesting, loop, receive.in_order, receive.send_first
         )
         receive.start(limits.max_frame, answers)
         frames = receive.frames()

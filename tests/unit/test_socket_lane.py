@@ -50,6 +50,7 @@ class SocketDaemon(LoopBlockingDaemon):
         super().__init__()
         self.changed = anyio.Event()
         self.answered = []
+        self.handled: list[str] = []
 
     answered: list[tuple[str, Any, threading.Thread]]
 
@@ -62,9 +63,14 @@ class SocketDaemon(LoopBlockingDaemon):
         conversation_id: str | None = None,
         turn_id: str | None = None,
     ) -> None:
+        self.handled.append(f"answer {inquiry_id}")
         if inquiry_id != "q-1" or any(done == "q-1" for done, _, _ in self.answered):
             raise NotFound(f"no pending inquiry {inquiry_id}")  # first valid answer wins
         self.answered.append((inquiry_id, answer, threading.current_thread()))
+
+    async def list_conversations(self, params: Any = None) -> list[Any]:
+        self.handled.append("list")
+        return await super().list_conversations(params)
 
     def connected(self, session: Any) -> None:
         super().connected(session)
@@ -248,8 +254,8 @@ async def test_an_inquiry_answer_runs_on_the_loop_ahead_of_the_queued_requests(
     assert by_id[4]["result"] == {"accepted": True}
     assert by_id[5]["error"]["code"] == -32001  # the first valid answer won
     assert by_id[6]["error"]["code"] == -32602  # invalid params: the loop's usual way
-    order = [a["id"] for a in answers]
-    assert order.index(4) < order.index(3) and order.index(5) < order.index(3)
+    # Both answers were handled before the `conversation/list` read before them.
+    assert core.handled == ["list", "answer q-1", "answer q-1", "list"]
 
 
 async def test_bad_initialize_params_get_the_loops_error(sock_dir: Path) -> None:
