@@ -146,7 +146,7 @@ class ThreadAnswers:
     def __init__(
         self,
         daemon: Daemon,
-        session: Session,
+        session: Session | None,
         max_nesting: int,
         loop: asyncio.AbstractEventLoop,
         in_order: OnLoop | None = None,
@@ -165,6 +165,11 @@ class ThreadAnswers:
         self._initialized = False
         """This thread answered `initialize` (the loop applies it in order)."""
 
+    def bind(self, session: Session) -> None:
+        """On the loop: the connection's session exists now (a socket client's reader
+        thread may start before it, to answer its `initialize` at once)."""
+        self._session = session
+
     def __call__(self, body: bytes) -> bytes | None:
         """In the reader thread: the answer to `body`, or None to hand it to the loop."""
         frame = self._answer(body)
@@ -182,32 +187,49 @@ class ThreadAnswers:
             self._lifecycle = True
             return None
         session = self._session
+        if read.method == INITIALIZE.name:
+            if read.msg_id is None or session is not None and session.shutdown_requested:
+                return None
+            return self._initialize(read.data, read.msg_id)
+        if session is None:
+            return None  # before the session exists only a first `initialize` is answered
         if read.msg_id is None or session.shutdown_requested or session.closed.is_set():
             return None  # the loop gates it (-32600) or ignores it
-        if read.method == INITIALIZE.name:
-            return self._initialize(read.data, read.msg_id)
         if not (session.initialized or self._initialized):
             return None  # -32002 from the loop
         if read.method == INQUIRY_ANSWER.name:
-            return self._inquiry_answer(read.data, read.msg_id)
+            return self._inquiry_answer(session, read.data, read.msg_id)
         return instant_frame(
             self._daemon, session, read.data, read.msg_id, self._on_loop, in_thread=True
         )
 
     def _initialize(self, data: dict[str, Any], msg_id: Any) -> bytes | None:
-        if self._handed or self._in_order is None or self._session.initialized:
+        if self._handed or self._in_order is None:
+            return None
+        if self._session is not None and self._session.initialized:
             return None
         params = data.get("params")
         try:
             model = InitializeParams.model_validate({} if params is None else params)
-            result = initialize_now(self._daemon, self._session, model, self._in_order)
+            result = initialize_now(self._daemon, model, self._with_session)
         except Exception:  # invalid params, another data dir: the loop answers the error
             return None
         self._initialized = True
         answer = {"jsonrpc": "2.0", "id": msg_id, "result": result.to_wire()}
         return encode_frame(json.dumps(answer).encode())
 
-    def _inquiry_answer(self, data: dict[str, Any], msg_id: Any) -> bytes | None:
+    def _with_session(self, action: Callable[[Session], None]) -> None:
+        """Run `action` on the loop in the order of the frames, with the session (which
+        exists by then: the loop handles frames only once it is bound)."""
+        assert self._in_order is not None
+
+        def run() -> None:
+            assert self._session is not None
+            action(self._session)
+
+        self._in_order(run)
+
+    def _inquiry_answer(self, session: Session, data: dict[str, Any], msg_id: Any) -> bytes | None:
         send_first = self._send_first
         if send_first is None or self._daemon.shared is not None:
             return None  # in a fleet it may wait on the store: the usual way
@@ -216,7 +238,7 @@ class ThreadAnswers:
             model = INQUIRY_ANSWER.params.model_validate({} if params is None else params)
         except ValidationError:
             return None  # -32602 from the loop
-        daemon, session = self._daemon, self._session
+        daemon = self._daemon
 
         def answer() -> None:
             if session.closed.is_set():

@@ -131,9 +131,9 @@ class ThreadedOutput:
         """A write failed: the client is gone."""
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def start(self) -> None:
-        """Start the writer thread (on the event loop that calls `send`)."""
-        self._loop = asyncio.get_running_loop()
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Start the writer thread (on, or for, the event loop that calls `send`)."""
+        self._loop = loop if loop is not None else asyncio.get_running_loop()
         name = f"jpd-write-{self.fd}"
         if self._shared is not None:
             self._shared.hold()
@@ -272,10 +272,15 @@ class ThreadedInput:
         self._wake: anyio.Event | None = None
         self._stopped = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.answer: Answer | None = None
+        """What the thread asks about each message, once started."""
 
-    def start(self, max_body: int, answer: Answer) -> None:
-        """Start reading (on the event loop that will read `frames`)."""
-        self._loop = asyncio.get_running_loop()
+    def start(
+        self, max_body: int, answer: Answer, loop: asyncio.AbstractEventLoop | None = None
+    ) -> None:
+        """Start reading (on, or for, the event loop that will read `frames`)."""
+        self.answer = answer
+        self._loop = loop if loop is not None else asyncio.get_running_loop()
         if self._shared is not None:
             self._shared.hold()
         thread = threading.Thread(

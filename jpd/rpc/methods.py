@@ -90,13 +90,13 @@ async def initialize(daemon: Daemon, session: Session, p: InitializeParams) -> W
 
 
 def initialize_now(
-    daemon: Daemon, session: Session, p: InitializeParams, on_loop: OnLoop
+    daemon: Daemon, p: InitializeParams, on_loop: Callable[[Callable[[Session], None]], None]
 ) -> WireModel:
     """`initialize` answered by a reader thread (its result is static): the session's
     state changes on the loop, before the requests read after it (`on_loop` keeps
-    their order)."""
+    their order, and gives the session: it may not exist yet)."""
     _check_data_dir(daemon, p)
-    on_loop(lambda: _apply_initialize(daemon, session, p))
+    on_loop(lambda session: _apply_initialize(daemon, session, p))
     return _INITIALIZED
 
 
