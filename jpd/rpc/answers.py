@@ -188,7 +188,7 @@ class ThreadAnswers:
             return None
         session = self._session
         if read.method == INITIALIZE.name:
-            if read.msg_id is None or session is not None and session.shutdown_requested:
+            if read.msg_id is None or (session is not None and session.shutdown_requested):
                 return None
             return self._initialize(read.data, read.msg_id)
         if session is None:

@@ -26,7 +26,7 @@ import anyio
 import pytest
 
 from jpd.protocol.errors import NotFound
-from jpd.rpc import listener as listener_module
+from jpd.rpc import socket_lane as socket_lane_module
 from jpd.rpc.listener import SocketServer
 from jpd.tools.peer_rule import Verdict
 from tests.unit.test_boundary import INIT
@@ -199,6 +199,36 @@ async def test_a_new_client_is_initialized_by_its_thread_and_the_loop_applies_it
     assert listing["result"] == {"conversations": []}
 
 
+async def test_a_client_connecting_while_the_loop_is_blocked_is_initialized_at_once(
+    sock_dir: Path,
+) -> None:
+    core = SocketDaemon()
+    async with listening(core, sock_dir) as (_, connect):
+        busy = await in_thread(connect)
+
+        def scenario() -> list[Any]:
+            busy.call(1, "initialize", INIT)
+            busy.request(2, "conversation/list", {})
+            assert core.blocked.wait(_SAFETY)
+            # Accepted, checked and answered by threads: the loop is blocked throughout.
+            newcomer = connect()
+            init = {**INIT, "clientInfo": {"name": "late"}}
+            initialized = newcomer.call(1, "initialize", init)
+            newcomer.request(2, "turn/list")  # no session yet: the loop's, in order
+            newcomer.request(3, "conversation/list", {})
+            released_before = core.release.is_set()
+            core.release.set()
+            busy.receive()
+            return [initialized, released_before, newcomer.receive(), newcomer.receive()]
+
+        initialized, released_before, listed, listing = await in_thread(scenario)
+        session = core.sessions[1]
+        assert session.initialized and session.client_name == "late"
+    assert "result" in initialized and released_before is False
+    assert listed["id"] == 2 and listed["result"] == {"turns": [], "inquiries": []}
+    assert listing["id"] == 3 and listing["result"] == {"conversations": []}
+
+
 async def test_an_initialize_after_a_message_the_loop_holds_waits_its_turn(
     sock_dir: Path,
 ) -> None:
@@ -300,7 +330,9 @@ async def test_a_refused_peer_still_gets_its_error(
     sock_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     refusal = "jpd refuses this connection: a test said so"
-    monkeypatch.setattr(listener_module, "check_peer", lambda sock, tools: Verdict(refusal, False))
+    monkeypatch.setattr(
+        socket_lane_module, "check_peer", lambda sock, tools: Verdict(refusal, False)
+    )
     core = SocketDaemon()
     async with listening(core, sock_dir) as (_, connect):
 
