@@ -3,6 +3,8 @@
 Each accepted connection gets its own `serve_connection` (its own pygls protocol and
 session) over one shared `Daemon`, once its peer passed the peer rule
 (jpd/tools/peer_rule.py: never a process of a tool's cage or started by the daemon).
+Threads accept, check and read the clients (jpd.rpc.socket_lane), so control requests
+and a first `initialize` are answered however busy the event loop is.
 The socket's directory is created 0700 (one another user controls is refused) and the
 socket itself is 0600, so only its owner can connect.
 
@@ -324,6 +326,8 @@ class SocketServer:
                     await self.daemon.aclose()
                     await self._hang_up_all()
                 tg.cancel_scope.cancel()
+        while self._admitted:  # accepted as the daemon stopped, never served
+            self._admitted.popleft().abandon()
 
     async def _hang_up_all(self) -> None:
         for connection in list(self._connections):

@@ -72,6 +72,15 @@ class LaneConnection:
     def hang_up(self) -> None:
         self.input.end()
 
+    def abandon(self) -> None:
+        """End a client never served (the daemon stopped first): no flush."""
+        self.input.stop()
+        self.output.close()
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
+        self._shared.release()
+
     async def close(self) -> None:
         """Write what is queued (for a while), then shut the socket down and let go of
         the descriptor (closed once the threads ended too)."""
