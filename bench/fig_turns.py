@@ -30,6 +30,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,9 @@ INTERVAL = 0.05
 PROBE_EVERY = 0.05
 """Seconds between two timed `turn/list` requests."""
 COUNTS = (100, 1000)
+SOCKET_PROBES = True
+"""Also run the largest batch on a socket daemon, probing from other connections."""
+INIT = {"protocolVersion": 1, "clientInfo": {"name": "bench", "version": "1"}}
 _DELTA = re.compile(rb'"turnId":"([^"]+)".*"kind":"text_delta","text":"([^"\\]*)"}}}$')
 
 
@@ -55,11 +59,17 @@ class _Daemon:
     """A stdio client of a private `jpd` that reads frames in one task: answers go to the
     futures of their requests, `turn/event` notifications are only scanned."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        assert process.stdin is not None and process.stdout is not None
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None,
+    ) -> None:
         self.process = process
-        self._in = process.stdout
-        self._out = process.stdin
+        if streams is None:
+            assert process.stdin is not None and process.stdout is not None
+            self._in, self._out = process.stdout, process.stdin
+        else:  # a connection to the daemon's socket (bench.turns_socket)
+            self._in, self._out = streams
         self._next = 0
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self.ended: dict[str, str] = {}
@@ -77,10 +87,12 @@ class _Daemon:
             env=env, cwd=ROOT, limit=2**24,
         )  # fmt: skip
         daemon = cls(process)
-        init = {"protocolVersion": 1, "clientInfo": {"name": "bench", "version": "1"}}
-        await daemon.request("initialize", init)
-        daemon._out.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        await daemon.handshake()
         return daemon
+
+    async def handshake(self) -> None:
+        await self.request("initialize", INIT)
+        self._out.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
 
     def send(self, method: str, params: Any) -> asyncio.Future[Any]:
         self._next += 1
@@ -144,31 +156,38 @@ class _Daemon:
 
 
 Latencies = tuple[list[float], list[float]]
-"""`turn/list` answer times: sent while turns were being started, then after."""
+"""A probe's answer times: sent while turns were being started, then after."""
+Probe = Callable[[], Awaitable[Any]]
+"""A request timed every `PROBE_EVERY` seconds during a batch."""
 
 
-async def _batch(daemon: _Daemon, count: int) -> tuple[float, Latencies, int, float]:
-    """Start `count` turns at once, timing a `turn/list` every `PROBE_EVERY` seconds from
-    the first `turn/start` to the last turn's end; (daemon CPU, the `turn/list`
-    latencies, turns that ended normally with all their text, wall seconds)."""
+async def _batch(
+    daemon: _Daemon, count: int, probes: dict[str, Probe] | None = None
+) -> tuple[float, dict[str, Latencies], int, float]:
+    """Start `count` turns at once, timing each probe (default: a `turn/list` on the same
+    connection) every `PROBE_EVERY` seconds from the first `turn/start` to the last
+    turn's end; (daemon CPU, each probe's latencies, turns that ended normally with all
+    their text, wall seconds)."""
     pid = daemon.process.pid
     daemon.ended.clear()
     daemon.text.clear()
     expected = len("".join(f" tok{i}" for i in range(TOKENS)))
-    starting: list[float] = []
-    streaming: list[float] = []
+    if probes is None:
+        probes = {"turn/list": lambda: daemon.request("turn/list")}
+    timed: dict[str, Latencies] = {name: ([], []) for name in probes}
     started = False
     done = asyncio.Event()
 
-    async def probe() -> None:
+    async def probe(name: str, request: Probe) -> None:
+        starting, streaming = timed[name]
         while not done.is_set():
             sent, during = time.perf_counter(), streaming if started else starting
-            await daemon.request("turn/list")
+            await request()
             during.append(time.perf_counter() - sent)
             await asyncio.sleep(max(0.0, PROBE_EVERY - (time.perf_counter() - sent)))
 
     cpu0, start = cpu_seconds(pid), time.perf_counter()
-    prober = asyncio.create_task(probe())
+    probers = [asyncio.create_task(probe(name, request)) for name, request in probes.items()]
     starts = [daemon.send("turn/start", {"message": "bench"}) for _ in range(count)]
     turn_ids = {result["turnId"] for result in await asyncio.gather(*starts)}
     started = True
@@ -178,15 +197,16 @@ async def _batch(daemon: _Daemon, count: int) -> tuple[float, Latencies, int, fl
     wall = time.perf_counter() - start
     cpu = cpu_seconds(pid) - cpu0
     done.set()
-    await prober
+    await asyncio.gather(*probers)
     if os.environ.get("BENCH_TURNS_TRACE"):
-        print([round(x * 1000) for x in starting + streaming], file=sys.stderr)
+        for name, (starting, streaming) in timed.items():
+            print(name, [round(x * 1000) for x in starting + streaming], file=sys.stderr)
     normal = sum(
         1
         for turn in turn_ids
         if daemon.ended[turn] == "end_turn" and daemon.text.get(turn) == expected
     )
-    return cpu, (starting, streaming), normal, wall
+    return cpu, timed, normal, wall
 
 
 def _reader_client(kind: str, count: int) -> httpx.AsyncClient:
@@ -217,7 +237,7 @@ async def _read_streams(kind: str, url: str, count: int) -> float:
 async def _measure(home: Path, base_url: str, counts: list[int]) -> dict[str, dict[int, Any]]:
     env = environment(home, base_url)
     url = f"{base_url}/v1/messages"
-    results: dict[str, dict[int, Any]] = {"httpx": {}, "aiohttp": {}, "jpd": {}}
+    results: dict[str, dict[int, Any]] = {"httpx": {}, "aiohttp": {}, "jpd": {}, "socket": {}}
     for count in counts:
         for kind in ("httpx", "aiohttp"):
             results[kind][count] = await _read_streams(kind, url, count)
@@ -233,6 +253,11 @@ async def _measure(home: Path, base_url: str, counts: list[int]) -> dict[str, di
             results["jpd"][count] = await _batch(daemon, count)
     finally:
         await daemon.close()
+    if SOCKET_PROBES:
+        from bench.turns_socket import socket_batch
+
+        high = max(counts)
+        results["socket"][high] = await socket_batch(env, high)
     return results
 
 
@@ -248,7 +273,7 @@ def turns(home: Path, counts: tuple[int, ...] = COUNTS) -> list[Row]:
     rows: list[Row] = []
     per_token: dict[int, float] = {}
     for count in counts:
-        cpu, latencies, normal, wall = results["jpd"][count]
+        cpu, _timed, normal, wall = results["jpd"][count]
         tokens = count * TOKENS
         per_token[count] = cpu / tokens
         floor = results["aiohttp"][count] / tokens
@@ -267,14 +292,24 @@ def turns(home: Path, counts: tuple[int, ...] = COUNTS) -> list[Row]:
                 f"{per_token[high] * 1e6:.0f} µs", f"{per_token[low] * 1e6:.0f} µs",
                 per_token[high] / per_token[low], "≤ 1.3x")
         )  # fmt: skip
-    starting, streaming = results["jpd"][high][1]
-    for label, latencies in (("stream", streaming), ("start at once", starting)):
-        if latencies:
-            rows.append(
-                Row(f"turn/list p99 while {high:,} turns {label}",
-                    f"{pct(latencies, 0.99) * 1000:.1f} ms ({len(latencies)} requests,"
-                    f" max {max(latencies) * 1000:.1f} ms)", "-", None, "≤ 50 ms")
-            )  # fmt: skip
+    rows += _probe_rows(high, results["jpd"][high][1], "")
+    if high in results["socket"]:
+        from bench.turns_socket import socket_rows
+
+        rows += socket_rows(high, results["socket"][high], _probe_rows)
+    return rows
+
+
+def _probe_rows(high: int, timed: dict[str, Latencies], where: str) -> list[Row]:
+    rows: list[Row] = []
+    for name, (starting, streaming) in timed.items():
+        for label, latencies in (("stream", streaming), ("start at once", starting)):
+            if latencies:
+                rows.append(
+                    Row(f"{name}{where} p99 while {high:,} turns {label}",
+                        f"{pct(latencies, 0.99) * 1000:.1f} ms ({len(latencies)} requests,"
+                        f" max {max(latencies) * 1000:.1f} ms)", "-", None, "≤ 50 ms")
+                )  # fmt: skip
     return rows
 
 

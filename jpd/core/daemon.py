@@ -350,14 +350,7 @@ class Daemon:
         fleet, also one pending on another member."""
         by = f"client-{link.link_id}"
         try:
-            self.questions.answer(
-                inquiry_id,
-                answer,
-                remember,
-                by=by,
-                conversation_id=conversation_id,
-                turn_id=turn_id,
-            )
+            self.answer_inquiry_here(link, inquiry_id, answer, remember, conversation_id, turn_id)
         except NotFound as missing:
             if self.shared is None:
                 raise
@@ -371,6 +364,25 @@ class Daemon:
                 conversation_id,
                 turn_id,
             )
+
+    def answer_inquiry_here(
+        self,
+        link: ClientLink,
+        inquiry_id: str,
+        answer: Any,
+        remember: bool,
+        conversation_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> None:
+        """Answer a question pending in this daemon, at once (NotFound if none is)."""
+        self.questions.answer(
+            inquiry_id,
+            answer,
+            remember,
+            by=f"client-{link.link_id}",
+            conversation_id=conversation_id,
+            turn_id=turn_id,
+        )
 
     async def aclose(self) -> None:
         """Cancel running turns, wait until each has recorded its end, close resources."""

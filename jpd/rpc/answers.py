@@ -15,11 +15,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from jpd.core.daemon import Daemon
-from jpd.protocol.method_table import EXIT, SHUTDOWN, TURN_ATTACH, TURN_DETACH
+from jpd.protocol.initialize import InitializeParams
+from jpd.protocol.method_table import (
+    EXIT,
+    INITIALIZE,
+    INQUIRY_ANSWER,
+    SHUTDOWN,
+    TURN_ATTACH,
+    TURN_DETACH,
+)
 from jpd.rpc import errors
 from jpd.rpc.framing import encode_frame
 from jpd.rpc.inbound import Message, read_message
-from jpd.rpc.methods import INSTANT, OnLoop
+from jpd.rpc.methods import INSTANT, OnLoop, initialize_now, inquiry_answer_first
 from jpd.rpc.outbox import Outbox
 from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
 from jpd.rpc.session import Session
@@ -59,7 +67,10 @@ class QueueWriter:
 
 
 _INSTANT = {method.name: (method, handler) for method, handler in INSTANT.items()}
-_MARKERS = tuple(b'"%s"' % name.encode() for name in (*_INSTANT, SHUTDOWN.name, EXIT.name))
+_MARKERS = tuple(
+    b'"%s"' % name.encode()
+    for name in (*_INSTANT, INITIALIZE.name, INQUIRY_ANSWER.name, SHUTDOWN.name, EXIT.name)
+)
 """A body naming none of these is no control request and changes no lifecycle."""
 
 
@@ -120,23 +131,53 @@ class ThreadAnswers:
     (`jpd.rpc.lane`), before anything the loop has yet to handle. Each sees the effects
     of every request whose answer was already sent (protocol.md section 3): the loop
     answers a request only after handling it. Once a `shutdown` or `exit` went to the
-    loop, everything does (their effects come first)."""
+    loop, everything does (their effects come first).
+
+    The connection's first message, if it is `initialize`, is answered here too (its
+    result is static): the session's state changes on the loop (`in_order`) before any
+    message read after it is handled there, and nothing read before it is pending.
+
+    `inquiry/answer` (of a daemon that is no fleet member) runs on the loop ahead of
+    the connection's queued work: the thread schedules it (`call_soon_threadsafe`) and
+    its answer goes to the writer thread ahead of the queued events (no further loop
+    round); a turn waiting on the question goes on without waiting for the frames read
+    before it."""
 
     def __init__(
         self,
         daemon: Daemon,
-        session: Session,
+        session: Session | None,
         max_nesting: int,
         loop: asyncio.AbstractEventLoop,
+        in_order: OnLoop | None = None,
+        send_first: Callable[[bytes], None] | None = None,
     ) -> None:
         self._daemon = daemon
         self._session = session
         self._max_nesting = max_nesting
         self._loop = loop
+        self._in_order = in_order
+        self._send_first = send_first
+        """Write an answer ahead of the queued events, from the loop (`ThreadedOutput`)."""
         self._lifecycle = False
+        self._handed = False
+        """A message went to the loop: an `initialize` after it is the loop's too."""
+        self._initialized = False
+        """This thread answered `initialize` (the loop applies it in order)."""
+
+    def bind(self, session: Session) -> None:
+        """On the loop: the connection's session exists now (a socket client's reader
+        thread may start before it, to answer its `initialize` at once)."""
+        self._session = session
 
     def __call__(self, body: bytes) -> bytes | None:
         """In the reader thread: the answer to `body`, or None to hand it to the loop."""
+        frame = self._answer(body)
+        if frame is None:
+            self._handed = True
+        return frame
+
+    def _answer(self, body: bytes) -> bytes | None:
         if self._lifecycle or not any(marker in body for marker in _MARKERS):
             return None
         read = read_message(body, self._max_nesting)
@@ -146,13 +187,73 @@ class ThreadAnswers:
             self._lifecycle = True
             return None
         session = self._session
-        if read.msg_id is None or not session.initialized or session.shutdown_requested:
-            return None  # the loop gates it (-32002, -32600)
-        if session.closed.is_set():
-            return None
+        if read.method == INITIALIZE.name:
+            if read.msg_id is None or (session is not None and session.shutdown_requested):
+                return None
+            return self._initialize(read.data, read.msg_id)
+        if session is None:
+            return None  # before the session exists only a first `initialize` is answered
+        if read.msg_id is None or session.shutdown_requested or session.closed.is_set():
+            return None  # the loop gates it (-32600) or ignores it
+        if not (session.initialized or self._initialized):
+            return None  # -32002 from the loop
+        if read.method == INQUIRY_ANSWER.name:
+            return self._inquiry_answer(session, read.data, read.msg_id)
         return instant_frame(
             self._daemon, session, read.data, read.msg_id, self._on_loop, in_thread=True
         )
+
+    def _initialize(self, data: dict[str, Any], msg_id: Any) -> bytes | None:
+        if self._handed or self._in_order is None:
+            return None
+        if self._session is not None and self._session.initialized:
+            return None
+        params = data.get("params")
+        try:
+            model = InitializeParams.model_validate({} if params is None else params)
+            result = initialize_now(self._daemon, model, self._with_session)
+        except Exception:  # invalid params, another data dir: the loop answers the error
+            return None
+        self._initialized = True
+        answer = {"jsonrpc": "2.0", "id": msg_id, "result": result.to_wire()}
+        return encode_frame(json.dumps(answer).encode())
+
+    def _with_session(self, action: Callable[[Session], None]) -> None:
+        """Run `action` on the loop in the order of the frames, with the session (which
+        exists by then: the loop handles frames only once it is bound)."""
+        assert self._in_order is not None
+
+        def run() -> None:
+            assert self._session is not None
+            action(self._session)
+
+        self._in_order(run)
+
+    def _inquiry_answer(self, session: Session, data: dict[str, Any], msg_id: Any) -> bytes | None:
+        send_first = self._send_first
+        if send_first is None or self._daemon.shared is not None:
+            return None  # in a fleet it may wait on the store: the usual way
+        params = data.get("params")
+        try:
+            model = INQUIRY_ANSWER.params.model_validate({} if params is None else params)
+        except ValidationError:
+            return None  # -32602 from the loop
+        daemon = self._daemon
+
+        def answer() -> None:
+            if session.closed.is_set():
+                return
+            try:
+                result = inquiry_answer_first(daemon, session, model)
+                body = {"jsonrpc": "2.0", "id": msg_id, "result": result.to_wire()}
+                frame = encode_frame(json.dumps(body).encode())
+            except Exception as exc:  # typed errors keep their code, as in `_make_handler`
+                error = errors.from_handler(INQUIRY_ANSWER.name, exc)
+                frame = encode_frame(errors.error_body(msg_id, error))
+            send_first(frame)
+
+        self._loop.call_soon_threadsafe(answer)
+        return b""  # answered on the loop
 
     def _on_loop(self, action: Callable[[], object]) -> None:
         self._loop.call_soon_threadsafe(action)

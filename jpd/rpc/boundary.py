@@ -235,7 +235,13 @@ async def serve_connection(
 
     if isinstance(receive, ThreadedInput):
         loop = asyncio.get_running_loop()
-        receive.start(limits.max_frame, ThreadAnswers(daemon, session, limits.max_nesting, loop))
+        if isinstance(receive.answer, ThreadAnswers):  # started before the session
+            receive.answer.bind(session)
+        else:
+            answers = ThreadAnswers(
+                daemon, session, limits.max_nesting, loop, receive.in_order, receive.send_first
+            )
+            receive.start(limits.max_frame, answers)
         frames = receive.frames()
     else:
         frames = read_frames(receive, limits.max_frame)

@@ -30,8 +30,11 @@ from jpd.rpc.framing import Frame, FrameSplitter
 log = logging.getLogger(__name__)
 
 Answer = Callable[[bytes], bytes | None]
-"""Called in the reader thread with each message body: the frame answering it, or None
-to hand the message to the event loop."""
+"""Called in the reader thread with each message body: the frame answering it, b"" if
+it is answered later (on the loop), or None to hand the message to the event loop."""
+
+Action = Callable[[], object]
+"""Run on the loop in the order of the frames (`ThreadedInput.in_order`)."""
 
 _POLL_MS = 500
 """How often a reader waiting for input looks whether its connection ended."""
@@ -57,6 +60,29 @@ def _write_all(fd: int, data: bytes) -> None:
             poller.poll()
 
 
+class SharedFd:
+    """A file descriptor closed once its last holder let go: a thread may still poll or
+    write it after its connection ended, and a number closed under it could be reused
+    by the next client's socket (its bytes would go to, or come from, the wrong client).
+    Its creator holds it once; each thread holds it while it runs."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._holders = 1
+        self._lock = threading.Lock()
+
+    def hold(self) -> None:
+        with self._lock:
+            self._holders += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._holders -= 1
+            last = self._holders == 0
+        if last:
+            os.close(self.fd)
+
+
 def _writable(fd: int) -> bool:
     try:
         return bool(select.select([], [fd], [], 0)[1])
@@ -77,8 +103,17 @@ class ThreadedOutput:
     the interpreter's switch interval for the GIL). The thread writes the rest of a frame
     cut short before anything else."""
 
-    def __init__(self, fd: int, limit: int = _QUEUE_BYTES, *, direct: bool = False) -> None:
+    def __init__(
+        self,
+        fd: int,
+        limit: int = _QUEUE_BYTES,
+        *,
+        direct: bool = False,
+        shared: SharedFd | None = None,
+    ) -> None:
         self.fd = fd
+        self._shared = shared
+        """Held while the thread runs (a socket's duplicate, closed by its last user)."""
         self._limit = limit
         self._direct = direct
         self._rest = b""
@@ -96,11 +131,20 @@ class ThreadedOutput:
         """A write failed: the client is gone."""
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def start(self) -> None:
-        """Start the writer thread (on the event loop that calls `send`)."""
-        self._loop = asyncio.get_running_loop()
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Start the writer thread (on, or for, the event loop that calls `send`)."""
+        self._loop = loop if loop is not None else asyncio.get_running_loop()
         name = f"jpd-write-{self.fd}"
-        threading.Thread(target=self._run, name=name, daemon=True).start()
+        if self._shared is not None:
+            self._shared.hold()
+        threading.Thread(target=self._held, name=name, daemon=True).start()
+
+    def _held(self) -> None:
+        try:
+            self._run()
+        finally:
+            if self._shared is not None:
+                self._shared.release()
 
     async def send(self, data: bytes) -> None:
         """Write or queue `data`; BrokenPipeError once a write failed."""
@@ -218,23 +262,59 @@ class ThreadedInput:
     process's exit). `start` it on the event loop; the loop reads what the thread did
     not answer from `frames`, in order; `stop` ends the thread's work."""
 
-    def __init__(self, fd: int, output: ThreadedOutput) -> None:
+    def __init__(self, fd: int, output: ThreadedOutput, shared: SharedFd | None = None) -> None:
         self.fd = fd
         self._output = output
-        self._items: deque[Frame | None] = deque()
+        self._shared = shared
+        self._items: deque[Frame | Action | None] = deque()
         self._bytes = 0
         self._cond = threading.Condition()
         self._wake: anyio.Event | None = None
         self._stopped = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.answer: Answer | None = None
+        """What the thread asks about each message, once started."""
 
-    def start(self, max_body: int, answer: Answer) -> None:
-        """Start reading (on the event loop that will read `frames`)."""
-        self._loop = asyncio.get_running_loop()
+    def start(
+        self, max_body: int, answer: Answer, loop: asyncio.AbstractEventLoop | None = None
+    ) -> None:
+        """Start reading (on, or for, the event loop that will read `frames`)."""
+        self.answer = answer
+        self._loop = loop if loop is not None else asyncio.get_running_loop()
+        if self._shared is not None:
+            self._shared.hold()
         thread = threading.Thread(
-            target=self._run, args=(max_body, answer), name=f"jpd-read-{self.fd}", daemon=True
+            target=self._held, args=(max_body, answer), name=f"jpd-read-{self.fd}", daemon=True
         )
         thread.start()
+
+    def _held(self, max_body: int, answer: Answer) -> None:
+        try:
+            self._run(max_body, answer)
+        finally:
+            if self._shared is not None:
+                self._shared.release()
+
+    def send_first(self, frame: bytes) -> None:
+        """Have the writer thread write `frame` next (from any thread): an answer made
+        on the loop then waits for no further loop round."""
+        self._output.send_first(frame)
+
+    def in_order(self, action: Action) -> None:
+        """From the reader thread: run `action` on the loop after the frames handed over
+        so far and before the next (the effects of a request the thread answered, for
+        the requests after it)."""
+        self._hand_over(action)
+
+    def end(self) -> None:
+        """On the loop: end the input now (the daemon hangs up); the thread stops."""
+        with self._cond:
+            self._items.append(None)
+            wake, self._wake = self._wake, None
+            self._stopped = True
+            self._cond.notify_all()
+        if wake is not None:
+            wake.set()
 
     def stop(self) -> None:
         """No more answers or frames (the connection ended)."""
@@ -258,6 +338,9 @@ class ThreadedInput:
                 continue
             if item is None:
                 return
+            if callable(item):
+                item()
+                continue
             yield item
 
     def _run(self, max_body: int, answer: Answer) -> None:
@@ -298,10 +381,11 @@ class ThreadedInput:
             return False
         if frame is None:
             return False
-        self._output.send_first(frame)
+        if frame:  # b"": the loop answers it later
+            self._output.send_first(frame)
         return True
 
-    def _hand_over(self, item: Frame | None) -> bool:
+    def _hand_over(self, item: Frame | Action | None) -> bool:
         """Queue `item` for the loop (waiting while the queue is full); False once the
         connection ended."""
         with self._cond:
@@ -321,5 +405,5 @@ class ThreadedInput:
         return True
 
 
-def _size(item: Frame | None) -> int:
+def _size(item: Frame | Action | None) -> int:
     return len(item) if isinstance(item, bytes) else 0

@@ -3,6 +3,8 @@
 Each accepted connection gets its own `serve_connection` (its own pygls protocol and
 session) over one shared `Daemon`, once its peer passed the peer rule
 (jpd/tools/peer_rule.py: never a process of a tool's cage or started by the daemon).
+Threads accept, check and read the clients (jpd.rpc.socket_lane), so control requests
+and a first `initialize` are answered however busy the event loop is.
 The socket's directory is created 0700 (one another user controls is refused) and the
 socket itself is 0600, so only its owner can connect.
 
@@ -14,6 +16,7 @@ the newcomer give up with a clear message.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import fcntl
@@ -24,6 +27,7 @@ import socket
 import stat
 import time
 import warnings
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
@@ -34,15 +38,15 @@ import platformdirs
 
 from jpd.core.daemon import Daemon
 from jpd.private import socket_dir_problem
+from jpd.rpc.answers import ThreadAnswers
 from jpd.rpc.boundary import serve_connection
 from jpd.rpc.outbox import ConnectionLimits
-from jpd.rpc.peer import check_peer, refuse
+from jpd.rpc.socket_lane import LaneAcceptor, LaneConnection
 from jpd.rpc.transport import Requester
 
 log = logging.getLogger(__name__)
 
 SOCKET_NAME = "jpd.sock"
-_CHUNK = 65536
 _PROBE_TIMEOUT = 2.0  # seconds a live daemon has to accept a probe connection
 _HANGUP_TIMEOUT = 5.0  # seconds connections get to flush their last frames on stop
 
@@ -243,39 +247,6 @@ class Client(Protocol):
     def hang_up(self) -> None: ...
 
 
-class _Connection:
-    """One accepted client; `hang_up` makes its input end so the session closes cleanly."""
-
-    def __init__(self, stream: anyio.abc.SocketStream) -> None:
-        self.stream = stream
-        self._hung_up = False
-        self._scope: anyio.CancelScope | None = None
-
-    async def receive(self) -> bytes:
-        if self._hung_up:
-            return b""
-        with anyio.CancelScope() as scope:
-            self._scope = scope
-            try:
-                return await self.stream.receive(_CHUNK)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                return b""
-            except OSError as exc:  # e.g. ECONNRESET from a killed client
-                log.info("client connection lost: %s", exc)
-                return b""
-            finally:
-                self._scope = None
-        return b""  # hung up while waiting
-
-    async def send(self, data: bytes) -> None:
-        await self.stream.send(data)
-
-    def hang_up(self) -> None:
-        self._hung_up = True
-        if self._scope is not None:
-            self._scope.cancel()
-
-
 class SocketServer:
     """Accepts clients on a bound socket until stopped; implements `Host`.
 
@@ -297,10 +268,13 @@ class SocketServer:
         self._path = path
         self._idle_timeout = idle_timeout
         self._started = time.monotonic()
-        self._connections: set[Client] = set()
+        self._connections: set[Client | LaneConnection] = set()
         self._none_left = anyio.Event()
         self._stop = anyio.Event()
         self.stop_reason: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._admitted: deque[LaneConnection] = deque()
+        self._admitted_event = anyio.Event()
 
     # --- Host ------------------------------------------------------------------------
 
@@ -328,24 +302,32 @@ class SocketServer:
 
     async def serve(self, listener: anyio.abc.SocketListener) -> None:
         """Serve clients until `stop()`, then stop cleanly; closes `listener`."""
-        accepting = anyio.CancelScope()
-        accept_done = anyio.Event()
+        self._loop = asyncio.get_running_loop()
+        raw = listener.extra(anyio.abc.SocketAttribute.raw_socket)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._accept, listener, tg, accepting, accept_done)
+            tg.start_soon(self._serve_admitted, tg)
+            # Clients are accepted, checked and first answered by threads
+            # (jpd.rpc.socket_lane): however busy the loop, `initialize` is answered.
+            acceptor = LaneAcceptor(
+                raw, self.daemon.tools.tool_launchers, self._reader, self._accepted
+            )
+            acceptor.start()
             if self._idle_timeout > 0:
                 tg.start_soon(self._watch_idle)
             try:
                 await self._stop.wait()
             finally:
                 with anyio.CancelScope(shield=True):
-                    accepting.cancel()
-                    await accept_done.wait()
+                    await acceptor.stop()
+                    await listener.aclose()
                     turns = self.daemon.running_turns()
                     if turns:
                         log.info("cancelling %d running turn(s)", len(turns))
                     await self.daemon.aclose()
                     await self._hang_up_all()
                 tg.cancel_scope.cancel()
+        while self._admitted:  # accepted as the daemon stopped, never served
+            self._admitted.popleft().abandon()
 
     async def _hang_up_all(self) -> None:
         for connection in list(self._connections):
@@ -354,39 +336,43 @@ class SocketServer:
             if self._connections:
                 await self._none_left.wait()
 
-    async def _accept(
-        self,
-        listener: anyio.abc.SocketListener,
-        tg: anyio.abc.TaskGroup,
-        scope: anyio.CancelScope,
-        done: anyio.Event,
-    ) -> None:
+    def _reader(self, lane: LaneConnection) -> tuple[int, ThreadAnswers]:
+        """In the accept thread: what the new client's reader thread answers before its
+        session exists (a first `initialize`)."""
+        assert self._loop is not None
+        limits = self._limits if self._limits is not None else ConnectionLimits()
+        answers = ThreadAnswers(
+            self.daemon,
+            None,
+            limits.max_nesting,
+            self._loop,
+            lane.input.in_order,
+            lane.input.send_first,
+        )
+        return limits.max_frame, answers
+
+    def _accepted(self, lane: LaneConnection) -> None:
+        """On the loop (a callback): queue a client the accept thread admitted."""
+        self._admitted.append(lane)
+        self._admitted_event.set()
+
+    async def _serve_admitted(self, tg: anyio.abc.TaskGroup) -> None:
+        """Serve each admitted client in a task of its own."""
+        while True:
+            await self._admitted_event.wait()
+            self._admitted_event = anyio.Event()
+            while self._admitted:
+                tg.start_soon(self._serve_lane, self._admitted.popleft())
+
+    async def _serve_lane(self, lane: LaneConnection) -> None:
         try:
-            async with listener:
-                with scope:
-                    while True:
-                        try:
-                            stream = await listener.accept()
-                        except OSError as exc:  # e.g. EMFILE: back off, keep serving
-                            log.error("cannot accept a connection: %s", exc)
-                            await anyio.sleep(0.1)
-                            continue
-                        tg.start_soon(self._serve_one, stream)
+            await self.serve_client(lane, peer_verified=lane.verified)
         finally:
-            done.set()
+            await lane.close()
 
-    async def _serve_one(self, stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            connection = _Connection(stream)
-            raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
-            verdict = check_peer(raw, self.daemon.tools.tool_launchers())
-            if verdict.refusal is not None:
-                log.warning("%s", verdict.refusal)
-                await refuse(connection.receive, connection.send, verdict.refusal)
-                return
-            await self.serve_client(connection, peer_verified=verdict.verified)
-
-    async def serve_client(self, connection: Client, *, peer_verified: bool = False) -> None:
+    async def serve_client(
+        self, connection: Client | LaneConnection, *, peer_verified: bool = False
+    ) -> None:
         """Serve one client (of this socket, or of another transport: jpd.rpc.websocket)
         until it leaves or the daemon stops. `peer_verified`: the peer rule vouched
         for the process on the other end (a WebSocket's cannot be known)."""
@@ -396,9 +382,14 @@ class SocketServer:
         log.info("client connected (%d open)", len(self._connections))
         try:
             if not self._stop.is_set():
+                receive = (
+                    connection.input
+                    if isinstance(connection, LaneConnection)
+                    else connection.receive
+                )
                 await serve_connection(
                     self.daemon,
-                    connection.receive,
+                    receive,
                     connection.send,
                     self,
                     self._limits,

@@ -84,24 +84,40 @@ Incoming = mt.ClientRequest[Any, Any] | mt.ClientNotification[Any]
 
 async def initialize(daemon: Daemon, session: Session, p: InitializeParams) -> WireModel:
     """Record the client's capabilities; may be sent again to update them."""
-    caps = p.capabilities
-    session.capabilities_ = ClientCapabilities(
-        prompt_answer_types=frozenset(caps.prompt.answer_types if caps.prompt else ()),
-        permission=caps.permission,
-    )
+    _check_data_dir(daemon, p)
+    _apply_initialize(daemon, session, p)
+    return _INITIALIZED
+
+
+def initialize_now(
+    daemon: Daemon, p: InitializeParams, on_loop: Callable[[Callable[[Session], None]], None]
+) -> WireModel:
+    """`initialize` answered by a reader thread (its result is static): the session's
+    state changes on the loop, before the requests read after it (`on_loop` keeps
+    their order, and gives the session: it may not exist yet)."""
+    _check_data_dir(daemon, p)
+    on_loop(lambda session: _apply_initialize(daemon, session, p))
+    return _INITIALIZED
+
+
+def _check_data_dir(daemon: Daemon, p: InitializeParams) -> None:
     if p.data_dir is not None and not _same_dir(p.data_dir, daemon.settings.data_dir):
         raise WrongDaemon(
             f"this jpd serves the data dir {daemon.settings.data_dir}, not {p.data_dir}; "
             "use the daemon of that data dir (its own socket)"
         )
+
+
+def _apply_initialize(daemon: Daemon, session: Session, p: InitializeParams) -> None:
+    caps = p.capabilities
+    session.capabilities_ = ClientCapabilities(
+        prompt_answer_types=frozenset(caps.prompt.answer_types if caps.prompt else ()),
+        permission=caps.permission,
+    )
     session.workspace_root_ = Path(p.workspace_root) if p.workspace_root else None
     session.client_name = p.client_info.name
     session.initialized = True
     daemon.client_ready(session)
-    return InitializeResult(
-        server_info=ServerInfo(version=__version__),
-        capabilities=ServerCapabilities(methods=_METHOD_NAMES, providers=list(KNOWN)),
-    )
 
 
 def _same_dir(a: str, b: Path) -> bool:
@@ -373,6 +389,16 @@ async def inquiry_answer(daemon: Daemon, session: Session, p: InquiryAnswerParam
     return InquiryAnswerResult(accepted=True)
 
 
+def inquiry_answer_first(daemon: Daemon, session: Session, p: InquiryAnswerParams) -> WireModel:
+    """`inquiry_answer` of a question pending in this daemon, run on the loop ahead of
+    the connection's queued work (`jpd.rpc.answers.ThreadAnswers`): nothing awaited, the
+    same checks and "first valid answer wins" as `inquiry_answer`."""
+    daemon.answer_inquiry_here(
+        session, p.inquiry_id, p.answer, p.remember, p.conversation_id, p.turn_id
+    )
+    return InquiryAnswerResult(accepted=True)
+
+
 async def daemon_status(daemon: Daemon, session: Session, p: NoParams) -> WireModel:
     """The daemon process: pid, version, uptime, socket, clients, running turns."""
     return daemon_status_now(daemon, session, p, lambda action: None)
@@ -439,6 +465,10 @@ HANDLERS: dict[Incoming, Handler] = {
 """Every client-to-server method but `$/cancelRequest` (the rpc layer's own)."""
 
 _METHOD_NAMES = sorted(m.name for m in HANDLERS)
+_INITIALIZED = InitializeResult(
+    server_info=ServerInfo(version=__version__),
+    capabilities=ServerCapabilities(methods=_METHOD_NAMES, providers=list(KNOWN)),
+)
 
 INSTANT: dict[Incoming, InstantHandler] = {
     mt.TURN_LIST: turn_list_now,
