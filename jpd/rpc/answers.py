@@ -26,11 +26,13 @@ from jpd.protocol.method_table import (
 )
 from jpd.rpc import errors
 from jpd.rpc.framing import encode_frame
+from jpd.rpc.handler_types import OnLoop
 from jpd.rpc.inbound import Message, read_message
-from jpd.rpc.methods import INSTANT, OnLoop, initialize_now, inquiry_answer_first
+from jpd.rpc.methods import INSTANT, initialize_now
 from jpd.rpc.outbox import Outbox
 from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
 from jpd.rpc.session import Session
+from jpd.rpc.turn_methods import inquiry_answer_first
 
 # Their answers come after the events they replay or stop (protocol.md 5.8, 5.9): they
 # keep their place in the queue; every other answer goes ahead of queued notifications.

@@ -49,9 +49,10 @@ from jpd.rpc import errors
 from jpd.rpc.answers import QueueWriter, ThreadAnswers, answer_now
 from jpd.rpc.converter import message_converter
 from jpd.rpc.framing import Frame, Malformed, Receive, encode_frame, read_frames
+from jpd.rpc.handler_types import Handler, Incoming
 from jpd.rpc.inbound import Refused, read_message
 from jpd.rpc.lane import ThreadedInput
-from jpd.rpc.methods import HANDLERS, Handler, Incoming
+from jpd.rpc.methods import HANDLERS
 from jpd.rpc.outbox import ConnectionLimits, Outbox
 from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
 from jpd.rpc.session import Session
