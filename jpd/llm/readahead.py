@@ -39,6 +39,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from jpd.llm.base import StreamEvent
+from jpd.llm.read_watch import BodyWatch
 
 HANDOVER = 0.001
 """Longest stretch (seconds) the reader keeps read bytes from the parser."""
@@ -58,7 +59,9 @@ class Readahead:
         """Every `batches` generator: `read_ahead` closes them as it ends, as it stops
         their reader tasks (a body read directly has no task to stop)."""
 
-    def batches(self, chunks: AsyncIterable[bytes]) -> AsyncGenerator[bytes, None]:
+    def batches(
+        self, chunks: AsyncIterable[bytes], reads: BodyWatch | None = None
+    ) -> AsyncGenerator[bytes, None]:
         """Yield the bytes of `chunks` (e.g. `httpx.Response.aiter_raw()`): chunk by chunk
         while reads wait for the network, then (a fast stream) read by a task of their
         own, each time everything read since the last yield, joined.
@@ -67,11 +70,13 @@ class Readahead:
         this generator stops the reader, and returns once it has stopped: the body can
         then be closed safely.
         """
-        pieces = self._batches(chunks)
+        pieces = self._batches(chunks, reads or BodyWatch(0.0, _nothing))
         self.opened.append(pieces)
         return pieces
 
-    async def _batches(self, chunks: AsyncIterable[bytes]) -> AsyncGenerator[bytes, None]:
+    async def _batches(
+        self, chunks: AsyncIterable[bytes], reads: BodyWatch
+    ) -> AsyncGenerator[bytes, None]:
         reader = aiter(chunks)
         clock = time.perf_counter
         ready = 0
@@ -83,6 +88,7 @@ class Readahead:
                     chunk = await anext(reader)
                 except StopAsyncIteration:
                     return
+                reads.reads += 1
                 ready = ready + 1 if clock() - asked < WAITED else 0
                 if chunk:
                     yield chunk
@@ -90,7 +96,7 @@ class Readahead:
             await _close(reader)  # as the reader task does when it stops
             raise
         inbox = _Inbox()
-        self._tg.start_soon(_read, reader, inbox, OPENING)
+        self._tg.start_soon(_read, reader, inbox, reads, OPENING)
         try:
             while data := await inbox.take():
                 yield data
@@ -166,8 +172,11 @@ class _Inbox:
             self.waiting = None
 
 
-async def _read(chunks: AsyncIterable[bytes], inbox: _Inbox, count: int = 0) -> None:
-    """Read `chunks` into `inbox`; `count` chunks were handed over before."""
+async def _read(
+    chunks: AsyncIterable[bytes], inbox: _Inbox, reads: BodyWatch, count: int = 0
+) -> None:
+    """Read `chunks` into `inbox`, counting them in `reads`; `count` chunks were handed
+    over before."""
     error: Exception | None = None
     append, clock = inbox.parts.append, time.perf_counter
     try:
@@ -177,6 +186,7 @@ async def _read(chunks: AsyncIterable[bytes], inbox: _Inbox, count: int = 0) -> 
                     continue  # b"" is how `take` says the body ended
                 append(chunk)  # once per token: no method call
                 count += 1
+                reads.reads += 1
                 if inbox.waiting is not None:
                     inbox.wake()
                     if count > OPENING:
@@ -208,3 +218,7 @@ async def _close(chunks: AsyncIterable[bytes]) -> None:
     if aclose is not None:
         with anyio.CancelScope(shield=True), suppress(Exception):
             await aclose()
+
+
+async def _nothing() -> None:
+    """What an unwatched body's watch would close (it is never looked at)."""
