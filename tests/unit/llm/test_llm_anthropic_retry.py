@@ -149,7 +149,7 @@ async def test_a_slow_body_that_keeps_sending_is_not_timed_out(server: FakeLLMSe
         retry_policy=FAST_RETRIES,
     )
     parts = [f"p{i} " for i in range(8)]
-    body = []
+    body: list[Send | Pause] = []
     for frame in a_text_answer(*parts):
         body += [Send(frame), Pause(0.1)]
     server.push(Reply(headers={"content-type": "text/event-stream"}, body=tuple(body)))
