@@ -36,8 +36,26 @@ def raw_estimate(messages: Sequence[llm.Message]) -> int:
 def _fixed_estimate(request: llm.ModelRequest) -> int:
     chars = len(request.system or "")
     for tool in request.tools:
-        chars += len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
+        chars += len(tool.name) + len(tool.description) + _schema_chars(tool)
     return int(chars / CHARS_PER_TOKEN)
+
+
+_schemas: dict[str, tuple[dict[str, object], int]] = {}
+"""Tool name -> (its last schema, that schema's JSON length). Every turn offers its tools
+anew (new dicts, equal to the last turn's): comparing them is a fraction of encoding
+them, twice per model call and a thousand calls at once."""
+
+
+def _schema_chars(tool: llm.ToolDefinition) -> int:
+    parameters = tool.parameters
+    known = _schemas.get(tool.name)
+    if known is not None and known[0] == parameters:
+        return known[1]
+    chars = len(json.dumps(parameters))
+    if len(_schemas) >= 1024:
+        _schemas.clear()
+    _schemas[tool.name] = (parameters, chars)
+    return chars
 
 
 def reported_input(usage: TokenUsage) -> int | None:

@@ -174,10 +174,12 @@ class HttpProvider:
         decoder = NDJSONDecoder() if call.framing == "ndjson" else None
         try:
             async with (
-                self._post.open(call.url, headers, call.body, secrets=secrets) as response,
+                self._post.open(call.url, headers, call.body, secrets=secrets) as (response, reads),
                 aclosing(
                     stream_events(
-                        readahead.batches(body_chunks(response)), parser.feed, decoder=decoder
+                        readahead.batches(body_chunks(response), reads),
+                        parser.feed,
+                        decoder=decoder,
                     )
                 ) as events,
             ):

@@ -8,6 +8,12 @@ body into a buffer while the parser works, and the parser takes everything that
 arrived since its last look as one piece: a fast stream is parsed in a few large
 pieces, a slow one chunk by chunk as before.
 
+Most streams never need that task: a token every few milliseconds arrives one chunk at
+a time, each read waits for the network, and a task between the body and its parser
+would only add a hand-over per token (a tenth of the daemon's time with a thousand
+streams). So the parser reads the body itself while its reads wait, and the task starts
+only once `OPENING` reads in a row found their bytes already there (a fast stream).
+
 Nothing waits to be batched: the reader lets the parser run whenever it waits for the
 network, and, while bytes keep coming without a wait, at least every `HANDOVER`
 seconds. The first chunk after a quiet spell is handed over at once, and so are the
@@ -33,11 +39,15 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from jpd.llm.base import StreamEvent
+from jpd.llm.read_watch import BodyWatch
 
 HANDOVER = 0.001
 """Longest stretch (seconds) the reader keeps read bytes from the parser."""
 OPENING = 4
-"""The first chunks of a body, handed over one by one."""
+"""The first chunks of a body, handed over one by one; also the reads in a row that found
+their bytes waiting after which a task reads ahead."""
+WAITED = 0.0002
+"""A read that took this long (seconds) waited for the network."""
 
 
 class Readahead:
@@ -45,17 +55,48 @@ class Readahead:
 
     def __init__(self, task_group: TaskGroup) -> None:
         self._tg = task_group
+        self.opened: list[AsyncGenerator[bytes, None]] = []
+        """Every `batches` generator: `read_ahead` closes them as it ends, as it stops
+        their reader tasks (a body read directly has no task to stop)."""
 
-    async def batches(self, chunks: AsyncIterable[bytes]) -> AsyncGenerator[bytes, None]:
-        """Yield the bytes of `chunks` (e.g. `httpx.Response.aiter_raw()`), read by a task of
-        their own: each time, everything read since the last yield, joined.
+    def batches(
+        self, chunks: AsyncIterable[bytes], reads: BodyWatch | None = None
+    ) -> AsyncGenerator[bytes, None]:
+        """Yield the bytes of `chunks` (e.g. `httpx.Response.aiter_raw()`): chunk by chunk
+        while reads wait for the network, then (a fast stream) read by a task of their
+        own, each time everything read since the last yield, joined.
 
         An error of the reader is raised here after the bytes it read before it. Closing
         this generator stops the reader, and returns once it has stopped: the body can
         then be closed safely.
         """
+        pieces = self._batches(chunks, reads or BodyWatch(0.0, _nothing))
+        self.opened.append(pieces)
+        return pieces
+
+    async def _batches(
+        self, chunks: AsyncIterable[bytes], reads: BodyWatch
+    ) -> AsyncGenerator[bytes, None]:
+        reader = aiter(chunks)
+        clock = time.perf_counter
+        ready = 0
+        """Reads in a row that found their bytes already there."""
+        try:
+            while ready < OPENING:
+                asked = clock()
+                try:
+                    chunk = await anext(reader)
+                except StopAsyncIteration:
+                    return
+                reads.reads += 1
+                ready = ready + 1 if clock() - asked < WAITED else 0
+                if chunk:
+                    yield chunk
+        except BaseException:
+            await _close(reader)  # as the reader task does when it stops
+            raise
         inbox = _Inbox()
-        self._tg.start_soon(_read, chunks, inbox)
+        self._tg.start_soon(_read, reader, inbox, reads, OPENING)
         try:
             while data := await inbox.take():
                 yield data
@@ -71,11 +112,16 @@ async def read_ahead(
     group. Errors come out as they are, not wrapped in an exception group."""
     failure: Exception | None = None
     async with anyio.create_task_group() as tg:
+        readahead = Readahead(tg)
         try:
-            async with aclosing(events(Readahead(tg))) as stream:
+            async with aclosing(events(readahead)) as stream:
                 yield stream
         except Exception as exc:  # re-raised below, not wrapped in an ExceptionGroup
             failure = exc
+        finally:
+            for pieces in readahead.opened:
+                with anyio.CancelScope(shield=True):
+                    await pieces.aclose()
     if failure is not None:
         raise failure
 
@@ -126,10 +172,13 @@ class _Inbox:
             self.waiting = None
 
 
-async def _read(chunks: AsyncIterable[bytes], inbox: _Inbox) -> None:
+async def _read(
+    chunks: AsyncIterable[bytes], inbox: _Inbox, reads: BodyWatch, count: int = 0
+) -> None:
+    """Read `chunks` into `inbox`, counting them in `reads`; `count` chunks were handed
+    over before."""
     error: Exception | None = None
     append, clock = inbox.parts.append, time.perf_counter
-    count = 0
     try:
         with inbox.scope:
             async for chunk in chunks:
@@ -137,6 +186,7 @@ async def _read(chunks: AsyncIterable[bytes], inbox: _Inbox) -> None:
                     continue  # b"" is how `take` says the body ended
                 append(chunk)  # once per token: no method call
                 count += 1
+                reads.reads += 1
                 if inbox.waiting is not None:
                     inbox.wake()
                     if count > OPENING:
@@ -168,3 +218,7 @@ async def _close(chunks: AsyncIterable[bytes]) -> None:
     if aclose is not None:
         with anyio.CancelScope(shield=True), suppress(Exception):
             await aclose()
+
+
+async def _nothing() -> None:
+    """What an unwatched body's watch would close (it is never looked at)."""

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+import anyio
 import httpx
 from pydantic import SecretStr
 from pydantic_core import from_json
 
 from jpd.llm.errors import ContextOverflow, ProviderError, ProviderUnavailable
+from jpd.llm.read_watch import BodyWatch, unwatch, watch
 from jpd.llm.retry import RetryableError, parse_retry_after, status_is_retryable
 
 _MAX_DETAIL = 300
@@ -165,11 +167,19 @@ def http_client() -> httpx.AsyncClient:
     limits = httpx.Limits(
         max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_IDLE_CONNECTIONS
     )
-    try:
-        from httpx_aiohttp import AiohttpTransport
-    except ImportError:  # pragma: no cover - a dependency; kept optional for packagers
+    if not _has_aiohttp():  # pragma: no cover - a dependency; kept optional for packagers
         return httpx.AsyncClient(limits=limits)
+    from httpx_aiohttp import AiohttpTransport
+
     return httpx.AsyncClient(transport=AiohttpTransport(limits=limits))
+
+
+def _has_aiohttp() -> bool:
+    try:
+        import httpx_aiohttp  # noqa: F401
+    except ImportError:  # pragma: no cover
+        return False
+    return True
 
 
 def _aiohttp_class(exc: httpx.TimeoutException) -> httpx.HTTPError:
@@ -192,7 +202,10 @@ class StreamingPost:
     """POSTs a JSON body and hands back the streaming response, mapping every failure.
 
     Owns its `httpx.AsyncClient` (`http_client`: one per provider, whose registry keeps
-    one per configuration) unless one is injected (then the caller closes it).
+    one per configuration) unless one is injected (then the caller closes it). Its own
+    client reads bodies without aiohttp's read timeout, re-armed per chunk: the headers
+    have a deadline, and a body silent for the timeout is closed by the loop's watchdog
+    (`jpd.llm.read_watch`); an injected client keeps httpx's read timeout.
     """
 
     def __init__(
@@ -209,6 +222,9 @@ class StreamingPost:
         self._key_env = key_env
         self._owned = client is None
         self._client = client if client is not None else http_client()
+        self._watched = client is None and _has_aiohttp()
+        if self._watched:
+            self._timeout = httpx.Timeout(timeout, read=None)
 
     @asynccontextmanager
     async def open(
@@ -218,29 +234,44 @@ class StreamingPost:
         body: bytes,
         *,
         secrets: Sequence[str] = (),
-    ) -> AsyncIterator[httpx.Response]:
-        """Send the request; yield the 2xx response for streaming.
+    ) -> AsyncIterator[tuple[httpx.Response, BodyWatch | None]]:
+        """Send the request; yield the 2xx response for streaming, and the watch whose
+        `reads` its reader counts (None: httpx's read timeout applies).
 
         Exceptions raised while the caller reads the body (inside the `async
         with`) are mapped too, so a reset mid-stream becomes a `RetryableError`.
         """
         provider = self._provider
+        reads: BodyWatch | None = None
         try:
             try:
-                async with self._client.stream(
-                    "POST", url, content=body, headers=dict(headers), timeout=self._timeout
-                ) as response:
+                async with AsyncExitStack() as stack:
+                    request = self._client.stream(
+                        "POST", url, content=body, headers=dict(headers), timeout=self._timeout
+                    )
+                    if self._watched:
+                        with anyio.fail_after(self._seconds):
+                            response = await stack.enter_async_context(request)
+                        reads = watch(self._seconds, response.aclose)
+                        stack.callback(unwatch, reads)
+                    else:
+                        response = await stack.enter_async_context(request)
                     if response.status_code >= 400:
                         await response.aread()
                         raise status_error(
                             provider, response, key_env=self._key_env, secrets=secrets
                         )
-                    yield response
-            except httpx.TimeoutException as exc:
-                mapped = _aiohttp_class(exc)
-                if mapped is exc:
-                    raise
-                raise mapped from exc
+                    yield response, reads
+            except Exception as exc:
+                if reads is not None and reads.expired:  # the watchdog closed it
+                    raise httpx.ReadTimeout("the body stayed silent") from exc
+                if isinstance(exc, TimeoutError) and reads is None and self._watched:
+                    raise httpx.ReadTimeout("no response headers") from exc
+                if isinstance(exc, httpx.TimeoutException):
+                    mapped = _aiohttp_class(exc)
+                    if mapped is not exc:
+                        raise mapped from exc
+                raise
         except httpx.TimeoutException as exc:
             raise RetryableError(
                 f"{provider}: no response from {_host(url)} within {self._seconds:g}s",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from jpd.llm.anthropic import AnthropicProvider
@@ -12,6 +13,7 @@ from tests.fixtures.fake_llm_server import (
     Drop,
     FakeLLMServer,
     Hang,
+    Pause,
     Reply,
     Reset,
     Script,
@@ -108,6 +110,55 @@ async def test_timeout_is_retried(server: FakeLLMServer) -> None:
         await provider.aclose()
     assert [r.reason for r in retries(events)] == ["timeout"]
     assert text_of(after_last_retry(events)) == "Hello, world"
+
+
+async def test_a_body_that_stalls_mid_stream_times_out_and_is_retried(
+    server: FakeLLMServer,
+) -> None:
+    # No per-chunk read timer: the loop's watchdog (jpd/llm/read_watch.py) closes a body
+    # whose reads stopped for the timeout, and the attempt fails as a timeout.
+    provider = AnthropicProvider(
+        base_url=server.base_url,
+        env={"ANTHROPIC_API_KEY": ANTHROPIC_KEY},
+        timeout=0.3,
+        retry_policy=FAST_RETRIES,
+    )
+    frames = a_text_answer("never", "finished")
+    stalled = Reply(
+        headers={"content-type": "text/event-stream"},
+        body=(*(Send(f) for f in frames[:4]), Pause(3600), *(Send(f) for f in frames[4:])),
+    )
+    server.push(stalled, clean_answer())
+    try:
+        with anyio.fail_after(30):
+            events = await collect(provider.stream(ask()))
+    finally:
+        await provider.aclose()
+    (retry,) = retries(events)
+    assert retry.reason == "timeout"
+    assert text_of(after_last_retry(events)) == "Hello, world"
+
+
+async def test_a_slow_body_that_keeps_sending_is_not_timed_out(server: FakeLLMServer) -> None:
+    # The timeout is for silence, not for the whole body: chunks 0.1 s apart for over
+    # twice the 0.3 s timeout go on to the end.
+    provider = AnthropicProvider(
+        base_url=server.base_url,
+        env={"ANTHROPIC_API_KEY": ANTHROPIC_KEY},
+        timeout=0.3,
+        retry_policy=FAST_RETRIES,
+    )
+    parts = [f"p{i} " for i in range(8)]
+    body: list[Send | Pause] = []
+    for frame in a_text_answer(*parts):
+        body += [Send(frame), Pause(0.1)]
+    server.push(Reply(headers={"content-type": "text/event-stream"}, body=tuple(body)))
+    try:
+        events = await collect(provider.stream(ask()))
+    finally:
+        await provider.aclose()
+    assert retries(events) == []
+    assert text_of(events) == "".join(parts)
 
 
 async def test_retry_after_is_honoured(anthropic: AnthropicProvider, server: FakeLLMServer) -> None:

@@ -144,3 +144,21 @@ async def test_leaving_the_block_early_stops_every_reader() -> None:
             async for _ in stream:
                 break
         assert stopped.is_set()
+
+
+async def test_a_body_whose_reads_wait_is_read_by_its_parser_without_a_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A token every few milliseconds: each read waits for the network, so a task between
+    # body and parser would only add a hand-over per chunk.
+    async def no_task(*args: object) -> None:
+        raise AssertionError("a reader task started for a slow body")
+
+    monkeypatch.setattr(readahead, "_read", no_task)
+
+    async def paced() -> AsyncGenerator[bytes, None]:
+        for chunk in CHUNKS:
+            await anyio.sleep(0.002)
+            yield chunk
+
+    assert await _pieces(paced()) == CHUNKS
