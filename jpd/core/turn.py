@@ -17,23 +17,22 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
-from jpd.config.prices import Price, cost
+from jpd.config.prices import Price
 from jpd.context.keeper import ContextKeeper, compaction_event
 from jpd.conversation import events as ev
 from jpd.conversation.resume import CONTINUE_INSTRUCTION, ResumePlan
 from jpd.core.checkpoints import Checkpointer
-from jpd.core.deltas import DeltaBatcher
 from jpd.core.hub import EventHub
 from jpd.core.model_slots import model_slot
-from jpd.core.structured import check_answer, with_schema
+from jpd.core.structured import check_answer
 from jpd.core.transcript import Transcript
+from jpd.core.turn_model_call import ModelCall, usage_cost
 from jpd.llm import base as llm
 from jpd.llm import forced_tool
 from jpd.llm.errors import ProviderError
 from jpd.llm.history import MessageHistory
 from jpd.protocol.modes import PermissionMode
 from jpd.protocol.turn_events import (
-    ContextUsage,
     ForcedToolRetried,
     ReasoningDeltaEvent,
     RetryScheduled,
@@ -44,9 +43,7 @@ from jpd.protocol.turn_events import (
     TurnCompleted,
     TurnEvent,
     TurnStarted,
-    UsageReported,
 )
-from jpd.protocol.usage import TokenUsage
 from jpd.tools.base import ToolResultData, ToolRunner
 
 log = logging.getLogger(__name__)
@@ -108,21 +105,6 @@ class TurnSpec:
 ContextFactory = Callable[[MessageHistory, Callable[[ev.ContextCompacted], None]], ContextKeeper]
 
 
-@dataclass
-class _Partial:
-    """Output of the model call in progress, persisted even if the call is cut short."""
-
-    texts: list[str] = field(default_factory=list)  # joined once, not per token
-    reasoning: str = ""
-    signature: str | None = None
-    calls: list[llm.ToolCallPart] = field(default_factory=list)
-    usage: TokenUsage | None = None
-
-    @property
-    def text(self) -> str:
-        return "".join(self.texts)
-
-
 class Turn:
     """One running turn. `run` drives it; `cancel` stops it promptly."""
 
@@ -133,15 +115,15 @@ class Turn:
         self._hub = hub
         self.transcript = spec.transcript
         self._history = spec.transcript.history
-        self._partial = _Partial()
         self._open_calls: list[llm.ToolCallPart] = []
         self._scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.stop_reason: StopReason = "cancelled"
         self._context = spec.context(self._history, self._compacted) if spec.context else None
-        self._checkpoints = Checkpointer(
+        checkpoints = Checkpointer(
             spec.turn_id, lambda event: log_.append(spec.conversation_id, event)
         )
+        self._model = ModelCall(spec, self._context, checkpoints, self._publish, self._call_started)
 
     @property
     def conversation_id(self) -> str:
@@ -214,7 +196,7 @@ class Turn:
             reason = await self._call_model(choice)
             if self._forced_call_missed(reason):
                 reason = await self._retry_forced(choice)
-            answer = self._partial.text
+            answer = self._model.partial.text
             calls = self._flush_partial()
             if not calls:
                 if spec.response_schema is not None and reason != "max_tokens":
@@ -303,7 +285,7 @@ class Turn:
         request = self.transcript.last_request
         return (
             request is not None
-            and not self._partial.calls
+            and not self._model.partial.calls
             and forced_tool.soft_forced(self.spec.provider, request)
             and forced_tool.missed(request, reason, ())
         )
@@ -322,128 +304,17 @@ class Turn:
         self, tool_choice: llm.ToolChoice, *, reasoning: bool = True
     ) -> llm.FinishReason:
         async with model_slot(self._log, self.spec.model_id):
-            return await self._call_model_now(tool_choice, reasoning=reasoning)
-
-    async def _call_model_now(
-        self, tool_choice: llm.ToolChoice, *, reasoning: bool
-    ) -> llm.FinishReason:
-        spec = self.spec
-        schema = spec.response_schema
-        reasoning = reasoning and schema is None  # a structured answer is one forced call
-        request = llm.ModelRequest(
-            model=spec.model_id.split("/", 1)[1],
-            system=with_schema(spec.system, schema),
-            messages=(),
-            tools=spec.tools.definitions() if schema is None else (),
-            tool_choice=tool_choice if schema is None else llm.ToolChoiceAuto(),
-            response_schema=schema,
-            max_tokens=spec.max_tokens,
-            temperature=spec.temperature,
-            reasoning_effort=spec.reasoning_effort if reasoning else "off",
-            reasoning_budget=spec.reasoning_budget if reasoning else None,
-        ).model_copy(
-            # The messages come from events validated where they entered: copied in, not
-            # validated again one by one on every model call of a long conversation.
-            update={"messages": tuple(self._history.messages())}
-        )
-        if self._context is not None:
-            request = await self._context.fit(request)
-        self.transcript.last_request = request
-        self._partial = _Partial()
-        self._checkpoints.start_call()
-        reason: llm.FinishReason = "end_turn"
-        deltas = DeltaBatcher(self._publish)
-
-        def emit(event: TurnEvent) -> None:
-            deltas.flush()  # merged deltas go out before whatever follows them
-            self._publish(event)
-
-        failure: Exception | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(deltas.run)
-            tg.start_soon(self._checkpoints.run)
-            try:
-                reason = await self._consume(request, deltas, emit)
-            except Exception as exc:  # re-raised below, not wrapped in an ExceptionGroup
-                failure = exc
-            finally:
-                deltas.flush()
-                tg.cancel_scope.cancel()
-        if failure is not None:
-            raise failure
-        return reason
-
-    async def _consume(
-        self, request: llm.ModelRequest, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]
-    ) -> llm.FinishReason:
-        """Read the model's stream into the partial output, publishing as it goes."""
-
-        async def send(request: llm.ModelRequest) -> llm.FinishReason:
-            self.transcript.last_request = request
-            reason: llm.FinishReason = "end_turn"
-            async with self.spec.provider.stream(request) as events:
-                async for item in events:
-                    reason = self._take(item, deltas, emit) or reason
-            return reason
-
-        if self._context is None:
-            return await send(request)
-        return await self._context.send(request, send)
-
-    def _take(
-        self, item: llm.StreamEvent, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]
-    ) -> llm.FinishReason | None:
-        """One stream event into the partial output; the finish reason once it ends."""
-        partial = self._partial
-        if isinstance(item, llm.TextDelta):
-            partial.texts.append(item.text)
-            deltas.add("text", item.text)
-            self._checkpoints.text(item.text)
-        elif isinstance(item, llm.ReasoningDelta):
-            partial.reasoning += item.text
-            if item.signature:
-                partial.signature = item.signature
-            if item.text:
-                deltas.add("reasoning", item.text)
-                self._checkpoints.reasoning(item.text)
-        elif isinstance(item, llm.ToolCallEvent):
-            partial.calls.append(
-                llm.ToolCallPart(id=item.id, name=item.name, arguments=item.arguments)
-            )
-            emit(self._call_started(item.id, item.name, item.arguments))
-        elif isinstance(item, llm.UsageEvent):
-            partial.usage = item.usage
-            emit(
-                UsageReported(
-                    usage=item.usage,
-                    cost=_cost(self.spec.price, item.usage),
-                    context=self._context_usage(item.usage),
-                )
-            )
-        elif isinstance(item, llm.Retry):
-            # A retried call starts over: drop what the failed attempt produced.
-            self._partial = _Partial()
-            self._checkpoints.retry()
-            emit(RetryScheduled(attempt=item.attempt, delay=item.delay, reason=item.reason))
-        elif isinstance(item, llm.Finish):
-            return item.reason
-        return None
-
-    def _context_usage(self, usage: TokenUsage) -> ContextUsage | None:
-        request = self.transcript.last_request
-        if self._context is None or request is None:
-            return None
-        return self._context.observe(request, usage)
+            return await self._model.run(tool_choice, reasoning=reasoning)
 
     def _flush_partial(self) -> list[llm.ToolCallPart]:
         """Persist the current model output; returns its tool calls."""
-        partial, self._partial = self._partial, _Partial()
+        partial = self._model.take()
         usage = partial.usage
         if partial.reasoning or partial.signature:
             # A signature alone (Gemini's thought signature) is reasoning state to send back.
             self._record(ev.ChatResponse(reasoning=partial.reasoning, signature=partial.signature))
         if partial.text or usage is not None:
-            price_of = _cost(self.spec.price, usage) if usage is not None else None
+            price_of = usage_cost(self.spec.price, usage) if usage is not None else None
             self._record(ev.ChatResponse(message=partial.text, usage=usage, cost=price_of))
             usage = None
         for call in partial.calls:
@@ -474,9 +345,3 @@ class Turn:
             self.stop_reason = stop
             self._publish(TurnCompleted(stop_reason=stop, error=error))
             self.done.set()
-
-
-def _cost(price: Price | None, usage: TokenUsage) -> float | None:
-    if price is None:
-        return None
-    return cost(price, usage.input_tokens, usage.output_tokens)
