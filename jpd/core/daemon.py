@@ -3,7 +3,8 @@ pending questions, wires the parts that do the work, and is what the rpc layer c
 
 The parts, one job each: `turn_start` (starting and resuming turns), `running_turns`
 (the turns running now), `tool_call` (`tool/call`), `toolbox` (the tools, their
-catalog and coordinators), `conversations` (stored conversations, recovery).
+catalog and coordinators), `conversations` (stored conversations, recovery),
+`inquiries` (listing and answering pending questions).
 Transport-agnostic: clients are `ClientLink`s. Turns run as tasks in the daemon's
 task group, so they outlive the request that started them.
 """
@@ -11,7 +12,7 @@ task group, so they outlive the request that started them.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup
@@ -21,6 +22,7 @@ from jpd.conversation.replay import ReplayFiles
 from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
 from jpd.core.hub import REPLAY_BYTES, EventHub
+from jpd.core.inquiries import Inquiries
 from jpd.core.organize import Organizer
 from jpd.core.parts import DaemonParts
 from jpd.core.request_env import RequestEnv, request_env
@@ -40,7 +42,6 @@ from jpd.protocol.conversation_requests import (
 )
 from jpd.protocol.environment import ClientEnvironment
 from jpd.protocol.errors import Busy, ConfigInvalid, NotFound
-from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 from jpd.protocol.turn_events import StopReason
 from jpd.protocol.turn_requests import TurnStartParams
@@ -135,6 +136,7 @@ class Daemon:
 
             self.shared = SharedQuestions(board, self.questions)
             task_group.start_soon(self.shared.run)
+        self.inquiries = Inquiries(self.questions, self.shared)
         task_group.start_soon(self._sweep_expired)
 
     async def _sweep_expired(self) -> None:
@@ -292,7 +294,7 @@ class Daemon:
         """A client (re-)initialized: send it the pending questions it can answer."""
         self.questions.client_ready(link)
 
-    # --- models, tools and inquiries -------------------------------------------------
+    # --- models and tools ----------------------------------------------------------
 
     async def list_models(
         self, link: ClientLink, environment: ClientEnvironment | None = None
@@ -319,70 +321,6 @@ class Daemon:
         renv = self.request_env(link, environment)
         cfg = await self.configs.for_request(renv)
         return list((await self.tools.catalog(cfg, [], renv.root)).values())
-
-    def pending_inquiries_here(self) -> list[PendingInfo]:
-        """This member's pending questions (all of them outside a fleet), at once."""
-        return self.questions.pending()
-
-    async def pending_inquiries(self) -> list[PendingInfo]:
-        """Questions and permission requests waiting for an answer (in a fleet, also
-        those of the other members)."""
-        mine = self.questions.pending()
-        if self.shared is None:
-            return mine
-        try:
-            others = await anyio.to_thread.run_sync(self.shared.others)  # off the event loop
-        except Exception as exc:  # the store is away: this member's questions still list
-            log.warning("could not list the questions of other members: %s", exc)
-            others = []
-        return sorted([*mine, *others], key=lambda i: i.asked_at)
-
-    async def answer_inquiry(
-        self,
-        link: ClientLink,
-        inquiry_id: str,
-        answer: Any,
-        remember: bool,
-        conversation_id: str | None = None,
-        turn_id: str | None = None,
-    ) -> None:
-        """Answer a pending question from any client (first valid answer wins); in a
-        fleet, also one pending on another member."""
-        by = f"client-{link.link_id}"
-        try:
-            self.answer_inquiry_here(link, inquiry_id, answer, remember, conversation_id, turn_id)
-        except NotFound as missing:
-            if self.shared is None:
-                raise
-            await anyio.to_thread.run_sync(
-                self.shared.answer,
-                missing,
-                inquiry_id,
-                answer,
-                remember,
-                by,
-                conversation_id,
-                turn_id,
-            )
-
-    def answer_inquiry_here(
-        self,
-        link: ClientLink,
-        inquiry_id: str,
-        answer: Any,
-        remember: bool,
-        conversation_id: str | None = None,
-        turn_id: str | None = None,
-    ) -> None:
-        """Answer a question pending in this daemon, at once (NotFound if none is)."""
-        self.questions.answer(
-            inquiry_id,
-            answer,
-            remember,
-            by=f"client-{link.link_id}",
-            conversation_id=conversation_id,
-            turn_id=turn_id,
-        )
 
     async def aclose(self) -> None:
         """Cancel running turns, wait until each has recorded its end, close resources."""

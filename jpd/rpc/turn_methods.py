@@ -107,7 +107,7 @@ async def turn_detach(daemon: Daemon, session: Session, p: TurnDetachParams) -> 
 async def turn_list(daemon: Daemon, session: Session, p: NoParams) -> WireModel:
     """Running turns, then resumable ones, and pending inquiries."""
     return TurnListResult(
-        turns=await daemon.list_turns(), inquiries=await daemon.pending_inquiries()
+        turns=await daemon.list_turns(), inquiries=await daemon.inquiries.pending()
     )
 
 
@@ -118,7 +118,7 @@ def turn_list_now(
     turns = daemon.listed_turns()
     if turns is None:  # also in a fleet, where the store is read (`turn_list`)
         return None
-    return _LISTING.result(turns, daemon.pending_inquiries_here())
+    return _LISTING.result(turns, daemon.inquiries.pending_here())
 
 
 _LISTING = TurnListing()
@@ -149,12 +149,12 @@ async def turn_changes(daemon: Daemon, session: Session, p: TurnChangesParams) -
 
 async def inquiry_list(daemon: Daemon, session: Session, p: NoParams) -> WireModel:
     """Questions and permission requests waiting for an answer."""
-    return InquiryListResult(inquiries=await daemon.pending_inquiries())
+    return InquiryListResult(inquiries=await daemon.inquiries.pending())
 
 
 async def inquiry_answer(daemon: Daemon, session: Session, p: InquiryAnswerParams) -> WireModel:
     """Answer a pending question (e.g. a deferred one, or from a second client)."""
-    await daemon.answer_inquiry(
+    await daemon.inquiries.answer(
         session, p.inquiry_id, p.answer, p.remember, p.conversation_id, p.turn_id
     )
     return InquiryAnswerResult(accepted=True)
@@ -164,7 +164,7 @@ def inquiry_answer_first(daemon: Daemon, session: Session, p: InquiryAnswerParam
     """`inquiry_answer` of a question pending in this daemon, run on the loop ahead of
     the connection's queued work (`jpd.rpc.answers.ThreadAnswers`): nothing awaited, the
     same checks and "first valid answer wins" as `inquiry_answer`."""
-    daemon.answer_inquiry_here(
+    daemon.inquiries.answer_here(
         session, p.inquiry_id, p.answer, p.remember, p.conversation_id, p.turn_id
     )
     return InquiryAnswerResult(accepted=True)

@@ -39,6 +39,16 @@ SECRET_PATH = "/home/someone/.local/share/jp/conversations/c-1/events.jsonl"
 INIT = {"protocolVersion": 1, "clientInfo": {"name": "unit"}}
 
 
+class NoInquiries:
+    """The daemon's `inquiries` (jpd.core.inquiries) with none pending."""
+
+    def pending_here(self) -> list[Any]:
+        return []
+
+    async def pending(self) -> list[Any]:
+        return []
+
+
 class FakeDaemon:
     """The parts of the daemon core the boundary and these handlers touch."""
 
@@ -51,6 +61,7 @@ class FakeDaemon:
         """How often `turn/list` was answered at once (`listed_turns`)."""
         self.queue = None
         """Not a fleet member: a turn not running here is not running anywhere."""
+        self.inquiries: NoInquiries = NoInquiries()
 
     def connected(self, session: Session) -> None:
         self.sessions.append(session)
@@ -71,12 +82,6 @@ class FakeDaemon:
         return []
 
     def running_turns(self) -> list[Any]:
-        return []
-
-    def pending_inquiries_here(self) -> list[Any]:
-        return []
-
-    async def pending_inquiries(self) -> list[Any]:
         return []
 
     async def list_conversations(self, params: Any = None) -> list[Any]:

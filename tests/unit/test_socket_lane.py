@@ -29,13 +29,35 @@ from jpd.protocol.errors import NotFound
 from jpd.rpc import socket_lane as socket_lane_module
 from jpd.rpc.listener import SocketServer
 from jpd.tools.peer_rule import Verdict
-from tests.unit.test_boundary import INIT
+from tests.unit.test_boundary import INIT, NoInquiries
 from tests.unit.test_lane import _SAFETY, LoopBlockingDaemon, PipeClient, in_thread
 
 
 class _Tools:
     def tool_launchers(self) -> dict[int, int]:
         return {}
+
+
+class _Inquiries(NoInquiries):
+    """One question pending (`q-1`); answers are recorded with the thread they came on."""
+
+    def __init__(self, daemon: SocketDaemon) -> None:
+        self._daemon = daemon
+
+    def answer_here(
+        self,
+        link: Any,
+        inquiry_id: str,
+        answer: Any,
+        remember: bool,
+        conversation_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> None:
+        daemon = self._daemon
+        daemon.handled.append(f"answer {inquiry_id}")
+        if inquiry_id != "q-1" or any(done == "q-1" for done, _, _ in daemon.answered):
+            raise NotFound(f"no pending inquiry {inquiry_id}")  # first valid answer wins
+        daemon.answered.append((inquiry_id, answer, threading.current_thread()))
 
 
 class SocketDaemon(LoopBlockingDaemon):
@@ -51,22 +73,9 @@ class SocketDaemon(LoopBlockingDaemon):
         self.changed = anyio.Event()
         self.answered = []
         self.handled: list[str] = []
+        self.inquiries = _Inquiries(self)
 
     answered: list[tuple[str, Any, threading.Thread]]
-
-    def answer_inquiry_here(
-        self,
-        link: Any,
-        inquiry_id: str,
-        answer: Any,
-        remember: bool,
-        conversation_id: str | None = None,
-        turn_id: str | None = None,
-    ) -> None:
-        self.handled.append(f"answer {inquiry_id}")
-        if inquiry_id != "q-1" or any(done == "q-1" for done, _, _ in self.answered):
-            raise NotFound(f"no pending inquiry {inquiry_id}")  # first valid answer wins
-        self.answered.append((inquiry_id, answer, threading.current_thread()))
 
     async def list_conversations(self, params: Any = None) -> list[Any]:
         self.handled.append("list")
