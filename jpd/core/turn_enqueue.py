@@ -55,6 +55,24 @@ def queued_request(
     )
 
 
+def start_options(p: TurnStartParams) -> dict[str, Any]:
+    """The keyword arguments of `TurnStarter.start` that a `turn/start`'s params carry
+    (the inverse of `queued_request`): one mapping for the handler and the queue."""
+    return {
+        "conversation_id": p.conversation_id,
+        "model": p.model,
+        "config": p.config,
+        "toggles": list(p.tools),
+        "detached": p.detached,
+        "mode": p.mode,
+        "images": p.images,
+        "environment": p.environment,
+        "response_schema": p.response_schema,
+        "config_files": p.config_files,
+        "attachments": p.attachments,
+    }
+
+
 async def enqueue(
     parts: DaemonParts,
     queue: TurnQueue,

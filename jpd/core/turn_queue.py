@@ -26,6 +26,7 @@ from jpd.conversation import events as ev
 from jpd.conversation.port import QueueClaim, StoreUnreachable, TurnQueueStore
 from jpd.core.parts import DaemonParts
 from jpd.core.takeover import Resume, Unattended, take_over
+from jpd.core.turn_enqueue import start_options
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.errors import Busy, JpdError, StoreUnavailableError
 from jpd.protocol.summaries import TurnInfo
@@ -153,17 +154,7 @@ class TurnQueue:
             await start(
                 Unattended(claim.workspace),
                 p.message,
-                conversation_id=claim.conversation_id,
-                model=p.model,
-                config=p.config,
-                toggles=list(p.tools),
-                detached=p.detached,
-                mode=p.mode,
-                images=p.images,
-                environment=p.environment,
-                response_schema=p.response_schema,
-                config_files=p.config_files,
-                attachments=p.attachments,
+                **(start_options(p) | {"conversation_id": claim.conversation_id}),
                 turn_id=claim.turn_id,
                 lease=claim.lease,
             )

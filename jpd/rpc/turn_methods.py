@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from jpd.core.daemon import Daemon
+from jpd.core.turn_enqueue import start_options
 from jpd.protocol.base import NoParams, WireModel
 from jpd.protocol.errors import InvalidParams
 from jpd.protocol.server_requests import InquiryAnswerParams, InquiryAnswerResult, InquiryListResult
@@ -42,18 +43,8 @@ async def turn_start(daemon: Daemon, session: Session, p: TurnStartParams) -> Wi
     info = await daemon.start_turn(
         session,
         p.message,
-        conversation_id=p.conversation_id,
         create=p.create,
-        model=p.model,
-        config=p.config,
-        toggles=list(p.tools),
-        detached=p.detached,
-        mode=p.mode,
-        images=p.images,
-        environment=p.environment,
-        response_schema=p.response_schema,
-        config_files=p.config_files,
-        attachments=p.attachments,
+        **start_options(p),
     )
     await daemon.after_start(info, p)
     try:
