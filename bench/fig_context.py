@@ -79,7 +79,7 @@ class _Log:
     def append(self, conversation_id: str, event: Any) -> None:
         pass
 
-    def sync(self, conversation_id: str) -> None:
+    async def sync(self, conversation_id: str) -> None:
         pass
 
 

@@ -52,6 +52,7 @@ class Server:
         await self._private_data_dir()
         async with anyio.create_task_group() as tg:
             daemon = Daemon(self.settings, tg)
+            await daemon.store.open()  # a fleet's: connected and migrated, or no start
             try:
                 # Default limits: reading the config here would cost every start-up.
                 code = await serve_stdio(daemon, in_fd, out_fd)
@@ -85,6 +86,7 @@ class Server:
                 listener = await claim.bind()
                 async with anyio.create_task_group() as tg:
                     daemon = Daemon(self.settings, tg)
+                    await daemon.store.open()  # a fleet's: connected and migrated, or no start
                     idle = self._idle_timeout(daemon)
                     server = SocketServer(
                         daemon, claim.path, idle_timeout=idle, limits=self._limits(daemon)

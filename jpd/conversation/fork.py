@@ -15,6 +15,8 @@ import shutil
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+import anyio
+
 from jpd.conversation import events as ev
 from jpd.conversation.port import ConversationStorage
 
@@ -71,29 +73,38 @@ def image_files(events: list[ev.Event]) -> set[str]:
     return files
 
 
-def write_fork(
+def copy_images(names: set[str], source_dir: Path, target_dir: Path) -> None:
+    """Copy the image files `names` (relative) from `source_dir` to `target_dir`, never
+    one from outside it. Blocking: call it in a worker thread."""
+    for name in sorted(names):
+        relative = PurePosixPath(name)
+        if relative.is_absolute() or ".." in relative.parts:
+            continue  # never copy from outside the source's folder
+        origin = source_dir / Path(*relative.parts)
+        if origin.is_file() and not origin.is_symlink():
+            destination = target_dir / Path(*relative.parts)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(origin, destination)
+
+
+async def write_fork(
     store: ConversationStorage, source: str, target: str, events: list[ev.Event]
 ) -> None:
     """Create conversation `target` holding `events` (taken from `source`), with copies
-    of the images they show. Blocking: call it in a worker thread."""
-    store.create(target)
+    of the images they show; all or nothing."""
+    await store.create(target)
     try:
-        source_dir, target_dir = store.conversation_dir(source), store.conversation_dir(target)
-        for name in sorted(image_files(events)):
-            relative = PurePosixPath(name)
-            if relative.is_absolute() or ".." in relative.parts:
-                continue  # never copy from outside the source's folder
-            origin = source_dir / Path(*relative.parts)
-            if origin.is_file() and not origin.is_symlink():
-                destination = target_dir / Path(*relative.parts)
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(origin, destination)
+        names = image_files(events)
+        if names:
+            source_dir, target_dir = store.conversation_dir(source), store.conversation_dir(target)
+            await anyio.to_thread.run_sync(copy_images, names, source_dir, target_dir)
         for event in events:
             store.append(target, event)
-        store.sync(target)
-        store.sync_entries(target)
+        await store.sync(target)
+        await store.sync_entries(target)
     except BaseException:
-        store.release(target)
-        store.delete(target)
+        with anyio.CancelScope(shield=True):
+            await store.release(target)
+            await store.delete(target)
         raise
-    store.release(target)
+    await store.release(target)

@@ -7,15 +7,19 @@ JSONL files per conversation, a `flock` per running turn) and `jpd.conversation.
 appended, in order; `sync` makes them durable; recovery (`jpd.conversation.recovery`)
 reads the log to close a turn its daemon left open.
 
-The methods are synchronous: the daemon calls the slow ones (load, sync, list) from a
-worker thread, and `append` (a flushed write, no fsync) from the event loop.
+The methods that wait on I/O are coroutines, awaited on the daemon's event loop: the
+JSONL store does its file work in a worker thread (one hop per call,
+`jpd.conversation.jsonl.threaded`), the Postgres store awaits psycopg's async API on a
+`psycopg_pool.AsyncConnectionPool` (docs/scale.md section 4). `append` stays a plain
+call: it is on the path of every recorded event and must never wait (the JSONL store
+writes a line to the OS, the Postgres store queues it for its writer; `sync` and
+`CommitMarks` say when it is durable or committed). Pure accessors stay plain too.
 """
 
 from __future__ import annotations
 
 import builtins
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -67,11 +71,11 @@ class LeaseLost(RuntimeError):
 class TurnLease(Protocol):
     """The right to write a conversation's turn, held while it runs (one writer)."""
 
-    def release(self) -> None:
+    async def release(self) -> None:
         """Give it back (idempotent)."""
 
     def on_lost(self, callback: Callable[[], None]) -> None:
-        """Call `callback` (from any thread) if the lease is lost while held; a lease
+        """Call `callback` (on the event loop) if the lease is lost while held; a lease
         that cannot be lost (a `flock`) never calls it."""
 
     @property
@@ -81,23 +85,23 @@ class TurnLease(Protocol):
 
     def track_seqs(self, next_seq: Callable[[], int]) -> None:
         """In a fleet: `next_seq()` is the holder's next seq, recorded in the store while
-        the lease is held and when it is released (from any thread)."""
+        the lease is held and when it is released (called on the event loop)."""
 
 
 class QuestionBoard(Protocol):
     """Questions pending in one daemon of a fleet, answerable from any (see
     `jpd.conversation.pg.questions`). Keys are (conversation, turn, inquiry) ids."""
 
-    def post(self, key: tuple[str, str, str], info_json: str) -> None:
+    async def post(self, key: tuple[str, str, str], info_json: str) -> None:
         """Offer this daemon's question to the others (`PendingInfo` as JSON)."""
 
-    def withdraw(self, key: tuple[str, str, str]) -> None:
+    async def withdraw(self, key: tuple[str, str, str]) -> None:
         """The question was resolved or ended here."""
 
-    def others(self) -> builtins.list[str]:
+    async def others(self) -> builtins.list[str]:
         """Unanswered questions other daemons wait on, as posted."""
 
-    def answer(
+    async def answer(
         self,
         inquiry_id: str,
         conversation_id: str | None,
@@ -108,10 +112,10 @@ class QuestionBoard(Protocol):
     ) -> Literal["answered", "already", "missing", "ambiguous"]:
         """Answer another daemon's question; the first answer stored wins."""
 
-    def answers(self) -> builtins.list[tuple[tuple[str, str, str], Any, bool, str]]:
+    async def answers(self) -> builtins.list[tuple[tuple[str, str, str], Any, bool, str]]:
         """Answers stored for this daemon's questions: (key, value, remember, by)."""
 
-    def reopen(self, key: tuple[str, str, str], by: str) -> None:
+    async def reopen(self, key: tuple[str, str, str], by: str) -> None:
         """Clear an answer found invalid, so that the question waits on."""
 
 
@@ -119,25 +123,25 @@ class TurnStream(Protocol):
     """The live events of turns running on other daemons of a fleet (see
     `jpd.conversation.pg.stream`). Bodies are `turn/event` params as sent on the wire."""
 
-    def publish(self, conversation_id: str, turn_id: str, bodies: builtins.list[str]) -> None:
+    async def publish(self, conversation_id: str, turn_id: str, bodies: builtins.list[str]) -> None:
         """Add a batch of this daemon's events of a turn, and wake the followers."""
 
-    def publish_all(self, batches: dict[tuple[str, str], builtins.list[str]]) -> None:
+    async def publish_all(self, batches: dict[tuple[str, str], builtins.list[str]]) -> None:
         """`publish` of several (conversation, turn) batches at once."""
 
-    def read(self, conversation_id: str, after: int) -> builtins.list[tuple[int, str]]:
+    async def read(self, conversation_id: str, after: int) -> builtins.list[tuple[int, str]]:
         """Other daemons' events after position `after`: (position, body)."""
 
-    def read_all(self, cursors: dict[str, int]) -> dict[str, builtins.list[tuple[int, str]]]:
+    async def read_all(self, cursors: dict[str, int]) -> dict[str, builtins.list[tuple[int, str]]]:
         """`read` of several conversations (id -> position) at once."""
 
-    def follow(self, conversation_id: str) -> None:
+    async def follow(self, conversation_id: str) -> None:
         """Be woken by `wait` when the conversation has new events."""
 
     def unfollow(self, conversation_id: str) -> None:
         """No more wake-ups for it."""
 
-    def wait(self, timeout: float) -> set[str]:
+    async def wait(self, timeout: float) -> set[str]:  # noqa: ASYNC109 - a bound, not a deadline
         """Block up to `timeout` seconds; the followed conversations with new events."""
 
 
@@ -159,7 +163,7 @@ class TurnQueueStore(Protocol):
     """Where a fleet's turns wait for a member with room (see
     `jpd.conversation.pg.queue`); one claim path for queued and taken-over turns."""
 
-    def enqueue(
+    async def enqueue(
         self,
         conversation_id: str,
         turn_id: str,
@@ -173,28 +177,30 @@ class TurnQueueStore(Protocol):
         it; `pinned`: only members of this host may run it. False: a turn runs or
         waits in the conversation already."""
 
-    def claim(self, turn_id: str | None = None, *, takeover: bool = True) -> QueueClaim | None:
+    async def claim(
+        self, turn_id: str | None = None, *, takeover: bool = True
+    ) -> QueueClaim | None:
         """The oldest queued turn this member may run, else (`takeover`) an open turn
         whose lease expired, claimed with its lease; with `turn_id`, that queued turn
         whatever its host. None: nothing to claim."""
 
-    def ask_cancel(self, turn_id: str) -> bool:
+    async def ask_cancel(self, turn_id: str) -> bool:
         """Ask the member that runs or claims this turn to cancel it; False: no such
         turn is queued or running."""
 
-    def cancels(self) -> builtins.list[str]:
+    async def cancels(self) -> builtins.list[str]:
         """Turn ids whose cancellation was asked and not yet done."""
 
-    def cancelled(self, turn_id: str) -> None:
+    async def cancelled(self, turn_id: str) -> None:
         """The cancellation of `turn_id` was done (or is moot)."""
 
-    def queued(self) -> builtins.list[tuple[str, str, str, datetime]]:
+    async def queued(self) -> builtins.list[tuple[str, str, str, datetime]]:
         """Turns waiting: (conversation id, turn id, model, queued at), oldest first."""
 
-    def wait(self, timeout: float) -> bool:
+    async def wait(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bound, not a deadline
         """Block up to `timeout` seconds for news of the queue; True if some came."""
 
-    def check(self) -> None:
+    async def check(self) -> None:
         """Raise `StoreUnreachable` unless the store answers within a few seconds."""
 
 
@@ -218,7 +224,7 @@ class CommitMarks(Protocol):
 class SharedLog(Protocol):
     """A store whose conversations other daemons write too (a fleet's)."""
 
-    def unchanged_since_mine(self, conversation_id: str) -> bool:
+    async def unchanged_since_mine(self, conversation_id: str) -> bool:
         """Whether nobody else took the conversation's turn lease since this daemon's
         last one there was released (so what it kept of the conversation is current)."""
 
@@ -238,15 +244,19 @@ class ConversationStorage(Protocol):
     def root(self) -> Path:
         """The local data dir (blobs, replay files)."""
 
+    async def open(self) -> None:
+        """Make the store ready (a fleet's: its pool connected and its schema migrated);
+        idempotent, and done by the first call that needs it otherwise."""
+
     @property
     def takeover_interval(self) -> float | None:
         """Seconds between scans for turns whose holder stopped renewing its lease (a
         fleet's store); None: a lease dies with its process (`flock`), nothing to scan."""
 
-    def create(self, conversation_id: str) -> None:
+    async def create(self, conversation_id: str) -> None:
         """Create an empty conversation; raise `ConversationExists` if it has a log."""
 
-    def exists(self, conversation_id: str) -> bool:
+    async def exists(self, conversation_id: str) -> bool:
         """Whether the conversation has a log."""
 
     def append(self, conversation_id: str, event: Event) -> None:
@@ -256,61 +266,61 @@ class ConversationStorage(Protocol):
         longer holds the conversation's turn lease.
         """
 
-    def sync(self, conversation_id: str) -> None:
+    async def sync(self, conversation_id: str) -> None:
         """Make every appended event durable."""
 
-    def sync_entries(self, conversation_id: str) -> None:
+    async def sync_entries(self, conversation_id: str) -> None:
         """Make a created conversation itself durable, ahead of its first `sync`."""
 
-    def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
+    async def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
         """All events, oldest first (passed through `sanitize` unless told not to)."""
 
-    def load_encoded(self, conversation_id: str) -> bytes:
+    async def load_encoded(self, conversation_id: str) -> bytes:
         """The sanitized events as one JSON array, each in its stored form."""
 
-    def delete(self, conversation_id: str) -> None:
+    async def delete(self, conversation_id: str) -> None:
         """Remove a conversation; raise `ConversationNotFound` if absent, and
         `ConversationBusy` if another daemon runs a turn in it."""
 
-    def metadata(self, conversation_id: str) -> ConversationMeta:
+    async def metadata(self, conversation_id: str) -> ConversationMeta:
         """The conversation's summary."""
 
-    def list(self) -> builtins.list[ConversationMeta]:
+    async def list(self) -> builtins.list[ConversationMeta]:
         """Every conversation's summary, most recently updated first."""
 
-    def release(self, conversation_id: str) -> None:
+    async def release(self, conversation_id: str) -> None:
         """The conversation went idle: drop what is kept in memory for it."""
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Make everything durable and close what is open (the store stays usable)."""
 
-    def attributes(self, conversation_id: str) -> Attributes:
+    async def attributes(self, conversation_id: str) -> Attributes:
         """What a user (or the title model) said about the conversation: title, labels,
         archived, pinned, kept attachments, expiry (the defaults when nothing)."""
 
-    def update_attributes(
+    async def update_attributes(
         self, conversation_id: str, change: Callable[[Attributes], Attributes]
     ) -> Attributes:
         """Apply `change` to the attributes and store the result, atomically against
         other changes (of this daemon, or of any member of a fleet)."""
 
-    def all_attributes(self) -> dict[str, Attributes]:
+    async def all_attributes(self) -> dict[str, Attributes]:
         """The attributes of every conversation that has any, by id."""
 
     def conversation_dir(self, conversation_id: str) -> Path:
         """The local directory of a conversation's blobs (file snapshots, images)."""
 
-    def share_blobs(self, conversation_id: str) -> None:
+    async def share_blobs(self, conversation_id: str) -> None:
         """Make the blobs written here readable by the other daemons of a fleet."""
 
-    def fetch_blobs(self, conversation_id: str) -> None:
+    async def fetch_blobs(self, conversation_id: str) -> None:
         """Bring here the blobs other daemons of a fleet wrote (before reading them)."""
 
-    def lock_turn(self, conversation_id: str) -> TurnLease | None:
+    async def lock_turn(self, conversation_id: str) -> TurnLease | None:
         """Take the conversation's turn lease; None if a live holder has it. Raises
         `ConversationNotFound` if the conversation does not exist."""
 
-    def last_turn(self, conversation_id: str) -> tuple[bool, TurnStart | None]:
+    async def last_turn(self, conversation_id: str) -> tuple[bool, TurnStart | None]:
         """(open, resumable start) of the conversation's last turn: open when it has no
         `turn_end` after its start (or latest `turn_resume`); the start when it ended
         `interrupted`. (False, None) for a conversation without a turn or log."""
@@ -318,20 +328,21 @@ class ConversationStorage(Protocol):
     def question_board(self) -> QuestionBoard | None:
         """Where questions are shared with other daemons; None: not in a fleet."""
 
-    def turns_elsewhere(self) -> builtins.list[tuple[str, TurnStart]]:
+    async def turns_elsewhere(self) -> builtins.list[tuple[str, TurnStart]]:
         """Turns other daemons of a fleet run now (a live lease): (conversation id, its
         `turn_start`); [] outside a fleet."""
 
     def limits_model_calls(self, provider: str) -> bool:
         """Whether calls to `provider` wait for a slot of a fleet-wide limit."""
 
-    def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
-        """Block until a slot of `provider`'s limit is held (or `stop` is set), and
-        return how to give it back; None: no slot held (no limit, or given up)."""
+    async def model_slot(self, provider: str) -> Callable[[], Awaitable[None]] | None:
+        """Wait until a slot of `provider`'s limit is held, and return how to give it
+        back; None: no slot held (no limit, or the store is away). A cancelled wait
+        holds nothing."""
 
     def turn_stream(self) -> TurnStream | None:
         """Where turns' live events are shared with other daemons; None: not a fleet."""
 
-    def scan_turns(self) -> Iterator[tuple[str, bool, TurnStart | None]]:
+    async def scan_turns(self) -> builtins.list[tuple[str, bool, TurnStart | None]]:
         """`last_turn` of every conversation, as (id, open, resumable start): the
         start-up scan that finds turns to recover and to offer for resuming."""

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 
 from jpd.conversation import events as ev
-from jpd.conversation.port import ConversationNotFound, ConversationStorage, LeaseLost, TurnLease
+from jpd.conversation.port import ConversationNotFound, ConversationStorage, LeaseLost
 
 log = logging.getLogger(__name__)
 
@@ -86,56 +86,50 @@ def recovery_events(events: Sequence[ev.Event]) -> list[ev.Event]:
 # --- applying it to the store --------------------------------------------------------
 
 
-def lock_turn(store: ConversationStorage, conversation_id: str) -> TurnLease | None:
-    """Take the conversation's turn lease (see `port.TurnLease`); None if a live daemon
-    holds it. Raises `ConversationNotFound` if the conversation does not exist."""
-    return store.lock_turn(conversation_id)
-
-
-def recover(store: ConversationStorage, conversation_id: str) -> int:
+async def recover(store: ConversationStorage, conversation_id: str) -> int:
     """Close the conversation's last turn if a stopped daemon left it open.
 
     The caller holds the turn lease. Returns the number of events appended.
     """
-    if not store.last_turn(conversation_id)[0]:
+    if not (await store.last_turn(conversation_id))[0]:
         return 0
-    appended = recovery_events(store.load(conversation_id, sanitized=False))
+    appended = recovery_events(await store.load(conversation_id, sanitized=False))
     for event in appended:
         store.append(conversation_id, event)
     if appended:
-        store.sync(conversation_id)
-        store.release(conversation_id)  # its summary is written; nothing stays in memory
+        await store.sync(conversation_id)
+        await store.release(conversation_id)  # its summary is written; nothing stays in memory
         log.warning("conversation %s: closed a turn its daemon left open", conversation_id)
     return len(appended)
 
 
-def recover_all(store: ConversationStorage) -> dict[str, ev.TurnStart]:
+async def recover_all(store: ConversationStorage) -> dict[str, ev.TurnStart]:
     """At start-up: `recover` each conversation whose last turn is open and whose lease
     is free, and return conversation id -> `turn_start` of each last turn that ended
     `interrupted` (now or before). One scan of the last turns, then a read per open one."""
     found: dict[str, ev.TurnStart] = {}
-    for conversation_id, is_open, start in store.scan_turns():
+    for conversation_id, is_open, start in await store.scan_turns():
         if is_open:  # recovered now, or by another daemon meanwhile, or still running
-            recover_unlocked(store, conversation_id)
-            start = store.last_turn(conversation_id)[1]
+            await recover_unlocked(store, conversation_id)
+            start = (await store.last_turn(conversation_id))[1]
         if start is not None:
             found[conversation_id] = start
     return found
 
 
-def recover_unlocked(store: ConversationStorage, conversation_id: str) -> int:
+async def recover_unlocked(store: ConversationStorage, conversation_id: str) -> int:
     """`recover` under the turn lease, unless a live daemon holds it; the number of
     events appended (0: nothing was open, or another daemon holds the lease)."""
     try:
-        lease = store.lock_turn(conversation_id)
+        lease = await store.lock_turn(conversation_id)
     except (ConversationNotFound, OSError):
         return 0
     if lease is None:
         return 0  # a live daemon runs this turn
     try:
-        return recover(store, conversation_id)
+        return await recover(store, conversation_id)
     except (OSError, LeaseLost) as exc:
         log.warning("could not recover conversation %s: %s", conversation_id, exc)
         return 0
     finally:
-        lease.release()
+        await lease.release()

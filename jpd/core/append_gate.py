@@ -1,6 +1,6 @@
 """Events reach clients only once they are in the store (a fleet's, docs/scale.md).
 
-A fleet member's appends are written by a thread per conversation, in batches
+A fleet member's appends are written by a task per conversation, in batches
 (`port.CommitMarks`); a turn publishes an event right after appending what it records.
 `AppendGate` holds each `turn/event` of a conversation whose appends are not all
 committed until they are, then sends it, in order: a client (or another member's
@@ -31,7 +31,7 @@ class AppendGate:
         self._send = send
         self._held: dict[str, deque[tuple[int, Notification, int]]] = {}
         self._awaited: dict[str, int] = {}
-        # pygls serves the daemon on asyncio: the writer threads call back through it.
+        # pygls serves the daemon on asyncio; the callbacks come from the writer's tasks.
         self._loop = asyncio.get_running_loop()
 
     def hold(self, conversation_id: str, note: Notification, seq: int) -> bool:

@@ -325,7 +325,7 @@ def conversation_reader(store: ConversationStorage) -> Callable[[str], Awaitable
         if not is_valid_id(conversation_id):
             raise InvalidParams(f"attachment jp://{conversation_id}: not a conversation id")
         try:
-            events = await anyio.to_thread.run_sync(store.load, conversation_id)
+            events = await store.load(conversation_id)
         except ConversationNotFound:
             raise InvalidParams(
                 f"attachment jp://{conversation_id}: no such conversation"

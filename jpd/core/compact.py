@@ -6,8 +6,6 @@ meanwhile; the `context_compacted` event is appended only once the summary is co
 
 from __future__ import annotations
 
-import anyio
-
 from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
 from jpd.llm.registry import ProviderRegistry
@@ -54,9 +52,9 @@ async def compact_conversation(
             )
         )
         event = await keeper.compact(request, "manual", instructions)
-        await anyio.to_thread.run_sync(parts.store.sync, conversation_id)
+        await parts.store.sync(conversation_id)
     finally:
-        lock.release()
+        await lock.release()
     if event is None:
         return ConversationCompactResult(compacted=False)
     return ConversationCompactResult(

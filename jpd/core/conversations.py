@@ -25,7 +25,7 @@ from jpd.protocol.errors import Busy, InvalidParams, NotFound, StoreUnavailableE
 from jpd.protocol.summaries import ConversationSummary, TurnInfo
 
 if TYPE_CHECKING:
-    from jpd.conversation.events import TurnStart
+    from jpd.conversation.events import Event, TurnStart
     from jpd.conversation.port import TurnLease
     from jpd.llm.history import MessageHistory
 
@@ -66,7 +66,7 @@ class Conversations:
 
     async def list(self) -> list[ConversationSummary]:
         """All conversations, most recently updated first."""
-        metas = await anyio.to_thread.run_sync(self.store.list)
+        metas = await self.store.list()
         return [
             ConversationSummary(
                 conversation_id=m.id,
@@ -86,7 +86,7 @@ class Conversations:
         try:
             if not self._busy(conversation_id):
                 await self.recover(conversation_id)  # closes a turn a stopped daemon left
-            return await anyio.to_thread.run_sync(self.store.load_encoded, conversation_id)
+            return await self.store.load_encoded(conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
 
@@ -96,7 +96,7 @@ class Conversations:
         if self._busy(conversation_id):
             raise Busy(f"conversation {conversation_id} has a running turn; cancel it first")
         try:
-            await anyio.to_thread.run_sync(self.store.delete, conversation_id)
+            await self.store.delete(conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
         except ConversationBusy as exc:
@@ -112,9 +112,7 @@ class Conversations:
         if history is not None and self._shared is not None:
             try:
                 shared = self._shared
-                current = await anyio.to_thread.run_sync(
-                    shared.unchanged_since_mine, conversation_id
-                )
+                current = await shared.unchanged_since_mine(conversation_id)
             except Exception:  # the store is away: the build below says so
                 current = False
             if not current:  # another member ran a turn there since
@@ -129,9 +127,7 @@ class Conversations:
 
         check_id(conversation_id)
 
-        def build() -> MessageHistory:
-            events = self.store.load(conversation_id)
-            self.store.fetch_blobs(conversation_id)  # in a fleet: images written elsewhere
+        def build(events: list[Event]) -> MessageHistory:
             with gc_paused(len(events)):  # no collector pauses for other clients
                 history = MessageHistory(events, self.store.conversation_dir(conversation_id))
             drop_sliced(events)  # not freed all at once on return (see drop_sliced)
@@ -139,7 +135,9 @@ class Conversations:
 
         try:
             await self.recover(conversation_id)  # closes a turn a stopped daemon left
-            return await anyio.to_thread.run_sync(build)
+            events = await self.store.load(conversation_id)
+            await self.store.fetch_blobs(conversation_id)  # in a fleet: images written elsewhere
+            return await anyio.to_thread.run_sync(build, events)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
 
@@ -155,7 +153,7 @@ class Conversations:
         from jpd.conversation.recovery import recover_all
 
         try:
-            found = await anyio.to_thread.run_sync(recover_all, self.store)
+            found = await recover_all(self.store)
             for conversation_id, start in found.items():
                 self.note_resumable(conversation_id, start)
         except Exception:  # recovery also runs per conversation when it is loaded
@@ -176,35 +174,26 @@ class Conversations:
 
     async def recover(self, conversation_id: str) -> None:
         """Close the conversation's last turn if a stopped daemon left it open."""
-        from jpd.conversation.recovery import lock_turn, recover
+        from jpd.conversation.recovery import recover
 
         await self.recovered.wait()
-
-        def run() -> TurnStart | None:
-            lock = lock_turn(self.store, conversation_id)
-            if lock is None:
-                return None  # another daemon runs a turn here: it is not ours to close
-            try:
-                if not recover(self.store, conversation_id):
-                    return None
-            finally:
-                lock.release()
-            return self.store.last_turn(conversation_id)[1]
-
-        start = await anyio.to_thread.run_sync(run)
+        lock = await self.store.lock_turn(conversation_id)
+        if lock is None:
+            return  # another daemon runs a turn here: it is not ours to close
+        try:
+            if not await recover(self.store, conversation_id):
+                return
+        finally:
+            await lock.release()
+        start = (await self.store.last_turn(conversation_id))[1]
         if start is not None:
             self.note_resumable(conversation_id, start)
 
     async def create(self, conversation_id: str) -> TurnLease:
-        """Create a new conversation and take its turn lock, in one worker-thread hop."""
-        from jpd.conversation.recovery import lock_turn
-
-        def run() -> TurnLease | None:
-            self.store.create(conversation_id)
-            return lock_turn(self.store, conversation_id)
-
+        """Create a new conversation and take its turn lock."""
         try:
-            lock = await anyio.to_thread.run_sync(run)
+            await self.store.create(conversation_id)
+            lock = await self.store.lock_turn(conversation_id)
         except ConversationExists:
             raise InvalidParams(f"conversation {conversation_id} already exists") from None
         except ConversationNotFound as exc:  # deleted as soon as created
@@ -218,7 +207,7 @@ class Conversations:
     async def create_unlocked(self, conversation_id: str) -> None:
         """Create a new conversation whose turn waits in a fleet's queue."""
         try:
-            await anyio.to_thread.run_sync(self.store.create, conversation_id)
+            await self.store.create(conversation_id)
         except ConversationExists:
             raise InvalidParams(f"conversation {conversation_id} already exists") from None
         except StoreUnreachable as exc:
@@ -228,16 +217,14 @@ class Conversations:
         """Make a new conversation's directory entries durable, in a worker thread: the
         end-of-turn sync then has only the log to fsync (protocol.md 7.2)."""
         try:
-            await anyio.to_thread.run_sync(self.store.sync_entries, conversation_id)
+            await self.store.sync_entries(conversation_id)
         except Exception:  # the end-of-turn sync does it then
             log.exception("could not sync the directory of conversation %s", conversation_id)
 
     async def lock_turn(self, conversation_id: str) -> TurnLease:
         """The conversation's turn lock, held while this daemon runs a turn there."""
-        from jpd.conversation.recovery import lock_turn
-
         try:
-            lock = await anyio.to_thread.run_sync(lock_turn, self.store, conversation_id)
+            lock = await self.store.lock_turn(conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
         except StoreUnreachable as exc:

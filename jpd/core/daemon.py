@@ -141,7 +141,6 @@ class Daemon:
 
     async def _sweep_expired(self) -> None:
         """Delete the conversations whose `--tmp` time is over: now, then each hour."""
-        import anyio
 
         await self.conversations.recovered.wait()
         while True:
@@ -215,7 +214,7 @@ class Daemon:
         resumable = sorted(self.conversations.resumable.values(), key=lambda t: t.started_at)
         running = self.running_turns()
         try:
-            elsewhere = await anyio.to_thread.run_sync(self.store.turns_elsewhere)
+            elsewhere = await self.store.turns_elsewhere()
             if self.queue is not None:  # waiting for a member: listed as they will run
                 running += await self.queue.queued()
         except Exception as exc:  # the store is away: this member's turns still list
@@ -256,11 +255,7 @@ class Daemon:
         Returns (last seq so far, oldest seq kept for replay).
         """
         check_id(conversation_id)
-        if self.followers is None:
-            exists = self.store.exists(conversation_id)  # a file's stat
-        else:  # a fleet's store: off the event loop
-            exists = await anyio.to_thread.run_sync(self.store.exists, conversation_id)
-        if not exists:
+        if not await self.store.exists(conversation_id):  # a file's stat, or a query
             raise NotFound(f"conversation not found: {conversation_id}")
         following = self.followers is not None and not self.turns.busy(conversation_id)
         if following and from_seq is not None and self.followers is not None:
@@ -329,7 +324,7 @@ class Daemon:
         await self.hub.close()
         await self.tools.close_mcp()
         await self.providers.aclose()
-        self.store.close()
+        await self.store.close()
         self.tools.close_processes()
 
     # --- conversations (see jpd.core.conversations) ----------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,9 @@ class Relay:
     snapshots a member taking the turn over needs for `turn/undo`, were this one to die
     mid-turn."""
 
-    def __init__(self, stream: TurnStream, share: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, stream: TurnStream, share: Callable[[str], Awaitable[None]] | None = None
+    ) -> None:
         self._stream = stream
         self._share = share
         self._id = next(_ids)
@@ -96,17 +98,17 @@ class Relay:
         if not batches:
             return
         try:  # one transaction for all the turns running here
-            await anyio.to_thread.run_sync(self._stream.publish_all, batches)
+            await self._stream.publish_all(batches)
         except Exception as exc:  # followers miss these; the log has the outcome
             log.warning("could not stream events of %d turns: %s", len(batches), exc)
         if self._share is not None and shared:
-            await anyio.to_thread.run_sync(self._share_all, shared)
+            await self._share_all(shared)
 
-    def _share_all(self, conversation_ids: set[str]) -> None:
+    async def _share_all(self, conversation_ids: set[str]) -> None:
         assert self._share is not None
         for conversation_id in conversation_ids:
             try:
-                self._share(conversation_id)
+                await self._share(conversation_id)
             except Exception as exc:  # shared again when the turn ends
                 log.warning("could not share the files of %s: %s", conversation_id, exc)
 
@@ -129,14 +131,13 @@ class Followers:
             await self._hub.prepare(conversation_id)  # its seq mark, off the event loop
         if conversation_id not in self._cursors:
             self._cursors[conversation_id] = 0
-            # It wakes the listener (a database round trip): off the event loop.
-            await anyio.to_thread.run_sync(self._stream.follow, conversation_id)
+            await self._stream.follow(conversation_id)  # it wakes the listener
         if replay:
             await self._pull(conversation_id)  # all the store has now, for a replay
             return
         async with self._pulling:  # an earlier turn's rows are skipped
             after = self._cursors.get(conversation_id, 0)
-            rows = await anyio.to_thread.run_sync(self._stream.read, conversation_id, after)
+            rows = await self._stream.read(conversation_id, after)
             if rows:
                 self._cursors[conversation_id] = rows[-1][0]
 
@@ -147,9 +148,7 @@ class Followers:
                     del self._cursors[conversation_id]
                     self._stream.unfollow(conversation_id)
             try:
-                notified = await anyio.to_thread.run_sync(
-                    self._stream.wait, WAIT, abandon_on_cancel=True
-                )
+                notified = await self._stream.wait(WAIT)
             except Exception as exc:  # the store is away: the next wait reconnects
                 log.warning("could not follow turns of other members: %s", exc)
                 await anyio.sleep(WAIT)
@@ -162,7 +161,7 @@ class Followers:
     async def _pull(self, conversation_id: str) -> None:
         async with self._pulling:
             after = self._cursors.get(conversation_id, 0)
-            rows = await anyio.to_thread.run_sync(self._stream.read, conversation_id, after)
+            rows = await self._stream.read(conversation_id, after)
             self._publish(conversation_id, rows)
 
     async def _pull_all(self, conversation_ids: list[str]) -> None:
@@ -170,7 +169,7 @@ class Followers:
             return
         async with self._pulling:  # one query for every conversation notified
             cursors = {c: self._cursors[c] for c in conversation_ids if c in self._cursors}
-            found = await anyio.to_thread.run_sync(self._stream.read_all, cursors)
+            found = await self._stream.read_all(cursors)
             for conversation_id, rows in found.items():
                 if conversation_id in self._cursors:
                     self._publish(conversation_id, rows)

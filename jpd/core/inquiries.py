@@ -6,8 +6,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from jpd.inquiry.pending import PendingQuestions
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.errors import NotFound
@@ -37,7 +35,7 @@ class Inquiries:
         if self._shared is None:
             return mine
         try:
-            others = await anyio.to_thread.run_sync(self._shared.others)  # off the event loop
+            others = await self._shared.others()
         except Exception as exc:  # the store is away: this member's questions still list
             log.warning("could not list the questions of other members: %s", exc)
             others = []
@@ -60,15 +58,8 @@ class Inquiries:
         except NotFound as missing:
             if self._shared is None:
                 raise
-            await anyio.to_thread.run_sync(
-                self._shared.answer,
-                missing,
-                inquiry_id,
-                answer,
-                remember,
-                by,
-                conversation_id,
-                turn_id,
+            await self._shared.answer(
+                missing, inquiry_id, answer, remember, by, conversation_id, turn_id
             )
 
     def answer_here(

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import anyio
 
 from jpd.conversation.attributes import Attributes
+from jpd.conversation.events import Event
 from jpd.conversation.metadata import ConversationMeta
 from jpd.conversation.paths import new_conversation_id
 from jpd.conversation.port import ConversationNotFound
@@ -86,12 +87,9 @@ class Organizer:
     async def summaries(self) -> list[ConversationSummary]:
         """Every conversation with its attributes, newest first; expired ones deleted."""
 
-        def read() -> list[tuple[ConversationMeta, Attributes]]:
-            metas = self._store.list()
-            found = self._store.all_attributes()
-            return [(meta, found.get(meta.id) or Attributes()) for meta in metas]
-
-        pairs = await anyio.to_thread.run_sync(read)
+        metas = await self._store.list()
+        found = await self._store.all_attributes()
+        pairs = [(meta, found.get(meta.id) or Attributes()) for meta in metas]
         now = datetime.now(UTC)
         kept: list[ConversationSummary] = []
         for meta, attributes in pairs:
@@ -121,7 +119,7 @@ class Organizer:
     async def _meta(self, conversation_id: str) -> ConversationMeta:
         check_id(conversation_id)
         try:
-            return await anyio.to_thread.run_sync(self._store.metadata, conversation_id)
+            return await self._store.metadata(conversation_id)
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
 
@@ -153,9 +151,7 @@ class Organizer:
             return Attributes.model_validate(data)
 
         try:
-            attributes = await anyio.to_thread.run_sync(
-                self._store.update_attributes, meta.id, change
-            )
+            attributes = await self._store.update_attributes(meta.id, change)
         except ConversationNotFound as exc:  # deleted meanwhile
             raise NotFound(str(exc)) from exc
         return summary(meta, attributes)
@@ -168,7 +164,7 @@ class Organizer:
                 return current
             return current.model_copy(update={"title": check_title(title), "title_source": "model"})
 
-        await anyio.to_thread.run_sync(self._store.update_attributes, conversation_id, change)
+        await self._store.update_attributes(conversation_id, change)
 
     async def fork(self, p: ConversationForkParams) -> ConversationForkResult:
         """A new conversation with a copy of the source's chosen turns and its labels."""
@@ -180,13 +176,13 @@ class Organizer:
         source = p.conversation_id
         target = new_conversation_id()
 
-        def run() -> int:
-            events = self._store.load(source)
+        async def run() -> int:
+            events = await self._store.load(source)
             kept, turns = select_turns(
                 events, first=p.first, last=p.last, from_time=p.from_time, until=p.until
             )
-            write_fork(self._store, source, target, kept)
-            inherited = self._store.attributes(source)
+            await write_fork(self._store, source, target, kept)
+            inherited = await self._store.attributes(source)
 
             def change(current: Attributes) -> Attributes:
                 merged = list(dict.fromkeys([*inherited.labels, *labels]))
@@ -195,11 +191,11 @@ class Organizer:
                     labels=merged, title=title, title_source="user" if title else None
                 )
 
-            self._store.update_attributes(target, change)
+            await self._store.update_attributes(target, change)
             return turns
 
         try:
-            turns = await anyio.to_thread.run_sync(run)
+            turns = await run()
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
         except ValueError as exc:
@@ -223,28 +219,33 @@ class Organizer:
             )
             ids = [c.conversation_id for c in await self.list(listing)]
 
-        def run() -> tuple[list[GrepMatch], bool]:
-            found: list[GrepMatch] = []
-            for conversation_id in ids:
-                try:
-                    events = self._store.load(conversation_id)
-                except ConversationNotFound:
-                    continue  # deleted meanwhile
-                for hit in grep(events, pattern, p.context):
-                    if len(found) == p.limit:
-                        return found, True
-                    found.append(
-                        GrepMatch(
-                            conversation_id=conversation_id,
-                            event=hit.event,
-                            role=hit.role,
-                            line_number=hit.line_number,
-                            line=hit.line,
-                            before=hit.before,
-                            after=hit.after,
-                        )
+        def search(conversation_id: str, events: list[Event], found: list[GrepMatch]) -> bool:
+            """Add the matches of one conversation; True once the limit is passed."""
+            for hit in grep(events, pattern, p.context):
+                if len(found) == p.limit:
+                    return True
+                found.append(
+                    GrepMatch(
+                        conversation_id=conversation_id,
+                        event=hit.event,
+                        role=hit.role,
+                        line_number=hit.line_number,
+                        line=hit.line,
+                        before=hit.before,
+                        after=hit.after,
                     )
-            return found, False
+                )
+            return False
 
-        matches, truncated = await anyio.to_thread.run_sync(run)
+        matches: list[GrepMatch] = []
+        truncated = False
+        for conversation_id in ids:
+            try:
+                events = await self._store.load(conversation_id)
+            except ConversationNotFound:
+                continue  # deleted meanwhile
+            # The regex over a long log: off the event loop, as its read was.
+            if await anyio.to_thread.run_sync(search, conversation_id, events, matches):
+                truncated = True
+                break
         return ConversationGrepResult(matches=matches, truncated=truncated)

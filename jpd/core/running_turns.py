@@ -9,8 +9,6 @@ import logging
 from typing import TYPE_CHECKING
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from jpd.conversation.port import ConversationStorage
@@ -90,8 +88,7 @@ class RunningTurns:
             self._hub.subscribe(turn.conversation_id, self.relay)
         # A fleet's lease can be lost (another daemon took the turn over): stop the turn
         # and its tools at once; its writes are refused by then (port.LeaseLost).
-        token = anyio.lowlevel.current_token()
-        lock.on_lost(lambda: anyio.from_thread.run_sync(self._lost, turn, token=token))
+        lock.on_lost(lambda: self._lost(turn))  # called on the event loop
         self._tg.start_soon(self._run, turn)
 
     def _lost(self, turn: Turn) -> None:
@@ -118,11 +115,9 @@ class RunningTurns:
                 self._first_ended = True
                 gc.freeze()
             lock = self._locks.pop(turn.turn_id, None)
-            if lock is not None and lock.seq_floor is not None:
+            if lock is not None:
                 with anyio.CancelScope(shield=True):  # a fleet's: a database call
-                    await anyio.to_thread.run_sync(lock.release)
-            elif lock is not None:
-                lock.release()  # a flock's: a close
+                    await lock.release()
             if self.relay is not None and not self.busy(turn.conversation_id):
                 self._hub.unsubscribe(turn.conversation_id, self.relay)
                 with anyio.CancelScope(shield=True):
@@ -142,7 +137,7 @@ class RunningTurns:
     async def share_blobs(self, conversation_id: str) -> None:
         """In a fleet: the turn's file snapshots and images, for the other members."""
         try:
-            await anyio.to_thread.run_sync(self._store.share_blobs, conversation_id)
+            await self._store.share_blobs(conversation_id)
         except Exception as exc:  # an undo elsewhere reports them missing
             log.warning("could not share the files of %s: %s", conversation_id, exc)
 
@@ -156,7 +151,7 @@ class RunningTurns:
         if self.busy(conversation_id):
             return
         try:
-            await anyio.to_thread.run_sync(self._store.release, conversation_id)
+            await self._store.release(conversation_id)
             await self._hub.settle(conversation_id)
         except OSError as exc:
             log.warning("could not release conversation %s: %s", conversation_id, exc)

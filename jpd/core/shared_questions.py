@@ -48,12 +48,12 @@ class SharedQuestions:
     async def sync(self) -> None:
         mine = {(i.conversation_id, i.turn_id, i.inquiry_id): i for i in self._questions.pending()}
         for key in set(mine) - self._posted:
-            await anyio.to_thread.run_sync(self._board.post, key, mine[key].model_dump_json())
+            await self._board.post(key, mine[key].model_dump_json())
             self._posted.add(key)
         for key in self._posted - set(mine):
-            await anyio.to_thread.run_sync(self._board.withdraw, key)
+            await self._board.withdraw(key)
             self._posted.discard(key)
-        for key, value, remember, by in await anyio.to_thread.run_sync(self._board.answers):
+        for key, value, remember, by in await self._board.answers():
             if key not in mine:
                 continue  # resolved here meanwhile: withdrawn at the next round
             conversation_id, turn_id, inquiry_id = key
@@ -68,21 +68,21 @@ class SharedQuestions:
                 )
             except InvalidParams as exc:
                 log.info("answer to %s from another member refused: %s", inquiry_id, exc)
-                await anyio.to_thread.run_sync(self._board.reopen, key, by)
+                await self._board.reopen(key, by)
             except NotFound:
                 pass
 
-    def others(self) -> list[PendingInfo]:
+    async def others(self) -> list[PendingInfo]:
         """Questions other members wait on (for `inquiry/list`)."""
         found = []
-        for info in self._board.others():
+        for info in await self._board.others():
             try:
                 found.append(PendingInfo.model_validate_json(info))
             except ValueError:
                 continue  # posted by a newer jpd: not ours to show
         return found
 
-    def answer(
+    async def answer(
         self,
         missing: NotFound,
         inquiry_id: str,
@@ -96,14 +96,16 @@ class SharedQuestions:
         (an answer its question would refuse is -32602 here, and is not stored)."""
         matches = [
             info
-            for info in self.others()
+            for info in await self.others()
             if info.inquiry_id == inquiry_id
             and conversation_id in (None, info.conversation_id)
             and turn_id in (None, info.turn_id)
         ]
         if len(matches) == 1:
             _check(matches[0], value)
-        outcome = self._board.answer(inquiry_id, conversation_id, turn_id, value, remember, by)
+        outcome = await self._board.answer(
+            inquiry_id, conversation_id, turn_id, value, remember, by
+        )
         if outcome == "already":
             raise NotFound(f"inquiry {inquiry_id} was already answered")
         if outcome == "ambiguous":

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import platformdirs
 
-from jpd.conversation.jsonl.store import ConversationStore
+from jpd.conversation.jsonl.threaded import ThreadedStore
 from jpd.conversation.port import ConversationStorage
 from jpd.core.configs import RequestConfigs
 
@@ -27,11 +27,11 @@ def open_storage(
     """The store to serve conversations from (see the module docstring)."""
     url = env.get(STORE_URL_ENV) or None
     if url is None and not _user_file_mentions_store(env):
-        return ConversationStore(data_dir)
+        return ThreadedStore(data_dir)
     daemon = configs.load(None).daemon  # a broken config stops a fleet member's start
     url = url or daemon.store.url
     if not url:
-        return ConversationStore(data_dir)
+        return ThreadedStore(data_dir)
     from jpd.conversation.pg import PgStore
 
     host = daemon.fleet.host or socket.gethostname()
@@ -40,7 +40,6 @@ def open_storage(
         data_dir,
         host=host,
         lease_ttl=daemon.fleet.lease_ttl,
-        queued_appends=True,
         provider_limits=daemon.fleet.provider_limits,
     )
 

@@ -18,8 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from jpd.conversation.attributes import Attributes
 from jpd.conversation.jsonl.store import ConversationStore
+from jpd.conversation.jsonl.threaded import ThreadedStore
 from jpd.conversation.paths import default_data_dir
 from jpd.conversation.port import ConversationExists, ConversationStorage
 from jpd.core.configs import RequestConfigs
@@ -37,16 +40,17 @@ def _replaced(kept: Attributes, _current: Attributes) -> Attributes:
     return kept
 
 
-def copy_conversations(source: ConversationStorage, target: ConversationStorage) -> Imported:
-    """Copy every conversation of `source` that `target` lacks (see the module docstring)."""
+async def copy_conversations(source: ConversationStore, target: ConversationStorage) -> Imported:
+    """Copy every conversation of `source` (read directly: a command, no event loop to
+    keep free) that `target` lacks (see the module docstring)."""
     done = Imported()
     for meta in reversed(source.list()):  # oldest first
         try:
-            target.create(meta.id)
+            await target.create(meta.id)
         except ConversationExists:
             done.skipped += 1
             continue
-        lease = target.lock_turn(meta.id)
+        lease = await target.lock_turn(meta.id)
         if lease is None:  # created a moment ago by someone else: theirs
             done.skipped += 1
             continue
@@ -54,15 +58,23 @@ def copy_conversations(source: ConversationStorage, target: ConversationStorage)
             events = source.load(meta.id, sanitized=False)
             for event in events:
                 target.append(meta.id, event)
-            target.sync(meta.id)
+            await target.sync(meta.id)  # raises what failed of the appends
             kept = source.attributes(meta.id)  # title, labels, ...: none is in the log
             if kept != Attributes():
-                target.update_attributes(meta.id, functools.partial(_replaced, kept))
+                await target.update_attributes(meta.id, functools.partial(_replaced, kept))
         finally:
-            lease.release()
+            await lease.release()
         done.conversations += 1
         done.events += len(events)
     return done
+
+
+async def _import(source: ConversationStore, target: ConversationStorage) -> Imported:
+    try:
+        await target.open()
+        return await copy_conversations(source, target)
+    finally:
+        await target.close()
 
 
 def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
@@ -82,16 +94,13 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
     if args.url:
         env[STORE_URL_ENV] = args.url
     target = open_storage(data_dir, env, RequestConfigs(env))
-    if isinstance(target, ConversationStore):
+    if isinstance(target, ThreadedStore):
         print(
             f"jpd store: no store configured: set {STORE_URL_ENV}, [daemon.store] url or --url",
             file=sys.stderr,
         )
         return 2
-    try:
-        done = copy_conversations(ConversationStore(data_dir), target)
-    finally:
-        target.close()
+    done = anyio.run(_import, ConversationStore(data_dir), target)
     print(
         f"imported {done.conversations} conversations ({done.events} events); "
         f"{done.skipped} already in the store"

@@ -78,21 +78,21 @@ async def take_over(
     here (see above); `resumable` notes a closed turn that this member does not resume."""
     cid, lease = claim.conversation_id, claim.lease
     try:
-        await anyio.to_thread.run_sync(recover, store, cid)
-        start = (await anyio.to_thread.run_sync(store.last_turn, cid))[1]
+        await recover(store, cid)
+        start = (await store.last_turn(cid))[1]
     except (OSError, LeaseLost) as exc:
         log.warning("could not recover conversation %s: %s", cid, exc)
-        await anyio.to_thread.run_sync(lease.release)
+        await lease.release()
         return
     if start is None:  # nothing left to resume (it ended meanwhile)
-        await anyio.to_thread.run_sync(lease.release)
+        await lease.release()
         return
     turn_id, workspace = start.turn_id, start.workspace
     if workspace and not await anyio.Path(workspace).is_dir():
         # Its tools act on a workspace this member lacks: leave it resumable
         # (turn/list) for a member or client that has it.
         log.warning("turn %s: workspace %s is not here; not resuming", turn_id, workspace)
-        await anyio.to_thread.run_sync(lease.release)
+        await lease.release()
         resumable(cid, start)
         return
     log.warning("conversation %s: taking over turn %s", cid, turn_id)
@@ -100,5 +100,5 @@ async def take_over(
         await resume(Unattended(workspace), cid, turn_id, takeover=True, lease=lease)
     except Exception:
         log.exception("could not resume turn %s after taking it over", turn_id)
-        await anyio.to_thread.run_sync(lease.release)
+        await lease.release()
         resumable(cid, start)

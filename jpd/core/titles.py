@@ -8,8 +8,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-import anyio
-
 from jpd.conversation.attributes import Attributes
 from jpd.conversation.port import ConversationNotFound
 from jpd.protocol.labels import check_title
@@ -53,7 +51,7 @@ async def write_title(
     model = title_model(cfg)
     if model is None:
         return
-    existing = await anyio.to_thread.run_sync(store.attributes, conversation_id)
+    existing = await store.attributes(conversation_id)
     if existing.title:
         return
     exchange = f"User: {request}\n\nAssistant: {answer}"[:MAX_INPUT]
@@ -87,7 +85,7 @@ async def write_title(
             return current
         return current.model_copy(update={"title": check_title(text), "title_source": "model"})
 
-    await anyio.to_thread.run_sync(store.update_attributes, conversation_id, keep)
+    await store.update_attributes(conversation_id, keep)
 
 
 async def title_after_first_turn(
@@ -99,7 +97,7 @@ async def title_after_first_turn(
         return
     store, cid = parts.store, turn.conversation_id
     try:
-        events = await anyio.to_thread.run_sync(store.load, cid)
+        events = await store.load(cid)
     except ConversationNotFound:
         return  # deleted meanwhile (--no-persist)
     request, answer = first_exchange(list(events))

@@ -7,8 +7,6 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-import anyio
-
 from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
 from jpd.protocol.client_port import ClientLink
@@ -45,7 +43,7 @@ class ToolCalls:
         channel = conversation_id or call_id
         if conversation_id is not None:
             check_id(conversation_id)
-            if not parts.store.exists(conversation_id):
+            if not await parts.store.exists(conversation_id):
                 raise NotFound(f"conversation not found: {conversation_id}")
             # Its events would land inside the running turn's window of the log.
             parts.turns.check_idle(conversation_id)
@@ -78,7 +76,7 @@ class ToolCalls:
             elif not was_subscribed:
                 hub.unsubscribe(channel, link)
         log.append(channel, ev.ToolCallResponse(id=call_id, content=content, is_error=is_error))
-        await anyio.to_thread.run_sync(log.sync, channel)
+        await log.sync(channel)
         if conversation_id is not None:
             await parts.turns.settle(conversation_id)
         return content, is_error

@@ -56,7 +56,7 @@ class EventLog(Protocol):
     """The part of the store a turn writes to."""
 
     def append(self, conversation_id: str, event: ev.Event) -> None: ...
-    def sync(self, conversation_id: str) -> None: ...
+    async def sync(self, conversation_id: str) -> None: ...
 
 
 @dataclass
@@ -159,11 +159,11 @@ class Turn:
         self._history.add(event)  # only what reached the log
 
     async def _written(self) -> None:
-        """A fleet's store writes appends on a thread of its own: tools act only once
+        """A fleet's store writes appends in a task of its own: tools act only once
         their calls are in the log (a member taking the turn over must see them)."""
         pending = getattr(self._log, "appends_pending", None)
         if pending is not None and pending(self.conversation_id):
-            await anyio.to_thread.run_sync(self._log.written, self.conversation_id)  # type: ignore[attr-defined]
+            await self._log.written(self.conversation_id)  # type: ignore[attr-defined]
 
     def _compacted(self, event: ev.ContextCompacted) -> None:
         self._record(event)
@@ -338,7 +338,7 @@ class Turn:
                     )
                 )
             self._record(ev.TurnEnd(turn_id=self.turn_id, stop_reason=stop, error=error))
-            await anyio.to_thread.run_sync(self._log.sync, self.conversation_id)
+            await self._log.sync(self.conversation_id)
         except Exception:  # the client must still learn the turn ended
             log.exception("could not record the end of turn %s", self.turn_id)
         finally:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import anyio
-
 from jpd.core.parts import DaemonParts
 from jpd.core.request_env import RequestEnv
 from jpd.protocol.turn_requests import ImageInput
@@ -36,7 +34,7 @@ async def attach(
     kept: list[str] = []
     if conversation_id is not None:
         store = parts.store
-        found_kept = await anyio.to_thread.run_sync(store.attributes, conversation_id)
+        found_kept = await store.attributes(conversation_id)
         kept = list(found_kept.attachments)
     if not kept and not given:
         return []

@@ -34,7 +34,7 @@ async def start_history(
         return MessageHistory()
     if create:
         check_id(conversation_id)
-        if await anyio.to_thread.run_sync(parts.store.exists, conversation_id):
+        if await parts.store.exists(conversation_id):
             raise InvalidParams(f"conversation {conversation_id} already exists")
         return MessageHistory()
     parts.turns.check_idle(conversation_id)
@@ -64,7 +64,7 @@ async def launch(
     try:
         turns.check_idle(conversation_id)  # and again after the lock's await
     except Busy:
-        lock.release()
+        await lock.release()
         raise
     if images:
         from jpd.core import prompt_images
@@ -73,7 +73,7 @@ async def launch(
         try:
             await anyio.to_thread.run_sync(prompt_images.write, folder, images)
         except OSError as exc:
-            lock.release()
+            await lock.release()
             raise InvalidParams(f"cannot keep the images: {exc}") from None
         if turns.relay is not None:  # a fleet: for a member taking over
             tg.start_soon(turns.share_blobs, conversation_id)

@@ -15,7 +15,6 @@ one is claimed by any member and ended `cancelled` without running.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -65,7 +64,7 @@ class TurnQueue:
         """Raise `StoreUnavailableError` unless the store answers within seconds: a
         `turn/start` during an outage is refused, not left waiting."""
         try:
-            await anyio.to_thread.run_sync(self._queue.check)
+            await self._queue.check()
         except StoreUnreachable as exc:
             raise StoreUnavailableError(str(exc)) from None
 
@@ -75,17 +74,15 @@ class TurnQueue:
         cid = turn.conversation_id
         self._parts.hub.subscribe(cid, link)
         await self._followers.follow(cid, replay=False)  # before anyone can run it
-        enqueue = functools.partial(
-            self._queue.enqueue,
-            cid,
-            turn.turn_id,
-            request=params.model_dump_json(by_alias=True, exclude_none=True),
-            model=turn.spec.model_id,
-            workspace=turn.spec.workspace,
-            pinned=turn.spec.workspace is not None,
-        )
         try:
-            queued = await anyio.to_thread.run_sync(enqueue)
+            queued = await self._queue.enqueue(
+                cid,
+                turn.turn_id,
+                request=params.model_dump_json(by_alias=True, exclude_none=True),
+                model=turn.spec.model_id,
+                workspace=turn.spec.workspace,
+                pinned=turn.spec.workspace is not None,
+            )
         except OSError as exc:
             raise StoreUnavailableError(f"cannot queue the turn: {exc}") from None
         if not queued:
@@ -94,7 +91,7 @@ class TurnQueue:
 
     async def queued(self) -> list[TurnInfo]:
         """The turns waiting in the queue (`turn/list` lists them among the running)."""
-        rows = await anyio.to_thread.run_sync(self._queue.queued)
+        rows = await self._queue.queued()
         return [
             TurnInfo(turn_id=turn, conversation_id=cid, model=model, started_at=at)
             for cid, turn, model, at in rows
@@ -104,7 +101,7 @@ class TurnQueue:
         """`turn/cancel` of a turn that does not run here: asked of the member that runs
         or claims it (False: it is neither queued nor running anywhere)."""
         try:
-            return await anyio.to_thread.run_sync(self._queue.ask_cancel, turn_id)
+            return await self._queue.ask_cancel(turn_id)
         except OSError as exc:
             raise StoreUnavailableError(f"cannot cancel the turn: {exc}") from None
 
@@ -116,23 +113,23 @@ class TurnQueue:
             except Exception as exc:  # the store is away: try at the next wake
                 log.warning("turn queue: %s", exc)
             try:
-                await anyio.to_thread.run_sync(self._queue.wait, interval)
+                await self._queue.wait(interval)
             except Exception as exc:
                 log.warning("turn queue: cannot listen: %s", exc)
                 await anyio.sleep(interval)
 
     async def _round(self, start: Start, resume: Resume) -> None:
-        asked = await anyio.to_thread.run_sync(self._queue.cancels)
+        asked = await self._queue.cancels()
         for turn_id in asked:
             if self._parts.turns.cancel(turn_id):
-                await anyio.to_thread.run_sync(self._queue.cancelled, turn_id)
+                await self._queue.cancelled(turn_id)
                 continue
-            claim = await anyio.to_thread.run_sync(self._queue.claim, turn_id)
+            claim = await self._queue.claim(turn_id)
             if claim is not None:  # queued: ended here without running
-                await anyio.to_thread.run_sync(self._queue.cancelled, turn_id)
+                await self._queue.cancelled(turn_id)
                 await self.end_unrun(claim, "cancelled", None)
         while self.room():
-            claim = await anyio.to_thread.run_sync(self._queue.claim)
+            claim = await self._queue.claim()
             if claim is None:
                 return
             if claim.request is None:
@@ -181,11 +178,6 @@ class TurnQueue:
             ev.TurnEnd(turn_id=claim.turn_id, stop_reason=stop, error=error),
         ]
 
-        def write() -> None:
-            for event in events:
-                store.append(cid, event)
-            store.sync(cid)
-
         relay = parts.turns.relay
         try:
             await hub.prepare(cid)
@@ -193,7 +185,9 @@ class TurnQueue:
             if floor is not None:
                 hub.raise_floor(cid, floor)
                 lease.track_seqs(lambda: hub.next_seq(cid))
-            await anyio.to_thread.run_sync(write)
+            for event in events:
+                store.append(cid, event)
+            await store.sync(cid)
             if relay is not None:
                 hub.subscribe(cid, relay)
             hub.publish(cid, claim.turn_id, TurnStarted(model=claim.model))
@@ -203,7 +197,7 @@ class TurnQueue:
         finally:
             if relay is not None and not parts.turns.busy(cid):
                 hub.unsubscribe(cid, relay)  # its batch holds the events already
-            await anyio.to_thread.run_sync(lease.release)
+            await lease.release()
             await parts.turns.settle(cid)
 
 

@@ -7,11 +7,9 @@ room, queue it (`turn_enqueue`)."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import anyio
 from anyio.abc import TaskGroup
 
 from jpd.conversation.paths import new_conversation_id
@@ -186,9 +184,7 @@ class TurnStarter:
             conversation_id
         )  # recovers the turn if still open
         try:
-            events = await anyio.to_thread.run_sync(
-                functools.partial(self._parts.store.load, conversation_id, sanitized=False)
-            )
+            events = await self._parts.store.load(conversation_id, sanitized=False)
             plan = plan_resume(events, turn_id)
             if takeover:
                 from jpd.tools.kinds import tool_kind

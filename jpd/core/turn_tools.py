@@ -26,7 +26,7 @@ class NullLog:
     def append(self, conversation_id: str, event: object) -> None:
         """Drop the event."""
 
-    def sync(self, conversation_id: str) -> None:
+    async def sync(self, conversation_id: str) -> None:
         """Nothing to sync."""
 
 

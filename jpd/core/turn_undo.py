@@ -53,13 +53,9 @@ class TurnUndo:
         check_id(conversation_id)
         store = self._parts.store
 
-        def load() -> list[ev.Event]:
-            events = store.load(conversation_id, sanitized=False)
-            store.fetch_blobs(conversation_id)  # in a fleet: snapshots written elsewhere
-            return events
-
         try:
-            events = await anyio.to_thread.run_sync(load)
+            events = await store.load(conversation_id, sanitized=False)
+            await store.fetch_blobs(conversation_id)  # in a fleet: snapshots written elsewhere
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from exc
         from jpd.tools.changes import last_changing_turn
@@ -114,9 +110,9 @@ class TurnUndo:
             except UndoRefused as exc:
                 raise UndoRefusedError(str(exc)) from exc
             parts.store.append(conversation_id, done)
-            await anyio.to_thread.run_sync(parts.store.sync, conversation_id)
+            await parts.store.sync(conversation_id)
             # The model is told (jpd/llm/history.py): rebuild the kept history next time.
             parts.conversations.histories.pop(conversation_id, None)
             return done
         finally:
-            lock.release()
+            await lock.release()

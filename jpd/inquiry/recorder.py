@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Protocol
 
-import anyio
-
 from jpd.conversation import events as ev
 from jpd.conversation.sanitize import without_secret_default
 from jpd.protocol.question import Question
@@ -18,7 +16,7 @@ from jpd.protocol.question import Question
 
 class EventLog(Protocol):
     def append(self, conversation_id: str, event: ev.Event) -> None: ...
-    def sync(self, conversation_id: str) -> None: ...
+    async def sync(self, conversation_id: str) -> None: ...
 
 
 class InquiryRecorder:
@@ -50,7 +48,7 @@ class InquiryRecorder:
         a secret too, is not written: protocol.md section 10.7)."""
         request = ev.InquiryRequest(id=inquiry_id, source=source, question=question)
         self._log.append(self._conversation_id, without_secret_default(request))
-        await anyio.to_thread.run_sync(self._log.sync, self._conversation_id)
+        await self._log.sync(self._conversation_id)
 
     def answered(self, inquiry_id: str, question: Question, answer: Any) -> None:
         """Record an answer (`redacted` for a secret question)."""

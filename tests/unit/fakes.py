@@ -124,7 +124,7 @@ class FakeLog:
     def append(self, conversation_id: str, event: ev.Event) -> None:
         self.events.append(event)
 
-    def sync(self, conversation_id: str) -> None:
+    async def sync(self, conversation_id: str) -> None:
         self.syncs += 1
 
     def responses(self) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jpd.conversation import events as ev
-from jpd.conversation.jsonl.store import ConversationStore
+from jpd.conversation.jsonl.threaded import ThreadedStore
 from jpd.conversation.jsonl.turn_lock import interrupted_turn, last_turn, try_lock
 from jpd.conversation.recovery import recover_all, recovery_events
 from jpd.conversation.resume import NotResumable, TurnNotFound, plan_resume
@@ -136,8 +136,9 @@ def test_last_turn_reads_open_and_resumable_at_once(tmp_path: Path) -> None:
     assert not is_open and start is not None and start.turn_id == "t-1"
 
 
-def test_recover_all_closes_open_turns_and_lists_the_resumable(tmp_path: Path) -> None:
-    store = ConversationStore(tmp_path)
+async def test_recover_all_closes_open_turns_and_lists_the_resumable(tmp_path: Path) -> None:
+    threaded = ThreadedStore(tmp_path)
+    store = threaded.files
     logs = {
         "c-open": [ev.TurnStart(turn_id="t-1"), ev.ChatRequest(content="go")],
         "c-cut": cut_turn(),
@@ -152,7 +153,7 @@ def test_recover_all_closes_open_turns_and_lists_the_resumable(tmp_path: Path) -
     running = try_lock(store.conversation_dir("c-running"))  # another daemon's turn
     assert running is not None
     try:
-        found = recover_all(store)
+        found = await recover_all(threaded)
     finally:
         running.release()
     assert {k: v.turn_id for k, v in found.items()} == {"c-open": "t-1", "c-cut": "t-1"}

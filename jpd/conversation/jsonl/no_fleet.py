@@ -3,8 +3,7 @@ one daemon owns its data dir, so there is nothing to share, to claim or to limit
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from jpd.conversation.events import TurnStart
 
@@ -17,25 +16,21 @@ class NoFleet:
         """None: a turn lock dies with its daemon; start-up recovery covers the rest."""
         return None
 
-    def share_blobs(self, conversation_id: str) -> None:
+    async def share_blobs(self, conversation_id: str) -> None:
         """Nothing to do: blobs are files beside the log."""
 
-    def fetch_blobs(self, conversation_id: str) -> None:
+    async def fetch_blobs(self, conversation_id: str) -> None:
         """Nothing to do: blobs are files beside the log."""
 
-    def turns_elsewhere(self) -> list[tuple[str, TurnStart]]:
+    async def turns_elsewhere(self) -> list[tuple[str, TurnStart]]:
         """[]: turns of another process on this data dir are not listed (as before)."""
-        return []
-
-    def claimable_turns(self) -> list[str]:
-        """A `flock` dies with its daemon: recovery at start-up closes what it left."""
         return []
 
     def limits_model_calls(self, provider: str) -> bool:
         """A daemon alone has no fleet-wide limits."""
         return False
 
-    def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
+    async def model_slot(self, provider: str) -> Callable[[], Awaitable[None]] | None:
         """No limit: nothing to hold."""
         return None
 

@@ -10,7 +10,9 @@ and written when it goes idle (`release`, `close`): never on the way to a turn's
 model call or to its `turn_completed`. It records the log size it describes, and when
 it is missing, corrupt or describes a different size (a crash before it was written),
 it is rebuilt from the log. One process (the daemon) owns a data dir; within it, each
-conversation has a lock, so the methods are thread-safe.
+conversation has a lock, so the methods are thread-safe. They are synchronous (tests,
+benches and `jpd store import` call them directly); the daemon reaches them through
+the async storage port of `threaded.ThreadedStore`.
 
 Long life (the state table is `state.LogStates`): at most `max_open` log handles are
 open at once (least recently used ones are closed first, and reopened on the next
@@ -45,7 +47,6 @@ from jpd.conversation.events import (
 )
 from jpd.conversation.gc_pause import gc_paused
 from jpd.conversation.jsonl.log_files import LogFiles
-from jpd.conversation.jsonl.no_fleet import NoFleet
 from jpd.conversation.jsonl.turn_lock import TurnLock, last_turn, try_lock
 from jpd.conversation.logfile import (
     count_lines,
@@ -82,7 +83,7 @@ __all__ = [
 ]
 
 
-class ConversationStore(NoFleet):
+class ConversationStore:
     """Conversations under `root/conversations/`; see the module docstring.
 
     Log handles are opened lazily on first append and kept open until `release`,

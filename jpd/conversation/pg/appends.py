@@ -1,8 +1,13 @@
 """Appends of `store.PgStore`: one statement each that takes the next seq, updates the
 conversation's summary and inserts the event, only if the caller's lease epoch is still
 the row's (fencing) and the event id is new (a retry after a lost reply appends nothing
-twice). They are queued and written in order by a thread per conversation (`writer`),
-committed without waiting for the WAL flush; `sync` waits for both."""
+twice). They are queued and written in order by a task per conversation (`writer`),
+committed without waiting for the WAL flush; `sync` waits for both.
+
+`append` only queues (it is on the path of every recorded event, on the event loop, and
+must never wait for the database): a failed write is raised by the next `append`,
+`written` or `sync` of that conversation, and a lease lost stops the turn
+(`lease.PgLease.on_lost`)."""
 
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ from jpd.conversation import events as ev
 from jpd.conversation.metadata import aware, make_title
 from jpd.conversation.paths import validate_id
 from jpd.conversation.pg import blobs
-from jpd.conversation.pg.connections import RETRY_FOR, PgConnections
+from jpd.conversation.pg.connections import RETRY_FOR, Conn, PgConnections
 from jpd.conversation.pg.lease import PgLease
 from jpd.conversation.pg.rows import APPEND_SQL, turn_mark
 from jpd.conversation.pg.writer import OrderedWriter
@@ -33,7 +38,6 @@ class PgAppends(PgConnections):
 
     holder: str
     _writer: OrderedWriter
-    _queued: bool
     _leases: dict[str, PgLease]
 
     def append(self, conversation_id: str, event: ev.Event) -> None:
@@ -58,36 +62,31 @@ class PgAppends(PgConnections):
             "type": event.type,
             "body": body,
         }
-
-        if not self._queued and not self._writer.pending(cid):
-            self._write(lease, [params])  # nothing queued before it: written here
-            return
         self._writer.submit(cid, lease, params)
-        if not self._queued:
-            self._writer.written(cid)
 
-    def _write(self, lease: PgLease | None, batch: builtins.list[dict[str, Any]]) -> None:
-        """Appends of one conversation in one transaction, on its writer thread
+    async def _write(self, lease: PgLease | None, batch: builtins.list[dict[str, Any]]) -> None:
+        """Appends of one conversation in one transaction, in its writer task
         (`writer.OrderedWriter`); retried whole (each is appended at most once)."""
         cid = batch[0]["cid"]
 
-        def append(conn: psycopg.Connection[Any]) -> None:
+        async def append(conn: Conn) -> None:
             for params in batch:
-                if conn.execute(APPEND_SQL.encode(), params).fetchone() is None:
-                    self._refused(conn, cid, params)
+                cur = await conn.execute(APPEND_SQL.encode(), params)
+                if await cur.fetchone() is None:
+                    await self._refused(conn, cid, params)
 
-        def write(conn: psycopg.Connection[Any]) -> None:
+        async def write(conn: Conn) -> None:
             if len(batch) == 1:  # one statement: its own transaction, no BEGIN/COMMIT trips
-                append(conn)
+                await append(conn)
                 return
-            with conn.transaction():
-                append(conn)
+            async with conn.transaction():
+                await append(conn)
 
         # With a lease, retry only while it is held: past its deadline another daemon may
         # take the turn over, and this one must stop writing.
         budget = RETRY_FOR if lease is None else max(0.1, lease.deadline - time.monotonic())
         try:
-            self._retried(write, budget)
+            await self._retried(write, budget)
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             if lease is not None and not lease.check():
                 raise LeaseLost(cid, str(exc)) from exc
@@ -97,15 +96,15 @@ class PgAppends(PgConnections):
         """Whether appends of the conversation are queued, not yet written (or failed)."""
         return self._writer.pending(conversation_id)
 
-    def written(self, conversation_id: str) -> None:
+    async def written(self, conversation_id: str) -> None:
         """Wait until the conversation's appends are written (raise what failed), and
         share its new blobs: a turn's tools run only once what it did so far, the file
         snapshots of its earlier tools included, is in the store (a member taking the
         turn over undoes them)."""
         cid = validate_id(conversation_id)
-        self._writer.written(cid)
+        await self._writer.written(cid)
         try:
-            blobs.share(self._run, cid, self.conversation_dir(cid))
+            await blobs.share(self, cid, self.conversation_dir(cid))
         except (psycopg.Error, OSError) as exc:  # shared again when the turn ends
             log.warning("could not share the files of %s: %s", cid, exc)
 
@@ -117,22 +116,23 @@ class PgAppends(PgConnections):
     def when_written(
         self, conversation_id: str, mark: int, callback: Callable[[int, bool], None]
     ) -> None:
-        """`callback(done, ok)` once the appends up to `mark` are committed (from any
-        thread)."""
+        """`callback(done, ok)` once the appends up to `mark` are committed (on the
+        event loop)."""
         self._writer.when_written(conversation_id, mark, callback)
 
-    def _refused(self, conn: psycopg.Connection[Any], cid: str, params: dict[str, Any]) -> None:
+    async def _refused(self, conn: Conn, cid: str, params: dict[str, Any]) -> None:
         """Why an append inserted nothing: a retry of one that did (fine), a missing
         conversation, or a lease this store does not hold (fenced off)."""
-        done = conn.execute(
+        cur = await conn.execute(
             "SELECT 1 FROM jpd_events WHERE conversation_id = %s AND event_id = %s",
             (cid, params["eid"]),
-        ).fetchone()
-        if done is not None:
+        )
+        if await cur.fetchone() is not None:
             return
-        row = conn.execute(
+        cur = await conn.execute(
             "SELECT lease_holder, lease_epoch FROM jpd_conversations WHERE id = %s", (cid,)
-        ).fetchone()
+        )
+        row = await cur.fetchone()
         if row is None:
             raise ConversationNotFound(cid)
         lease = self._leases.get(cid)
@@ -140,20 +140,20 @@ class PgAppends(PgConnections):
             lease._lose(f"epoch {params['epoch']} is stale (now {row[1]} of {row[0]})")
         raise LeaseLost(cid, f"the turn lease is held by {row[0]} (epoch {row[1]})")
 
-    def sync(self, conversation_id: str) -> None:
+    async def sync(self, conversation_id: str) -> None:
         cid = validate_id(conversation_id)
 
-        def flush(conn: psycopg.Connection[Any]) -> None:
-            with conn.transaction():
+        async def flush(conn: Conn) -> None:
+            async with conn.transaction():
                 # A commit that waits for the WAL flush covers every earlier commit.
-                conn.execute("SET LOCAL synchronous_commit = on")
-                conn.execute("SELECT pg_current_xact_id()")
+                await conn.execute("SET LOCAL synchronous_commit = on")
+                await conn.execute("SELECT pg_current_xact_id()")
 
-        self._writer.written(cid)
-        if not self.exists(cid):
+        await self._writer.written(cid)
+        if not await self.exists(cid):
             raise ConversationNotFound(cid)
-        self._run(flush)
+        await self.run(flush)
 
-    def sync_entries(self, conversation_id: str) -> None:
+    async def sync_entries(self, conversation_id: str) -> None:
         """Nothing to do: a created row is as durable as the next `sync` makes it."""
         validate_id(conversation_id)

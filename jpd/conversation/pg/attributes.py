@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING
 
-import psycopg
 from pydantic import ValidationError
 
 from jpd.conversation.attributes import Attributes
 from jpd.conversation.port import ConversationNotFound
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from jpd.conversation.pg.connections import Conn, PgConnections
 
-T = TypeVar("T")
-Run = Callable[[Callable[[psycopg.Connection[Any]], T]], T]
+log = logging.getLogger(__name__)
 
 
 def _parse(cid: str, body: str) -> Attributes:
@@ -30,47 +29,43 @@ def _parse(cid: str, body: str) -> Attributes:
         return Attributes()
 
 
-def read(run: Run[Any], cid: str) -> Attributes:
+async def read(db: PgConnections, cid: str) -> Attributes:
     """The conversation's attributes (the defaults when it has none)."""
-    row = run(
-        lambda conn: conn.execute(
-            "SELECT body FROM jpd_attributes WHERE conversation_id = %s", (cid,)
-        ).fetchone()
-    )
+    row = await db.one("SELECT body FROM jpd_attributes WHERE conversation_id = %s", (cid,))
     return Attributes() if row is None else _parse(cid, row[0])
 
 
-def read_all(run: Run[Any]) -> dict[str, Attributes]:
+async def read_all(db: PgConnections) -> dict[str, Attributes]:
     """Every conversation's attributes that has any."""
-    rows = run(
-        lambda conn: conn.execute("SELECT conversation_id, body FROM jpd_attributes").fetchall()
-    )
+    rows = await db.all("SELECT conversation_id, body FROM jpd_attributes")
     return {str(cid): _parse(cid, body) for cid, body in rows}
 
 
-def update(run: Run[Any], cid: str, change: Callable[[Attributes], Attributes]) -> Attributes:
+async def update(
+    db: PgConnections, cid: str, change: Callable[[Attributes], Attributes]
+) -> Attributes:
     """Apply `change` under the row lock and store the result; `ConversationNotFound`
     when the conversation does not exist. A retry after a lost connection applies
     `change` again to what is stored then."""
 
-    def work(conn: psycopg.Connection[Any]) -> Attributes:
-        with conn.transaction():
-            conn.execute(
+    async def work(conn: Conn) -> Attributes:
+        async with conn.transaction():
+            await conn.execute(
                 "INSERT INTO jpd_attributes (conversation_id, body) SELECT id, '{}' "
                 "FROM jpd_conversations WHERE id = %s ON CONFLICT DO NOTHING",
                 (cid,),
             )
-            row = conn.execute(
+            cur = await conn.execute(
                 "SELECT body FROM jpd_attributes WHERE conversation_id = %s FOR UPDATE", (cid,)
-            ).fetchone()
+            )
+            row = await cur.fetchone()
             if row is None:
                 raise ConversationNotFound(cid)
             updated = change(_parse(cid, row[0]))
-            conn.execute(
+            await conn.execute(
                 "UPDATE jpd_attributes SET body = %s WHERE conversation_id = %s",
                 (updated.model_dump_json(exclude_defaults=True), cid),
             )
             return updated
 
-    result: Attributes = run(work)
-    return result
+    return await db.run(work)

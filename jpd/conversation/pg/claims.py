@@ -4,7 +4,6 @@ member remembers of the leases it gave back."""
 
 from __future__ import annotations
 
-import threading
 import time
 from datetime import datetime
 from typing import Any
@@ -24,21 +23,18 @@ class PgClaims(PgConnections):
     _writer: OrderedWriter
     _leases: dict[str, PgLease]
     _released: dict[str, int]  # conversation -> epoch of our last lease
-    _leases_lock: threading.Lock
 
-    def lock_turn(self, conversation_id: str) -> PgLease | None:
+    async def lock_turn(self, conversation_id: str) -> PgLease | None:
         cid = validate_id(conversation_id)
         started = time.monotonic()
         params = self.claim_params(cid, queued=False)
         # A bounded wait: `turn/start` during an outage answers within seconds.
-        row = self._run(
-            lambda conn: conn.execute(CLAIM_SQL.encode(), params).fetchone(), retry_for=START_WAIT
-        )
+        row = await self.one(CLAIM_SQL, params, retry_for=START_WAIT)
         if row is None:
-            if not self.exists(cid):
+            if not await self.exists(cid):
                 raise ConversationNotFound(cid)
             return None
-        return self.hold(cid, row, started)
+        return await self.hold(cid, row, started)
 
     def claim_params(self, cid: str, *, queued: bool) -> dict[str, Any]:
         """The parameters of `lease.CLAIM_SQL` for this member."""
@@ -50,12 +46,12 @@ class PgClaims(PgConnections):
             "queued": queued,
         }
 
-    def hold(self, cid: str, row: tuple[Any, ...], started: float) -> PgLease:
+    async def hold(self, cid: str, row: tuple[Any, ...], started: float) -> PgLease:
         """The lease `CLAIM_SQL` returned `row` for (claimed at `started`, monotonic),
         renewed from now on and fencing this member's appends."""
-        self._writer.forget(cid)  # a new holder: an earlier holder's write error is not its
+        await self._writer.forget(cid)  # a new holder: an earlier one's write error is not its
         lease = PgLease(
-            self._pool,
+            await self.pool(),
             cid,
             self.holder,
             int(row[0]),
@@ -64,30 +60,28 @@ class PgClaims(PgConnections):
             self._forget,
             seq_floor=int(row[1]),
         )
-        with self._leases_lock:
-            self._leases[cid] = lease
+        self._leases[cid] = lease
         return lease
 
     def _forget(self, lease: PgLease) -> None:
-        with self._leases_lock:
-            if self._leases.get(lease.conversation_id) is lease:
-                del self._leases[lease.conversation_id]
-            if not lease.lost:
-                self._released[lease.conversation_id] = lease.epoch
+        if self._leases.get(lease.conversation_id) is lease:
+            del self._leases[lease.conversation_id]
+        if not lease.lost:
+            self._released[lease.conversation_id] = lease.epoch
 
-    def unchanged_since_mine(self, conversation_id: str) -> bool:
+    async def unchanged_since_mine(self, conversation_id: str) -> bool:
         """Whether the lease's epoch is still that of this member's last lease there,
         released: every claim raises it, so nobody else wrote a turn since."""
         cid = validate_id(conversation_id)
         mine = self._released.get(cid)
         if mine is None:
             return False
-        row = self._one("SELECT lease_epoch FROM jpd_conversations WHERE id = %s", (cid,))
+        row = await self.one("SELECT lease_epoch FROM jpd_conversations WHERE id = %s", (cid,))
         return row is not None and int(row[0]) == mine
 
-    def lease_expiry(self, conversation_id: str) -> datetime | None:
+    async def lease_expiry(self, conversation_id: str) -> datetime | None:
         """When the conversation's turn lease expires (None: free); for tests and tools."""
-        row = self._one(
+        row = await self.one(
             "SELECT lease_expires FROM jpd_conversations WHERE id = %s", (conversation_id,)
         )
         return None if row is None else row[0]

@@ -1,18 +1,21 @@
-"""The connections of `store.PgStore`: its pool, opened (and the schema migrated) with
-the store, and its statements retried while the database is unreachable (a restart).
-Every part of the store (`appends`, `reads`, `claims`, `fleet`, the queue, the stream,
-the question board) runs its statements through `PgConnections.run`."""
+"""The connections of `store.PgStore`: its pool (psycopg's async API on an
+`AsyncConnectionPool`, on the daemon's event loop), opened (and the schema migrated)
+by the store's `open`, and its statements retried while the database is unreachable (a
+restart). Every part of the store (`appends`, `reads`, `claims`, `fleet`, the queue,
+the stream, the question board) runs its statements through `PgConnections.run`."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import psycopg
-from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
 from jpd.conversation.paths import validate_id
 from jpd.conversation.pg.rows import StoreUnavailable, redacted
@@ -22,16 +25,20 @@ from jpd.conversation.port import StoreUnreachable
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+Conn = psycopg.AsyncConnection[Any]
+Work = Callable[[Conn], Awaitable[T]]
+Run = Callable[[Work[T]], Awaitable[T]]
+"""How a part of the store runs `work` on a pooled connection (`PgConnections.run`)."""
 RETRY_FOR = 30.0
 """Seconds an operation without a lease retries a lost connection (a restart)."""
 START_WAIT = 5.0
 """Seconds a turn's start waits for an unreachable store before it is refused."""
 
 
-def open_pool(url: str, max_connections: int) -> ConnectionPool:
+async def open_pool(url: str, max_connections: int) -> AsyncConnectionPool[Conn]:
     """The store's pool, open and its schema migrated; `StoreUnavailable` when the
     database cannot be reached within `RETRY_FOR` s."""
-    pool: ConnectionPool = ConnectionPool(
+    pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
         url,
         min_size=1,
         max_size=max_connections,
@@ -41,32 +48,35 @@ def open_pool(url: str, max_connections: int) -> ConnectionPool:
         name="jpd-store",
     )
     try:
-        pool.open(wait=True, timeout=RETRY_FOR)
+        await pool.open(wait=True, timeout=RETRY_FOR)
     except PoolTimeout:
-        pool.close()
+        await pool.close()
         raise StoreUnavailable(
             f"cannot reach the conversation store {redacted(url)} "
             f"within {RETRY_FOR:.0f} s (see the log for why)"
         ) from None
     try:
-        with pool.connection() as conn:
-            migrate(conn)
+        async with pool.connection() as conn:
+            await migrate(conn)
     except BaseException:
-        pool.close()
+        await pool.close()
         raise
     return pool
 
 
-def _configure(conn: psycopg.Connection[Any]) -> None:
+async def _configure(conn: Conn) -> None:
     # Appends are visible at once but not flushed per commit; `sync` flushes.
-    conn.execute("SET synchronous_commit = off")
+    await conn.execute("SET synchronous_commit = off")
 
 
 class PgConnections:
     """The pool and the local data dir every part of `store.PgStore` shares."""
 
-    _pool: ConnectionPool
+    url: str
+    _pool: AsyncConnectionPool[Conn] | None
+    _opening: asyncio.Lock | None
     _root: Path
+    _max_connections: int
 
     @property
     def root(self) -> Path:
@@ -75,28 +85,47 @@ class PgConnections:
     def conversation_dir(self, conversation_id: str) -> Path:
         return self._root / "conversations" / validate_id(conversation_id)
 
-    def run(self, work: Callable[[psycopg.Connection[Any]], T], retry_for: float = RETRY_FOR) -> T:
-        """`work` on a pooled connection, retried for up to `retry_for` s while the
-        database is unreachable (for the store's parts: the queue)."""
-        return self._run(work, retry_for)
+    async def open(self) -> None:
+        """Connect the pool and migrate the schema (once; later calls return at once);
+        `StoreUnavailable` when the database cannot be reached."""
+        if self._pool is not None:
+            return
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._pool is None:
+                self._pool = await open_pool(self.url, self._max_connections)
+                self._opened()
 
-    def _run(self, work: Callable[[psycopg.Connection[Any]], T], retry_for: float = RETRY_FOR) -> T:
-        """`work` on a pooled connection, retried while the database is unreachable; then
-        `StoreUnreachable` when the wait was short (a request's)."""
+    def _opened(self) -> None:
+        """Start what runs while the store is open (the store's own tasks)."""
+
+    async def pool(self) -> AsyncConnectionPool[Conn]:
+        """The open pool (opened by the first call that needs it)."""
+        if self._pool is None:
+            await self.open()
+        assert self._pool is not None
+        return self._pool
+
+    async def run(self, work: Work[T], retry_for: float = RETRY_FOR) -> T:
+        """`work` on a pooled connection, retried for up to `retry_for` s while the
+        database is unreachable; then `StoreUnreachable` when the wait was short (a
+        request's)."""
         try:
-            return self._retried(work, retry_for)
+            return await self._retried(work, retry_for)
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             if retry_for >= RETRY_FOR or isinstance(exc, psycopg.errors.QueryCanceled):
                 raise
             raise StoreUnreachable(f"the conversation store cannot be reached: {exc}") from exc
 
-    def _retried(self, work: Callable[[psycopg.Connection[Any]], T], retry_for: float) -> T:
+    async def _retried(self, work: Work[T], retry_for: float) -> T:
+        pool = await self.pool()
         until = time.monotonic() + retry_for
         pause = 0.05
         while True:
             try:
-                with self._pool.connection(timeout=max(0.1, until - time.monotonic())) as conn:
-                    return work(conn)
+                async with pool.connection(timeout=max(0.1, until - time.monotonic())) as conn:
+                    return await work(conn)
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 if isinstance(exc, psycopg.errors.QueryCanceled | PoolClosed):
                     raise  # canceled, or this store closed (the daemon stops): no retry
@@ -106,12 +135,39 @@ class PgConnections:
             except Exception as exc:
                 if type(exc).__name__ != "PoolTimeout" or time.monotonic() >= until:
                     raise
-            time.sleep(pause)
+            await anyio.sleep(pause)
             pause = min(pause * 2, 1.0)
 
-    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        return self._run(lambda conn: conn.execute(sql.encode(), params).fetchone())
+    async def one(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] = (), retry_for: float = RETRY_FOR
+    ) -> tuple[Any, ...] | None:
+        """The first row of one statement (None: no row)."""
 
-    def exists(self, conversation_id: str) -> bool:
+        async def work(conn: Conn) -> tuple[Any, ...] | None:
+            return await (await conn.execute(sql.encode(), params)).fetchone()
+
+        return await self.run(work, retry_for)
+
+    async def all(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] = (), retry_for: float = RETRY_FOR
+    ) -> list[tuple[Any, ...]]:
+        """Every row of one statement."""
+
+        async def work(conn: Conn) -> list[tuple[Any, ...]]:
+            return await (await conn.execute(sql.encode(), params)).fetchall()
+
+        return await self.run(work, retry_for)
+
+    async def execute(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] = (), retry_for: float = RETRY_FOR
+    ) -> None:
+        """One statement, its rows (if any) unread."""
+
+        async def work(conn: Conn) -> None:
+            await conn.execute(sql.encode(), params)
+
+        await self.run(work, retry_for)
+
+    async def exists(self, conversation_id: str) -> bool:
         cid = validate_id(conversation_id)
-        return self._one("SELECT 1 FROM jpd_conversations WHERE id = %s", (cid,)) is not None
+        return await self.one("SELECT 1 FROM jpd_conversations WHERE id = %s", (cid,)) is not None

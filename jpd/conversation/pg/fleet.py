@@ -5,9 +5,7 @@ the blobs (file snapshots, images) they exchange."""
 from __future__ import annotations
 
 import builtins
-import functools
-import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from jpd.conversation import events as ev
 from jpd.conversation.pg import blobs
@@ -33,14 +31,12 @@ class PgFleet(PgConnections):
         """Often enough that a turn is taken over within a second or so of its expiry."""
         return min(1.0, self.lease_ttl / 3)
 
-    def turns_elsewhere(self) -> builtins.list[tuple[str, ev.TurnStart]]:
+    async def turns_elsewhere(self) -> builtins.list[tuple[str, ev.TurnStart]]:
         # A short retry: `turn/list` answers with this member's turns during an outage.
-        rows = self._run(
-            lambda conn: conn.execute(
-                "SELECT id, last_start FROM jpd_conversations WHERE turn_open "
-                "AND lease_holder <> %s AND lease_expires > now()",
-                (self.holder,),
-            ).fetchall(),
+        rows = await self.all(
+            "SELECT id, last_start FROM jpd_conversations WHERE turn_open "
+            "AND lease_holder <> %s AND lease_expires > now()",
+            (self.holder,),
             retry_for=1.0,
         )
         found = [(str(cid), start_of(line)) for cid, line in rows]
@@ -49,8 +45,8 @@ class PgFleet(PgConnections):
     def limits_model_calls(self, provider: str) -> bool:
         return self._slots.limited(provider)
 
-    def model_slot(self, provider: str, stop: threading.Event) -> Callable[[], None] | None:
-        return self._slots.acquire(provider, stop)
+    async def model_slot(self, provider: str) -> Callable[[], Awaitable[None]] | None:
+        return await self._slots.acquire(provider)
 
     def turn_queue(self) -> PgTurnQueue:
         return self._queue
@@ -59,10 +55,10 @@ class PgFleet(PgConnections):
         return self._stream
 
     def question_board(self) -> PgQuestionBoard:
-        return PgQuestionBoard(self._run, self.holder, functools.partial(self._run, retry_for=1.0))
+        return PgQuestionBoard(self, self.holder)
 
-    def share_blobs(self, conversation_id: str) -> None:
-        blobs.share(self._run, conversation_id, self.conversation_dir(conversation_id))
+    async def share_blobs(self, conversation_id: str) -> None:
+        await blobs.share(self, conversation_id, self.conversation_dir(conversation_id))
 
-    def fetch_blobs(self, conversation_id: str) -> None:
-        blobs.fetch(self._run, conversation_id, self.conversation_dir(conversation_id))
+    async def fetch_blobs(self, conversation_id: str) -> None:
+        await blobs.fetch(self, conversation_id, self.conversation_dir(conversation_id))

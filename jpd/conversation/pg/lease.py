@@ -6,21 +6,23 @@ epoch (`appends.PgAppends.append`): once another daemon claimed the lease, a zom
 writes fail in the database. A holder that cannot renew before its own deadline (the
 start of its last successful renewal plus the TTL, never later than the expiry the
 database recorded) counts the lease as lost: appends stop locally and `on_lost`
-callbacks run (the daemon cancels the turn and kills its tools).
+callbacks run (the daemon cancels the turn and kills its tools). The renewal is a task
+on the event loop; a loop too busy to renew in time loses the lease the same way.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import anyio
 import psycopg
 
 if TYPE_CHECKING:
-    from psycopg_pool import ConnectionPool
+    from psycopg_pool import AsyncConnectionPool
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +60,11 @@ UPDATE jpd_conversations SET lease_holder = NULL, lease_expires = NULL,
 
 
 class PgLease:
-    """A held turn lease (`port.TurnLease`); renewed by a thread every third of its TTL."""
+    """A held turn lease (`port.TurnLease`); renewed by a task every third of its TTL."""
 
     def __init__(
         self,
-        pool: ConnectionPool,
+        pool: AsyncConnectionPool[Any],
         conversation_id: str,
         holder: str,
         epoch: int,
@@ -81,28 +83,25 @@ class PgLease:
         self.seq_floor = seq_floor
         self._next_seq: Callable[[], int] | None = None
         self._callbacks: list[Callable[[], None]] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
         self.lost = False
         self.released = False
-        self._thread = threading.Thread(
-            target=self._keep, name=f"jpd-lease-{conversation_id}", daemon=True
+        # On the event loop: created where the lease was claimed (a coroutine).
+        self._task: asyncio.Task[None] | None = asyncio.get_running_loop().create_task(
+            self._keep(), name=f"jpd-lease-{conversation_id}"
         )
-        self._thread.start()
 
     def _params(self) -> dict[str, object]:
         return {"cid": self.conversation_id, "epoch": self.epoch, "holder": self.holder}
 
     def on_lost(self, callback: Callable[[], None]) -> None:
-        with self._lock:
-            if not self.lost:
-                self._callbacks.append(callback)
-                return
+        if not self.lost:
+            self._callbacks.append(callback)
+            return
         callback()
 
     def track_seqs(self, next_seq: Callable[[], int]) -> None:
         """Renewals reserve a block of seqs above `next_seq()` (called from the renewal
-        thread), and the release records it exactly: the next holder goes on from it."""
+        task), and the release records it exactly: the next holder goes on from it."""
         self._next_seq = next_seq
 
     def _seq(self) -> int | None:
@@ -117,34 +116,40 @@ class PgLease:
             self._lose("not renewed in time")
         return not self.lost
 
-    def release(self) -> None:
+    def _stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    async def release(self) -> None:
         if self.released:
             return
         self.released = True
-        self._stop.set()
+        self._stop()
         self._forget(self)
         if self.lost:
             return
         try:
-            with self._pool.connection(timeout=self.ttl) as conn:
-                conn.execute(RELEASE_SQL, {**self._params(), "next": self._seq()})
-        except (psycopg.Error, OSError) as exc:  # it expires by itself
+            with anyio.fail_after(self.ttl):
+                async with self._pool.connection(timeout=self.ttl) as conn:
+                    await conn.execute(RELEASE_SQL, {**self._params(), "next": self._seq()})
+        except (psycopg.Error, OSError, TimeoutError) as exc:  # it expires by itself
             log.warning("could not release the lease of %s: %s", self.conversation_id, exc)
 
-    def _keep(self) -> None:
-        while not self._stop.wait(self.ttl / 3):
-            if not self.renew():
+    async def _keep(self) -> None:
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            if not await self.renew():
                 return
 
-    def renew(self) -> bool:
+    async def renew(self) -> bool:
         """Extend the lease; False once it is lost."""
         started = time.monotonic()
+        budget = max(0.1, self.deadline - started)
         try:
-            with self._pool.connection(timeout=max(0.1, self.deadline - started)) as conn:
-                seq = self._seq()
-                reserve = 0 if seq is None else seq + SEQ_BLOCK
-                params = {**self._params(), "ttl": self.ttl, "reserve": reserve}
-                row = conn.execute(RENEW_SQL, params).fetchone()
+            # Never past the deadline: a renewal that comes back later is no use.
+            with anyio.fail_after(budget):
+                row = await self._renew(budget)
         except Exception as exc:  # a database that is away: try again until the deadline
             log.warning("could not renew the lease of %s: %s", self.conversation_id, exc)
             return self.check()
@@ -154,13 +159,20 @@ class PgLease:
         self.deadline = started + self.ttl
         return self.check()
 
+    async def _renew(self, budget: float) -> tuple[Any, ...] | None:
+        async with self._pool.connection(timeout=budget) as conn:
+            seq = self._seq()
+            reserve = 0 if seq is None else seq + SEQ_BLOCK
+            params = {**self._params(), "ttl": self.ttl, "reserve": reserve}
+            row: tuple[Any, ...] | None = await (await conn.execute(RENEW_SQL, params)).fetchone()
+            return row
+
     def _lose(self, why: str) -> None:
-        with self._lock:
-            if self.lost or self.released:
-                return
-            self.lost = True
-            callbacks, self._callbacks = self._callbacks, []
-        self._stop.set()
+        if self.lost or self.released:
+            return
+        self.lost = True
+        callbacks, self._callbacks = self._callbacks, []
+        self._stop()
         log.warning("lost the turn lease of %s: %s", self.conversation_id, why)
         for callback in callbacks:
             try:

@@ -18,11 +18,11 @@ claims it.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import psycopg
 
 from jpd.conversation.pg.lease import CLAIM_SQL
@@ -30,6 +30,7 @@ from jpd.conversation.pg.rows import start_of
 from jpd.conversation.port import QueueClaim
 
 if TYPE_CHECKING:
+    from jpd.conversation.pg.connections import Conn
     from jpd.conversation.pg.store import PgStore
 
 log = logging.getLogger(__name__)
@@ -92,10 +93,9 @@ class PgTurnQueue:
     def __init__(self, store: PgStore, grace: float) -> None:
         self._store = store
         self._grace = grace
-        self._listener: psycopg.Connection[Any] | None = None
-        self._lock = threading.Lock()
+        self._listener: psycopg.AsyncConnection[Any] | None = None
 
-    def enqueue(
+    async def enqueue(
         self,
         conversation_id: str,
         turn_id: str,
@@ -116,123 +116,117 @@ class PgTurnQueue:
             "by": store.holder,
         }
 
-        def work(conn: psycopg.Connection[Any]) -> bool:
-            with conn.transaction():
-                if conn.execute(_HOLD_FOR_QUEUE.encode(), params).fetchone() is None:
+        async def work(conn: Conn) -> bool:
+            async with conn.transaction():
+                if await (await conn.execute(_HOLD_FOR_QUEUE.encode(), params)).fetchone() is None:
                     return False
                 # A claimed row whose lease ended without its release (an outage): done.
-                conn.execute(
+                await conn.execute(
                     "DELETE FROM jpd_turn_queue WHERE conversation_id = %s", (conversation_id,)
                 )
-                conn.execute(_ENQUEUE.encode(), params)
-                conn.execute(f"NOTIFY {CHANNEL}")
+                await conn.execute(_ENQUEUE.encode(), params)
+                await conn.execute(f"NOTIFY {CHANNEL}")
             return True
 
-        return store.run(work, retry_for=store.start_wait)
+        return await store.run(work, retry_for=store.start_wait)
 
-    def claim(self, turn_id: str | None = None, *, takeover: bool = True) -> QueueClaim | None:
+    async def claim(
+        self, turn_id: str | None = None, *, takeover: bool = True
+    ) -> QueueClaim | None:
         store = self._store
         started = time.monotonic()
         pick = {"turn": turn_id, "host": store.host}
 
-        def work(conn: psycopg.Connection[Any]) -> QueueClaim | None:
-            with conn.transaction():
-                row = conn.execute(_PICK_QUEUED.encode(), pick).fetchone()
+        async def work(conn: Conn) -> QueueClaim | None:
+            async with conn.transaction():
+                row = await (await conn.execute(_PICK_QUEUED.encode(), pick)).fetchone()
                 if row is not None:
                     cid, turn, request, model, workspace, claimed_by = row
                     # A row claimed before: its claimer's lease expired (the one claim).
                     claim = store.claim_params(cid, queued=claimed_by is None)
-                    held = conn.execute(CLAIM_SQL.encode(), claim).fetchone()
+                    held = await (await conn.execute(CLAIM_SQL.encode(), claim)).fetchone()
                     if held is None:  # the queue lost its lease: a stale row, dropped
-                        conn.execute(
+                        await conn.execute(
                             "DELETE FROM jpd_turn_queue WHERE conversation_id = %s", (cid,)
                         )
                         return None
-                    conn.execute(
+                    await conn.execute(
                         "UPDATE jpd_turn_queue SET claimed_by = %s WHERE conversation_id = %s",
                         (store.holder, cid),
                     )
-                    lease = store.hold(cid, held, started)
+                    lease = await store.hold(cid, held, started)
                     return QueueClaim(cid, turn, lease, model, workspace, request)
                 if turn_id is not None or not takeover:
                     return None
                 expired = {"host": store.host, "grace": self._grace}
-                row = conn.execute(_PICK_EXPIRED.encode(), expired).fetchone()
+                row = await (await conn.execute(_PICK_EXPIRED.encode(), expired)).fetchone()
                 if row is None:
                     return None
                 start = start_of(row[1])
-                held = conn.execute(
-                    CLAIM_SQL.encode(), store.claim_params(row[0], queued=False)
-                ).fetchone()
+                claim = store.claim_params(row[0], queued=False)
+                held = await (await conn.execute(CLAIM_SQL.encode(), claim)).fetchone()
                 if held is None or start is None:
                     return None
-                lease = store.hold(row[0], held, started)
+                lease = await store.hold(row[0], held, started)
                 return QueueClaim(row[0], start.turn_id, lease, start.model or "", start.workspace)
 
-        return store.run(work, retry_for=1.0)
+        return await store.run(work, retry_for=1.0)
 
-    def ask_cancel(self, turn_id: str) -> bool:
-        def work(conn: psycopg.Connection[Any]) -> bool:
-            with conn.transaction():
-                row = conn.execute(_ASK_CANCEL.encode(), {"turn": turn_id}).fetchone()
-                conn.execute(f"NOTIFY {CHANNEL}")
+    async def ask_cancel(self, turn_id: str) -> bool:
+        async def work(conn: Conn) -> bool:
+            async with conn.transaction():
+                row = await (await conn.execute(_ASK_CANCEL.encode(), {"turn": turn_id})).fetchone()
+                await conn.execute(f"NOTIFY {CHANNEL}")
             return row is not None
 
-        return self._store.run(work, retry_for=self._store.start_wait)
+        return await self._store.run(work, retry_for=self._store.start_wait)
 
-    def cancels(self) -> list[str]:
+    async def cancels(self) -> list[str]:
         # A cancellation nobody acted on within a minute is moot (the turn ended, or its
         # member is gone): dropped, so that stale rows cost no claims.
-        rows = self._store.run(
-            lambda conn: conn.execute(_CANCELS.encode()).fetchall(), retry_for=1.0
-        )
+        rows = await self._store.all(_CANCELS, retry_for=1.0)
         return [str(row[0]) for row in rows]
 
-    def cancelled(self, turn_id: str) -> None:
-        self._store.run(
-            lambda conn: conn.execute(
-                "DELETE FROM jpd_turn_cancels WHERE turn_id = %s", (turn_id,)
-            ),
-            retry_for=1.0,
+    async def cancelled(self, turn_id: str) -> None:
+        await self._store.execute(
+            "DELETE FROM jpd_turn_cancels WHERE turn_id = %s", (turn_id,), retry_for=1.0
         )
 
-    def queued(self) -> list[tuple[str, str, str, datetime]]:
-        rows = self._store.run(
-            lambda conn: conn.execute(
-                "SELECT conversation_id, turn_id, model, queued_at FROM jpd_turn_queue "
-                "WHERE claimed_by IS NULL ORDER BY queued_at"
-            ).fetchall(),
+    async def queued(self) -> list[tuple[str, str, str, datetime]]:
+        rows = await self._store.all(
+            "SELECT conversation_id, turn_id, model, queued_at FROM jpd_turn_queue "
+            "WHERE claimed_by IS NULL ORDER BY queued_at",
             retry_for=1.0,
         )
         return [(str(c), str(t), str(m), q) for c, t, m, q in rows]
 
-    def wait(self, timeout: float) -> bool:
-        """Block up to `timeout` s for a `NOTIFY jpd_queue`; True if one came (or the
-        listener was (re)connected, when one may have been missed). One thread at a time."""
-        with self._lock:
-            fresh = self._listener is None or self._listener.closed
-            try:
-                if fresh:
-                    self._listener = psycopg.connect(self._store.url, autocommit=True)
-                    self._listener.execute(f"LISTEN {CHANNEL}")
-                    return True
-                conn = self._listener
-                assert conn is not None
-                woken = any(True for _ in conn.notifies(timeout=timeout, stop_after=1))
-                for _ in conn.notifies(timeout=0.001):
-                    pass  # what came with it: one claim round serves them all
-                return woken
-            except psycopg.Error:
-                if self._listener is not None:
-                    self._listener.close()
-                self._listener = None
-                raise
+    async def wait(self, timeout: float) -> bool:  # noqa: ASYNC109 - a bound, not a deadline
+        """Wait up to `timeout` s for a `NOTIFY jpd_queue`; True if one came (or the
+        listener was (re)connected, when one may have been missed). One task at a time."""
+        fresh = self._listener is None or self._listener.closed
+        try:
+            if fresh:
+                conn = await psycopg.AsyncConnection.connect(self._store.url, autocommit=True)
+                self._listener = conn
+                await conn.execute(f"LISTEN {CHANNEL}")
+                return True
+            listener = self._listener
+            assert listener is not None
+            woken = False
+            async for _ in listener.notifies(timeout=timeout, stop_after=1):
+                woken = True
+            async for _ in listener.notifies(timeout=0.001):
+                pass  # what came with it: one claim round serves them all
+            return woken
+        except BaseException:  # an error, or cancelled mid-statement: a new one next time
+            await self.close()
+            raise
 
-    def check(self) -> None:
-        self._store.run(lambda conn: conn.execute("SELECT 1"), retry_for=self._store.start_wait)
+    async def check(self) -> None:
+        await self._store.one("SELECT 1", retry_for=self._store.start_wait)
 
-    def close(self) -> None:
-        with self._lock:
-            if self._listener is not None:
-                self._listener.close()
-                self._listener = None
+    async def close(self) -> None:
+        conn, self._listener = self._listener, None
+        if conn is not None:
+            with anyio.CancelScope(shield=True):
+                await conn.close()

@@ -4,16 +4,12 @@ would write), its summary, the listing, and the last turns recovery looks at."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
-from typing import Any
-
-import psycopg
 
 from jpd.conversation import events as ev
 from jpd.conversation.logfile import encode_sanitized, parse_log
 from jpd.conversation.metadata import ConversationMeta
 from jpd.conversation.paths import validate_id
-from jpd.conversation.pg.connections import PgConnections
+from jpd.conversation.pg.connections import Conn, PgConnections
 from jpd.conversation.pg.rows import META_COLUMNS, meta_of, start_of
 from jpd.conversation.pg.writer import OrderedWriter
 from jpd.conversation.port import ConversationNotFound
@@ -25,63 +21,61 @@ class PgReads(PgConnections):
 
     _writer: OrderedWriter
 
-    def _lines(self, cid: str) -> bytes:
-        self._writer.written(cid, check=False)  # read what was appended
+    async def _lines(self, cid: str) -> bytes:
+        await self._writer.written(cid, check=False)  # read what was appended
 
-        def read(conn: psycopg.Connection[Any]) -> bytes:
-            with conn.transaction():
-                if (
-                    conn.execute("SELECT 1 FROM jpd_conversations WHERE id = %s", (cid,)).fetchone()
-                    is None
-                ):
+        async def read(conn: Conn) -> bytes:
+            async with conn.transaction():
+                cur = await conn.execute("SELECT 1 FROM jpd_conversations WHERE id = %s", (cid,))
+                if await cur.fetchone() is None:
                     raise ConversationNotFound(cid)
-                cur = conn.execute(
+                cur = await conn.execute(
                     "SELECT body FROM jpd_events WHERE conversation_id = %s ORDER BY seq", (cid,)
                 )
-                return "".join(f"{row[0]}\n" for row in cur).encode()
+                return "".join(f"{row[0]}\n" for row in await cur.fetchall()).encode()
 
-        return self._run(read)
+        return await self.run(read)
 
-    def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[ev.Event]:
+    async def load(
+        self, conversation_id: str, *, sanitized: bool = True
+    ) -> builtins.list[ev.Event]:
         cid = validate_id(conversation_id)
-        events = parse_log(self._lines(cid), f"store:{cid}")
+        events = parse_log(await self._lines(cid), f"store:{cid}")
         return sanitize(events) if sanitized else events
 
-    def load_encoded(self, conversation_id: str) -> bytes:
+    async def load_encoded(self, conversation_id: str) -> bytes:
         cid = validate_id(conversation_id)
-        return encode_sanitized(self._lines(cid), f"store:{cid}")
+        return encode_sanitized(await self._lines(cid), f"store:{cid}")
 
-    def metadata(self, conversation_id: str) -> ConversationMeta:
+    async def metadata(self, conversation_id: str) -> ConversationMeta:
         cid = validate_id(conversation_id)
-        row = self._one(f"SELECT {META_COLUMNS} FROM jpd_conversations WHERE id = %s", (cid,))
+        row = await self.one(f"SELECT {META_COLUMNS} FROM jpd_conversations WHERE id = %s", (cid,))
         if row is None:
             raise ConversationNotFound(cid)
         return meta_of(row)
 
-    def last_turn(self, conversation_id: str) -> tuple[bool, ev.TurnStart | None]:
+    async def last_turn(self, conversation_id: str) -> tuple[bool, ev.TurnStart | None]:
         cid = validate_id(conversation_id)
-        row = self._one(
+        row = await self.one(
             "SELECT turn_open, resumable_start FROM jpd_conversations WHERE id = %s", (cid,)
         )
         if row is None:
             return False, None
         return bool(row[0]), None if row[0] else start_of(row[1])
 
-    def scan_turns(self) -> Iterator[tuple[str, bool, ev.TurnStart | None]]:
-        rows = self._run(
-            lambda conn: conn.execute(
-                "SELECT id, turn_open, resumable_start FROM jpd_conversations "
-                "WHERE turn_open OR resumable_start IS NOT NULL"
-            ).fetchall()
+    async def scan_turns(self) -> builtins.list[tuple[str, bool, ev.TurnStart | None]]:
+        rows = await self.all(
+            "SELECT id, turn_open, resumable_start FROM jpd_conversations "
+            "WHERE turn_open OR resumable_start IS NOT NULL"
         )
-        for cid, is_open, start in rows:
-            yield cid, bool(is_open), None if is_open else start_of(start)
+        return [
+            (cid, bool(is_open), None if is_open else start_of(start))
+            for cid, is_open, start in rows
+        ]
 
     # Defined last: inside the class body this name shadows the builtin `list`.
-    def list(self) -> builtins.list[ConversationMeta]:
-        rows = self._run(
-            lambda conn: conn.execute(
-                f"SELECT {META_COLUMNS} FROM jpd_conversations ORDER BY updated_at DESC, id DESC"
-            ).fetchall()
+    async def list(self) -> builtins.list[ConversationMeta]:
+        rows = await self.all(
+            f"SELECT {META_COLUMNS} FROM jpd_conversations ORDER BY updated_at DESC, id DESC"
         )
         return [meta_of(row) for row in rows]

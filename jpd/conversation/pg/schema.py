@@ -112,12 +112,12 @@ class SchemaTooNew(RuntimeError):
     """The store was migrated by a newer jpd than this one."""
 
 
-def migrate(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+async def migrate(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> int:
     """Bring the schema to `SCHEMA_VERSION`; returns the version found before."""
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-        conn.execute("CREATE TABLE IF NOT EXISTS jpd_schema (version integer NOT NULL)")
-        row = conn.execute("SELECT max(version) FROM jpd_schema").fetchone()
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        await conn.execute("CREATE TABLE IF NOT EXISTS jpd_schema (version integer NOT NULL)")
+        row = await (await conn.execute("SELECT max(version) FROM jpd_schema")).fetchone()
         found = int(row[0]) if row is not None and row[0] is not None else 0  # type: ignore[call-overload]
         if found > SCHEMA_VERSION:
             raise SchemaTooNew(
@@ -125,6 +125,6 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]]) -> int:
                 f"{SCHEMA_VERSION}: upgrade jpd"
             )
         for version in range(found + 1, SCHEMA_VERSION + 1):
-            conn.execute(MIGRATIONS[version].encode())
-            conn.execute("INSERT INTO jpd_schema (version) VALUES (%s)", (version,))
+            await conn.execute(MIGRATIONS[version].encode())
+            await conn.execute("INSERT INTO jpd_schema (version) VALUES (%s)", (version,))
     return found

@@ -6,8 +6,10 @@ turn and its turn lease) and its events are rows of `jpd_events` keyed by
 made of its parts, one module each: `connections` (the pool, retried through a
 restart), `appends` (fenced by the lease epoch, written in order by `writer`),
 `reads` (events, summaries, the listing), `claims` (turn leases) and `fleet` (the
-queue, the stream, model-call slots, questions, blobs). This module opens it, creates
-and deletes conversations and closes it.
+queue, the stream, model-call slots, questions, blobs). This module makes it, creates
+and deletes conversations and closes it. Everything runs on the daemon's event loop
+(psycopg's async API; an asyncio loop): `open` connects the pool, or the first call
+that needs it does.
 Blobs (file snapshots, images) stay in the local data dir, shared through `jpd_blobs`;
 a conversation's attributes (title, labels, ...) are rows of `jpd_attributes`.
 """
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import builtins
 import os
-import threading
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,7 +28,7 @@ from jpd.conversation.paths import validate_id
 from jpd.conversation.pg import attributes
 from jpd.conversation.pg.appends import PgAppends
 from jpd.conversation.pg.claims import PgClaims
-from jpd.conversation.pg.connections import START_WAIT, open_pool
+from jpd.conversation.pg.connections import START_WAIT
 from jpd.conversation.pg.fleet import PgFleet
 from jpd.conversation.pg.lease import PgLease
 from jpd.conversation.pg.queue import PgTurnQueue
@@ -52,7 +53,6 @@ class PgStore(PgAppends, PgReads, PgClaims, PgFleet):
         host: str,
         lease_ttl: float = 15.0,
         max_connections: int = 8,
-        queued_appends: bool = False,
         provider_limits: Mapping[str, int] | None = None,
     ) -> None:
         self._root = Path(root)
@@ -62,65 +62,63 @@ class PgStore(PgAppends, PgReads, PgClaims, PgFleet):
         self.lease_ttl = lease_ttl
         self._leases: dict[str, PgLease] = {}
         self._released: dict[str, int] = {}  # conversation -> epoch of our last lease
-        self._leases_lock = threading.Lock()
-        self._pool = open_pool(url, max_connections)
-        self._stream = PgTurnStream(self._run, url, self.holder)
+        self._pool = None
+        self._opening = None
+        self._max_connections = max_connections
+        self._stream = PgTurnStream(self, url, self.holder)
         self._writer = OrderedWriter(self._write)
         self._slots = ModelSlots(url, provider_limits or {})
-        self._queued = queued_appends
-        """The daemon's appends (from its event loop) return once queued; else each
-        append returns once written, raising what failed."""
         self.start_wait = START_WAIT
         self._queue = PgTurnQueue(self, PIN_GRACE * lease_ttl)
 
-    def create(self, conversation_id: str) -> None:
+    async def create(self, conversation_id: str) -> None:
         cid = validate_id(conversation_id)
         stamp = ev.now()
-        row = self._run(
-            lambda conn: conn.execute(
-                "INSERT INTO jpd_conversations (id, created_at, updated_at) VALUES (%s, %s, %s) "
-                "ON CONFLICT DO NOTHING RETURNING id",
-                (cid, stamp, stamp),
-            ).fetchone(),
+        row = await self.one(
+            "INSERT INTO jpd_conversations (id, created_at, updated_at) VALUES (%s, %s, %s) "
+            "ON CONFLICT DO NOTHING RETURNING id",
+            (cid, stamp, stamp),
             retry_for=START_WAIT,
         )
         if row is None:
             raise ConversationExists(f"conversation already exists: {cid}")
 
-    def delete(self, conversation_id: str) -> None:
+    async def delete(self, conversation_id: str) -> None:
         cid = validate_id(conversation_id)
-        self._writer.forget(cid)
-        row = self._one(
+        await self._writer.forget(cid)
+        row = await self.one(
             "DELETE FROM jpd_conversations WHERE id = %s AND (lease_holder IS NULL "
             "OR lease_expires < now() OR lease_holder = %s) RETURNING id",
             (cid, self.holder),
         )
         if row is None:
-            if self.exists(cid):
+            if await self.exists(cid):
                 raise ConversationBusy(f"conversation {cid} has a turn running in another jpd")
             raise ConversationNotFound(cid)
 
-    def attributes(self, conversation_id: str) -> Attributes:
-        return attributes.read(self._run, validate_id(conversation_id))
+    async def attributes(self, conversation_id: str) -> Attributes:
+        return await attributes.read(self, validate_id(conversation_id))
 
-    def update_attributes(
+    async def update_attributes(
         self, conversation_id: str, change: Callable[[Attributes], Attributes]
     ) -> Attributes:
-        return attributes.update(self._run, validate_id(conversation_id), change)
+        return await attributes.update(self, validate_id(conversation_id), change)
 
-    def all_attributes(self) -> dict[str, Attributes]:
-        return attributes.read_all(self._run)
+    async def all_attributes(self) -> dict[str, Attributes]:
+        return await attributes.read_all(self)
 
-    def release(self, conversation_id: str) -> None:
+    async def release(self, conversation_id: str) -> None:
         """Nothing is kept in memory per conversation."""
         validate_id(conversation_id)
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Write what is queued, give back every lease still held and close the
         connections."""
-        self._writer.settle()
+        await self._writer.settle()
         for lease in builtins.list(self._leases.values()):
-            lease.release()
-        self._stream.close()
-        self._queue.close()
-        self._pool.close()
+            await lease.release()
+        await self._stream.close()
+        await self._queue.close()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()

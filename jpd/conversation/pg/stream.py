@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
+import anyio
 import psycopg
 from psycopg import sql
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from jpd.conversation.pg.connections import Conn, PgConnections
 
-T = TypeVar("T")
-Run = Callable[[Callable[[psycopg.Connection[Any]], T]], T]
+log = logging.getLogger(__name__)
 
 
 def channel(conversation_id: str) -> str:
@@ -30,123 +29,125 @@ def channel(conversation_id: str) -> str:
 
 
 class PgTurnStream:
-    """`port.TurnStream` on `jpd_stream` and LISTEN/NOTIFY."""
+    """`port.TurnStream` on `jpd_stream` and LISTEN/NOTIFY, on the event loop: the
+    listener is a connection of its own, awaited by one task (`Followers.run`)."""
 
-    def __init__(self, run: Run[Any], url: str, member: str) -> None:
-        self._run = run
+    def __init__(self, db: PgConnections, url: str, member: str) -> None:
+        self._db = db
         self._url = url
         self._member = member
         self._turns: dict[str, str] = {}  # conversation -> the turn whose rows it keeps
-        self._lock = threading.Lock()
         self._wanted: dict[str, str] = {}  # channel -> conversation
         self._listening: set[str] = set()
-        self._listener: psycopg.Connection[Any] | None = None
+        self._listener: psycopg.AsyncConnection[Any] | None = None
+        self._waiting = False
         self._wake_channel = channel("wake:" + member)
         self._wake_sql = sql.SQL("NOTIFY {}").format(sql.Identifier(self._wake_channel))
 
-    def publish(self, conversation_id: str, turn_id: str, bodies: list[str]) -> None:
-        self.publish_all({(conversation_id, turn_id): bodies})
+    async def publish(self, conversation_id: str, turn_id: str, bodies: list[str]) -> None:
+        await self.publish_all({(conversation_id, turn_id): bodies})
 
-    def publish_all(self, batches: dict[tuple[str, str], list[str]]) -> None:
+    async def publish_all(self, batches: dict[tuple[str, str], list[str]]) -> None:
         """Every conversation's batch in one transaction (one round trip per flush,
         however many turns run here)."""
         new_turns = [(c, t) for c, t in batches if self._turns.get(c) != t]
         rows = [(c, self._member, t, b) for (c, t), bodies in batches.items() for b in bodies]
 
-        def work(conn: psycopg.Connection[Any]) -> None:
-            with conn.transaction(), conn.cursor() as cur:
+        async def work(conn: Conn) -> None:
+            async with conn.transaction(), conn.cursor() as cur:
                 if new_turns:  # the rows of earlier turns are no longer followed
-                    cur.executemany(
+                    await cur.executemany(
                         "DELETE FROM jpd_stream WHERE conversation_id = %s AND turn_id <> %s",
                         new_turns,
                     )
-                cur.executemany(
+                await cur.executemany(
                     "INSERT INTO jpd_stream (conversation_id, member, turn_id, body) "
                     "VALUES (%s, %s, %s, %s)",
                     rows,
                 )
                 for name in sorted({channel(c) for c, _ in batches}):
-                    cur.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(name)))
+                    await cur.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(name)))
 
-        self._run(work)
+        await self._db.run(work)
         for conversation_id, turn_id in batches:
             self._turns[conversation_id] = turn_id
 
-    def read(self, conversation_id: str, after: int) -> list[tuple[int, str]]:
+    async def read(self, conversation_id: str, after: int) -> list[tuple[int, str]]:
         """Rows other members wrote after position `after`: (position, body)."""
-        return self.read_all({conversation_id: after}).get(conversation_id, [])
+        return (await self.read_all({conversation_id: after})).get(conversation_id, [])
 
-    def read_all(self, cursors: dict[str, int]) -> dict[str, list[tuple[int, str]]]:
+    async def read_all(self, cursors: dict[str, int]) -> dict[str, list[tuple[int, str]]]:
         """`read` of several conversations in one query: conversation -> its rows."""
         ids, afters = list(cursors), [cursors[c] for c in cursors]
-        rows = self._run(
-            lambda conn: conn.execute(
-                "SELECT s.conversation_id, s.n, s.body FROM jpd_stream s "
-                "JOIN unnest(%s::text[], %s::bigint[]) AS c(id, after) "
-                "ON s.conversation_id = c.id AND s.n > c.after "
-                "WHERE s.member <> %s ORDER BY s.n",
-                (ids, afters, self._member),
-            ).fetchall()
+        rows = await self._db.all(
+            "SELECT s.conversation_id, s.n, s.body FROM jpd_stream s "
+            "JOIN unnest(%s::text[], %s::bigint[]) AS c(id, after) "
+            "ON s.conversation_id = c.id AND s.n > c.after "
+            "WHERE s.member <> %s ORDER BY s.n",
+            (ids, afters, self._member),
         )
         found: dict[str, list[tuple[int, str]]] = {}
         for cid, n, body in rows:
             found.setdefault(str(cid), []).append((int(n), str(body)))
         return found
 
-    def follow(self, conversation_id: str) -> None:
+    async def follow(self, conversation_id: str) -> None:
         """Listen on the conversation's channel: the waiting listener is woken (its own
         channel) to LISTEN at once and read what was written before."""
-        with self._lock:
-            self._wanted[channel(conversation_id)] = conversation_id
-            waiting = self._listener is not None
-        if waiting:
+        self._wanted[channel(conversation_id)] = conversation_id
+        if self._waiting:
+
+            async def wake(conn: Conn) -> None:
+                await conn.execute(self._wake_sql)
+
             try:
-                self._run(lambda conn: conn.execute(self._wake_sql))
+                await self._db.run(wake)
             except Exception as exc:  # it listens at its next wait
                 log.warning("could not wake the listener: %s", exc)
 
     def unfollow(self, conversation_id: str) -> None:
-        with self._lock:
-            self._wanted.pop(channel(conversation_id), None)
+        self._wanted.pop(channel(conversation_id), None)
 
-    def wait(self, timeout: float) -> set[str]:
-        """Block up to `timeout` s for notifications; the conversations notified (all
+    async def wait(self, timeout: float) -> set[str]:  # noqa: ASYNC109 - a bound, not a deadline
+        """Wait up to `timeout` s for notifications; the conversations notified (all
         followed ones after a (re)connection, whose notifications may have been missed).
-        Called from one thread at a time."""
+        Awaited by one task at a time."""
         fresh = self._listener is None or self._listener.closed
+        self._waiting = True  # a `follow` from now on wakes it
         try:
             if fresh:
-                self._listener = psycopg.connect(self._url, autocommit=True)
-                self._listener.execute(
+                self._listener = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+                await self._listener.execute(
                     sql.SQL("LISTEN {}").format(sql.Identifier(self._wake_channel))
                 )
                 self._listening = set()
             conn = self._listener
             assert conn is not None
-            with self._lock:
-                wanted = dict(self._wanted)
+            wanted = dict(self._wanted)
             added = set(wanted) - self._listening
             for name in added:
-                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(name)))
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(name)))
                 self._listening.add(name)
             for name in self._listening - set(wanted):
-                conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(name)))
+                await conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(name)))
                 self._listening.discard(name)
             # Rows written before a LISTEN sent no notification here: read them too.
             notified = set(wanted.values()) if fresh else {wanted[name] for name in added}
             if not notified:  # wait for the first, then take what else came with it
-                for note in conn.notifies(timeout=timeout, stop_after=1):
-                    notified.add(wanted.get(note.channel, ""))
-                for note in conn.notifies(timeout=0.001):
-                    notified.add(wanted.get(note.channel, ""))
+                async for note in conn.notifies(timeout=timeout, stop_after=1):
+                    notified.add(self._wanted.get(note.channel, ""))
+                async for note in conn.notifies(timeout=0.001):
+                    notified.add(self._wanted.get(note.channel, ""))
             notified.discard("")
             return notified
-        except psycopg.Error:
-            if self._listener is not None:
-                self._listener.close()
-            self._listener = None
+        except BaseException:  # an error, or cancelled mid-statement: a new one next time
+            await self.close()
             raise
+        finally:
+            self._waiting = False
 
-    def close(self) -> None:
-        if self._listener is not None:
-            self._listener.close()
+    async def close(self) -> None:
+        conn, self._listener = self._listener, None
+        if conn is not None:
+            with anyio.CancelScope(shield=True):
+                await conn.close()

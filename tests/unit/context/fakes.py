@@ -139,7 +139,7 @@ class MemoryLog:
     def append(self, conversation_id: str, event: ev.Event) -> None:
         self.events.append(event)
 
-    def sync(self, conversation_id: str) -> None:
+    async def sync(self, conversation_id: str) -> None:
         pass
 
 
