@@ -30,8 +30,8 @@ if str(ROOT) not in sys.path:
 
 from bench.longrun import scripted_env  # noqa: E402
 from bench.rpcclient import Client  # noqa: E402
-from jpd.conversation.jsonl.store import ConversationStore  # noqa: E402
-from jpd.conversation.recovery import lock_turn, recover  # noqa: E402
+from jpd.conversation.jsonl.threaded import ThreadedStore  # noqa: E402
+from jpd.conversation.recovery import recover  # noqa: E402
 from jpd.core.checkpoints import INTERVAL  # noqa: E402
 
 CHUNK, DELAY_MS = 4, 10
@@ -59,13 +59,13 @@ async def one_kill(home: Path, rng: random.Random) -> tuple[int, int]:
             shown += event["text"]
     process.send_signal(signal.SIGKILL)
     await process.wait()
-    store = ConversationStore(Path(env["JP_DATA_DIR"]))
+    store = ThreadedStore(Path(env["JP_DATA_DIR"]))
     cid = started["conversationId"]
-    lock = lock_turn(store, cid)
+    lock = await store.lock_turn(cid)
     assert lock is not None, "the killed daemon's turn lock was not released"
-    recover(store, cid)
-    lock.release()
-    events = store.load(cid)
+    await recover(store, cid)
+    await lock.release()
+    events = await store.load(cid)
     assert [e.type for e in events if e.type in ("turn_start", "turn_end")] == [
         "turn_start",
         "turn_end",
@@ -74,7 +74,7 @@ async def one_kill(home: Path, rng: random.Random) -> tuple[int, int]:
         e.message or "" for e in events if e.type == "chat_response" and e.message is not None
     )
     assert TEXT.startswith(saved)
-    store.close()
+    await store.close()
     return len(shown), len(saved)
 
 

@@ -27,35 +27,41 @@ from bench.rpcclient import ROOT, Client
 LEASE_TTL = 2.0
 
 
-def _appends(store: object, cid: str, count: int) -> float:
+async def _appends(store: Any, cid: str, count: int) -> float:
     from jpd.conversation import events as ev
 
-    store.create(cid)  # type: ignore[attr-defined]
-    lease = store.lock_turn(cid)  # type: ignore[attr-defined]
+    await store.create(cid)
+    lease = await store.lock_turn(cid)
     event = ev.ChatCheckpoint(turn_id="t-1", message="x" * 200)
     start = time.perf_counter()
     for _ in range(count):
-        store.append(cid, event)  # type: ignore[attr-defined]
-    store.sync(cid)  # type: ignore[attr-defined]
+        store.append(cid, event)
+    await store.sync(cid)
     spent = time.perf_counter() - start
-    lease.release()
+    await lease.release()
     return count / spent
 
 
-def appends(url: str, home: Path, count: int, rounds: int) -> list[Row]:
-    from jpd.conversation.jsonl.store import ConversationStore
+async def _all_appends(url: str, home: Path, count: int, rounds: int) -> tuple[list, list]:
+    from jpd.conversation.jsonl.threaded import ThreadedStore
     from jpd.conversation.pg import PgStore
 
     pg = PgStore(url, home / "pg", host="bench")
-    local = ConversationStore(home / "jsonl")
+    local = ThreadedStore(home / "jsonl")
     pg_rates, jsonl_rates = [], []
     try:
+        await pg.open()
         for n in range(rounds):
-            pg_rates.append(_appends(pg, f"c-{n}", count))
-            jsonl_rates.append(_appends(local, f"c-{n}", count))
+            pg_rates.append(await _appends(pg, f"c-{n}", count))
+            jsonl_rates.append(await _appends(local, f"c-{n}", count))
     finally:
-        pg.close()
-        local.close()
+        await pg.close()
+        await local.close()
+    return pg_rates, jsonl_rates
+
+
+def appends(url: str, home: Path, count: int, rounds: int) -> list[Row]:
+    pg_rates, jsonl_rates = asyncio.run(_all_appends(url, home, count, rounds))
     p, j = med(pg_rates), med(jsonl_rates)
     return [
         Row(

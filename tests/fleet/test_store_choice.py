@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jpd.config.errors import ConfigError
-from jpd.conversation.jsonl.store import ConversationStore
+from jpd.conversation.jsonl.threaded import ThreadedStore
 from jpd.core.configs import RequestConfigs
 from jpd.core.storage import open_storage
 from jpd.protocol.errors import ConfigInvalid
@@ -25,22 +25,23 @@ def test_no_url_is_the_jsonl_store(tmp_path: Path) -> None:
     for toml in (None, '[assistant.model]\nid = "test/x"\n'):
         env = env_with(tmp_path, toml)
         store = open_storage(tmp_path / "data", env, RequestConfigs(env))
-        assert isinstance(store, ConversationStore)
+        assert isinstance(store, ThreadedStore)
 
 
-def test_a_configured_url_opens_postgres_with_the_fleet_settings(
+async def test_a_configured_url_opens_postgres_with_the_fleet_settings(
     tmp_path: Path, pg_url: str
 ) -> None:
     toml = f'[daemon.store]\nurl = "{pg_url}"\n[daemon.fleet]\nhost = "h1"\nlease_ttl = 7\n'
     env = env_with(tmp_path, toml)
     store = open_storage(tmp_path / "data", env, RequestConfigs(env))
+    await store.open()
     try:
         assert type(store).__name__ == "PgStore"
         assert store.takeover_interval == 1.0
         assert store.holder.startswith("h1:")  # type: ignore[attr-defined]
         assert store.lease_ttl == 7  # type: ignore[attr-defined]
     finally:
-        store.close()
+        await store.close()
 
 
 def test_the_environment_wins_and_a_bad_fleet_config_is_an_error(
@@ -51,7 +52,7 @@ def test_the_environment_wins_and_a_bad_fleet_config_is_an_error(
         open_storage(tmp_path / "data", env, RequestConfigs(env))
 
 
-def test_an_unreachable_store_is_named_without_its_password(
+async def test_an_unreachable_store_is_named_without_its_password(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from jpd.conversation.pg import connections
@@ -61,6 +62,6 @@ def test_an_unreachable_store_is_named_without_its_password(
     monkeypatch.setattr(connections, "RETRY_FOR", 0.5)
     url = "postgresql://jp:s3cret@127.0.0.1:1/jp"
     with pytest.raises(StoreUnavailable, match="cannot reach the conversation store") as err:
-        pg_store.PgStore(url, tmp_path, host="h")
+        await pg_store.PgStore(url, tmp_path, host="h").open()
     assert "s3cret" not in str(err.value)
     assert "host=127.0.0.1" in str(err.value)

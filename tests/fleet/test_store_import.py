@@ -29,7 +29,7 @@ def jpd_store(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_import_copies_each_conversation_once(tmp_path: Path, pg_url: str) -> None:
+async def test_import_copies_each_conversation_once(tmp_path: Path, pg_url: str) -> None:
     data = tmp_path / "data"
     with ConversationStore(data) as local:
         for n in range(3):
@@ -51,18 +51,18 @@ def test_import_copies_each_conversation_once(tmp_path: Path, pg_url: str) -> No
 
     store = PgStore(pg_url, data, host="check")
     try:
-        assert [m.id for m in store.list()] == [m.id for m, _ in expected.values()]
+        assert [m.id for m in await store.list()] == [m.id for m, _ in expected.values()]
         for cid, (meta, events) in expected.items():
-            got = store.metadata(cid)
+            got = await store.metadata(cid)
             # Dated by its first event, as a summary rebuilt from the log is.
             assert got.created_at == events[0].timestamp
             assert got.model_dump(exclude={"created_at"}) == meta.model_dump(exclude={"created_at"})
-            assert store.load(cid, sanitized=False) == events
-        assert store.last_turn("c-2") == (True, None)
-        assert store.attributes("c-1").labels == ["work"]  # the attributes came along
-        assert set(store.all_attributes()) == {"c-1"}
+            assert await store.load(cid, sanitized=False) == events
+        assert await store.last_turn("c-2") == (True, None)
+        assert (await store.attributes("c-1")).labels == ["work"]  # the attributes came along
+        assert set(await store.all_attributes()) == {"c-1"}
     finally:
-        store.close()
+        await store.close()
 
 
 def test_import_without_a_store_says_how_to_name_one(tmp_path: Path) -> None:

@@ -1,34 +1,39 @@
 """Both stores behind `port.ConversationStorage` behave alike: the JSONL files (the
-embedded default) and Postgres (a real server, see conftest.py)."""
+embedded default, through `ThreadedStore`) and Postgres (a real server, see
+conftest.py)."""
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
+import pytest_asyncio
 
 from jpd.conversation import events as ev
-from jpd.conversation.jsonl.store import ConversationStore
+from jpd.conversation.jsonl.threaded import ThreadedStore
 from jpd.conversation.port import ConversationExists, ConversationNotFound, ConversationStorage
 from jpd.conversation.recovery import INTERRUPTED_TOOL, recover_all
 
 CID = "c-port"
 
 
-@pytest.fixture(params=["jsonl", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ConversationStorage]:
+@pytest_asyncio.fixture(params=["jsonl", "postgres"])
+async def store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[ConversationStorage]:
     if request.param == "jsonl":
-        s: ConversationStorage = ConversationStore(tmp_path)
+        s: ConversationStorage = ThreadedStore(tmp_path)
     else:
         from jpd.conversation.pg import PgStore
 
         url = request.getfixturevalue("pg_url")
         s = PgStore(url, tmp_path, host="test", lease_ttl=5)
+    await s.open()
     yield s
-    s.close()
+    await s.close()
 
 
 def turn(cid: str = CID, turn_id: str = "t-1") -> list[ev.Event]:
@@ -40,21 +45,21 @@ def turn(cid: str = CID, turn_id: str = "t-1") -> list[ev.Event]:
     ]
 
 
-def test_create_append_load_and_summary(store: ConversationStorage) -> None:
-    store.create(CID)
-    assert store.exists(CID)
+async def test_create_append_load_and_summary(store: ConversationStorage) -> None:
+    await store.create(CID)
+    assert await store.exists(CID)
     with pytest.raises(ConversationExists):
-        store.create(CID)
+        await store.create(CID)
     for event in turn():
         store.append(CID, event)
-    store.sync(CID)
-    loaded = store.load(CID)
+    await store.sync(CID)
+    loaded = await store.load(CID)
     assert [type(e) for e in loaded] == [type(e) for e in turn()]
     assert loaded[1] == turn()[1].model_copy(update={"timestamp": loaded[1].timestamp})
-    meta = store.metadata(CID)
+    meta = await store.metadata(CID)
     assert (meta.title, meta.event_count, meta.workspace) == ("Hello there", 4, "/w")
-    assert [m.id for m in store.list()] == [CID]
-    assert [e["type"] for e in json.loads(store.load_encoded(CID))] == [
+    assert [m.id for m in await store.list()] == [CID]
+    assert [e["type"] for e in json.loads(await store.load_encoded(CID))] == [
         "turn_start",
         "chat_request",
         "chat_response",
@@ -62,8 +67,8 @@ def test_create_append_load_and_summary(store: ConversationStorage) -> None:
     ]
 
 
-def test_missing_conversations_are_reported(store: ConversationStorage) -> None:
-    assert not store.exists("c-none")
+async def test_missing_conversations_are_reported(store: ConversationStorage) -> None:
+    assert not await store.exists("c-none")
     for call in (
         lambda: store.load("c-none"),
         lambda: store.metadata("c-none"),
@@ -71,137 +76,139 @@ def test_missing_conversations_are_reported(store: ConversationStorage) -> None:
         lambda: store.lock_turn("c-none"),
     ):
         with pytest.raises(ConversationNotFound):
-            call()
-    assert store.last_turn("c-none") == (False, None)
+            await call()
+    assert await store.last_turn("c-none") == (False, None)
 
 
-def test_delete_removes_the_log(store: ConversationStorage) -> None:
-    store.create(CID)
+async def test_delete_removes_the_log(store: ConversationStorage) -> None:
+    await store.create(CID)
     store.append(CID, ev.ChatRequest(content="x"))
-    store.delete(CID)
-    assert not store.exists(CID)
-    assert store.list() == []
+    await store.delete(CID)
+    assert not await store.exists(CID)
+    assert await store.list() == []
 
 
-def test_concurrent_appends_keep_every_event_once_in_order_per_writer(
+async def test_concurrent_appends_keep_every_event_once_in_order_per_writer(
     store: ConversationStorage,
 ) -> None:
-    store.create(CID)
+    await store.create(CID)
 
-    def write(who: int) -> None:
+    async def write(who: int) -> None:
         for n in range(25):
             store.append(CID, ev.ChatRequest(content=f"{who}:{n}"))
+            await anyio.sleep(0)  # the writers interleave
 
-    threads = [threading.Thread(target=write, args=(w,)) for w in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    contents = [e.content for e in store.load(CID) if isinstance(e, ev.ChatRequest)]
+    async with anyio.create_task_group() as tg:
+        for w in range(4):
+            tg.start_soon(write, w)
+    contents = [e.content for e in await store.load(CID) if isinstance(e, ev.ChatRequest)]
     assert sorted(contents) == sorted(f"{w}:{n}" for w in range(4) for n in range(25))
     for w in range(4):
         mine = [c for c in contents if c.startswith(f"{w}:")]
         assert mine == [f"{w}:{n}" for n in range(25)]
 
 
-def test_one_turn_lease_at_a_time(store: ConversationStorage) -> None:
-    store.create(CID)
-    lease = store.lock_turn(CID)
+async def test_one_turn_lease_at_a_time(store: ConversationStorage) -> None:
+    await store.create(CID)
+    lease = await store.lock_turn(CID)
     assert lease is not None
-    if isinstance(store, ConversationStore):
-        other: ConversationStorage = ConversationStore(store.root)
+    if isinstance(store, ThreadedStore):
+        other: ConversationStorage = ThreadedStore(store.root)
     else:
         from jpd.conversation.pg import PgStore
 
         assert isinstance(store, PgStore)
         other = PgStore(store.url, store.root, host="other", lease_ttl=5)
     try:
-        assert other.lock_turn(CID) is None
-        lease.release()
-        again = other.lock_turn(CID)
+        assert await other.lock_turn(CID) is None
+        await lease.release()
+        again = await other.lock_turn(CID)
         assert again is not None
-        again.release()
+        await again.release()
     finally:
-        if other is not store:
-            other.close()
+        await other.close()
 
 
-def test_the_last_turn_and_the_recovery_scan(store: ConversationStorage) -> None:
-    store.create(CID)
-    assert store.last_turn(CID) == (False, None)
+async def test_the_last_turn_and_the_recovery_scan(store: ConversationStorage) -> None:
+    await store.create(CID)
+    assert await store.last_turn(CID) == (False, None)
     start = ev.TurnStart(turn_id="t-1", model="m/x")
     store.append(CID, start)
     store.append(CID, ev.ChatRequest(content="run it"))
     store.append(CID, ev.ToolCallRequest(id="call-1", name="run_command", arguments={}))
-    assert store.last_turn(CID) == (True, None)
-    assert [(c, o) for c, o, _ in store.scan_turns()] == [(CID, True)]
-    store.create("c-done")
+    await store.sync(CID)  # a fleet's appends: committed
+    assert await store.last_turn(CID) == (True, None)
+    assert [(c, o) for c, o, _ in await store.scan_turns()] == [(CID, True)]
+    await store.create("c-done")
     for event in turn("c-done"):
         store.append("c-done", event)
+    await store.sync("c-done")
 
-    found = recover_all(store)  # the open turn: closed as interrupted, and resumable
+    found = await recover_all(store)  # the open turn: closed as interrupted, and resumable
 
     assert list(found) == [CID]
     assert found[CID].turn_id == "t-1"
-    is_open, resumable = store.last_turn(CID)
+    is_open, resumable = await store.last_turn(CID)
     assert not is_open and resumable is not None and resumable.turn_id == "t-1"
-    tail = store.load(CID, sanitized=False)[-2:]
+    tail = (await store.load(CID, sanitized=False))[-2:]
     assert isinstance(tail[0], ev.ToolCallResponse) and tail[0].content == INTERRUPTED_TOOL
     assert isinstance(tail[1], ev.TurnEnd) and tail[1].stop_reason == "interrupted"
-    assert recover_all(store) == found  # nothing appended twice
-    assert len(store.load(CID, sanitized=False)) == 5
+    assert await recover_all(store) == found  # nothing appended twice
+    assert len(await store.load(CID, sanitized=False)) == 5
 
     store.append(CID, ev.TurnResume(turn_id="t-1"))
-    assert store.last_turn(CID) == (True, None)
+    await store.sync(CID)
+    assert await store.last_turn(CID) == (True, None)
     store.append(CID, ev.TurnEnd(turn_id="t-1", stop_reason="end_turn"))
-    assert store.last_turn(CID) == (False, None)
+    await store.sync(CID)
+    assert await store.last_turn(CID) == (False, None)
 
 
-def test_attributes_change_atomically_and_go_with_the_conversation(
+async def test_attributes_change_atomically_and_go_with_the_conversation(
     store: ConversationStorage,
 ) -> None:
     from jpd.conversation.attributes import Attributes
 
-    assert store.attributes(CID) == Attributes() and store.all_attributes() == {}
+    assert await store.attributes(CID) == Attributes() and await store.all_attributes() == {}
     with pytest.raises(ConversationNotFound):
-        store.update_attributes(CID, lambda a: a.model_copy(update={"title": "x"}))
-    store.create(CID)
-    titled = store.update_attributes(
+        await store.update_attributes(CID, lambda a: a.model_copy(update={"title": "x"}))
+    await store.create(CID)
+    titled = await store.update_attributes(
         CID, lambda a: a.model_copy(update={"title": "Plan", "title_source": "user"})
     )
-    assert titled.title == "Plan" and store.attributes(CID) == titled
+    assert titled.title == "Plan" and await store.attributes(CID) == titled
 
-    def add(n: int) -> None:
+    async def add(n: int) -> None:
         for i in range(10):
             label = f"l{n}-{i}"
-            store.update_attributes(
+            await store.update_attributes(
                 CID, lambda a, label=label: a.model_copy(update={"labels": [*a.labels, label]})
             )
 
-    threads = [threading.Thread(target=add, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    labels = store.attributes(CID).labels
+    async with anyio.create_task_group() as tg:  # at once: threads, or pooled connections
+        for n in range(4):
+            tg.start_soon(add, n)
+    labels = (await store.attributes(CID)).labels
     assert len(labels) == 40 and len(set(labels)) == 40  # no change lost
-    assert store.all_attributes() == {CID: store.attributes(CID)}
-    store.delete(CID)
-    assert store.all_attributes() == {}
-    assert store.attributes(CID) == Attributes()
+    assert await store.all_attributes() == {CID: await store.attributes(CID)}
+    await store.delete(CID)
+    assert await store.all_attributes() == {}
+    assert await store.attributes(CID) == Attributes()
 
 
-def test_members_see_each_others_attributes(tmp_path: Path, pg_url: str) -> None:
+async def test_members_see_each_others_attributes(tmp_path: Path, pg_url: str) -> None:
     from jpd.conversation.pg import PgStore
 
     one = PgStore(pg_url, tmp_path / "one", host="one", lease_ttl=5)
     two = PgStore(pg_url, tmp_path / "two", host="two", lease_ttl=5)
     try:
-        one.create(CID)
-        one.update_attributes(CID, lambda a: a.model_copy(update={"labels": ["shared"]}))
-        two.update_attributes(CID, lambda a: a.model_copy(update={"labels": [*a.labels, "too"]}))
-        assert one.attributes(CID).labels == ["shared", "too"]
+        await one.create(CID)
+        await one.update_attributes(CID, lambda a: a.model_copy(update={"labels": ["shared"]}))
+        await two.update_attributes(
+            CID, lambda a: a.model_copy(update={"labels": [*a.labels, "too"]})
+        )
+        assert (await one.attributes(CID)).labels == ["shared", "too"]
         assert not (tmp_path / "one" / "conversations" / CID / "attributes.json").exists()
     finally:
-        one.close()
-        two.close()
+        await one.close()
+        await two.close()

@@ -4,6 +4,7 @@ member remembers of the leases it gave back."""
 
 from __future__ import annotations
 
+import functools
 import time
 from datetime import datetime
 from typing import Any
@@ -59,6 +60,7 @@ class PgClaims(PgConnections):
             started,
             self._forget,
             seq_floor=int(row[1]),
+            drain=functools.partial(self._writer.written, cid, check=False),
         )
         self._leases[cid] = lease
         return lease

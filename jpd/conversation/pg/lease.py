@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -72,6 +72,7 @@ class PgLease:
         started: float,
         forget: Callable[[PgLease], None],
         seq_floor: int = 1,
+        drain: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._pool = pool
         self.conversation_id = conversation_id
@@ -80,6 +81,8 @@ class PgLease:
         self.ttl = ttl
         self.deadline = started + ttl
         self._forget = forget
+        self._drain = drain
+        """Waits for the appends queued under the lease: written before it is given back."""
         self.seq_floor = seq_floor
         self._next_seq: Callable[[], int] | None = None
         self._callbacks: list[Callable[[], None]] = []
@@ -123,6 +126,10 @@ class PgLease:
 
     async def release(self) -> None:
         if self.released:
+            return
+        if self._drain is not None and not self.lost:
+            await self._drain()
+        if self.released:  # released meanwhile
             return
         self.released = True
         self._stop()
