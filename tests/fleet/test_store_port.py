@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 import pytest_asyncio
 
@@ -96,7 +97,7 @@ async def test_concurrent_appends_keep_every_event_once_in_order_per_writer(
     async def write(who: int) -> None:
         for n in range(25):
             store.append(CID, ev.ChatRequest(content=f"{who}:{n}"))
-            await anyio.sleep(0)  # the writers interleave
+            await anyio.lowlevel.checkpoint()  # the writers interleave
 
     async with anyio.create_task_group() as tg:
         for w in range(4):

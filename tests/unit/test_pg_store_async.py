@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("psycopg")
 
-import jpd.conversation.pg as pg  # noqa: E402
+import jpd.conversation.pg as pg
 
 BLOCKING = {
     ("psycopg", "connect"): "a blocking connection",
