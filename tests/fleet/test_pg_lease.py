@@ -36,8 +36,8 @@ async def stores(pg_url: str, tmp_path: Path) -> AsyncIterator[tuple[PgStore, Pg
 
 async def wait_until(check: Callable[[], object], limit: float = 10.0) -> None:
     with anyio.fail_after(limit):
-        while not await check():  # type: ignore[misc]
-            await anyio.sleep(0.05)  # noqa: ASYNC110 - polls the database
+        while not await check():  # type: ignore[misc]  # noqa: ASYNC110 - polls the database
+            await anyio.sleep(0.05)
 
 
 async def execute(url: str, sql: str, params: tuple[object, ...]) -> None:
