@@ -51,6 +51,9 @@ class RunningTurns:
         self.relay: ClientLink | None = None
         """In a fleet: follows every turn here, for other members' clients (core.follow)."""
         self._released: dict[str, anyio.Event] = {}
+        self._letting_go: dict[str, anyio.Event] = {}
+        """Conversation id -> set once a turn that ended there gave its lease back (a
+        fleet's release is a database call: a next turn waits for it, `let_go`)."""
         self._running_in: dict[str, int] = {}
         """Conversation id -> its running turns: `busy` is asked at every turn's end."""
         self._first_ended = False
@@ -101,6 +104,7 @@ class RunningTurns:
         try:
             await turn.run()
         finally:
+            letting_go = self._letting_go[turn.conversation_id] = anyio.Event()
             self._infos.pop(turn.turn_id, None)
             if self._turns.pop(turn.turn_id, None) is not None:
                 cid = turn.conversation_id
@@ -118,6 +122,9 @@ class RunningTurns:
             if lock is not None:
                 with anyio.CancelScope(shield=True):  # a fleet's: a database call
                     await lock.release()
+            letting_go.set()
+            if self._letting_go.get(turn.conversation_id) is letting_go:
+                del self._letting_go[turn.conversation_id]
             if self.relay is not None and not self.busy(turn.conversation_id):
                 self._hub.unsubscribe(turn.conversation_id, self.relay)
                 with anyio.CancelScope(shield=True):
@@ -127,6 +134,13 @@ class RunningTurns:
             released = self._released.pop(turn.turn_id, None)
             if released is not None:
                 released.set()
+
+    async def let_go(self, conversation_id: str) -> None:
+        """Wait until a turn that ended in the conversation gave its lease back (at once
+        if none is giving it back): its client may start the next turn at once."""
+        letting_go = self._letting_go.get(conversation_id)
+        if letting_go is not None:
+            await letting_go.wait()
 
     async def wait_released(self, turn_id: str) -> None:
         """Wait until a turn ended and let go of its conversation (at once if it has)."""

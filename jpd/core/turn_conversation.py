@@ -59,6 +59,7 @@ async def launch(
     elif is_new:
         lock = await conversations.create(conversation_id)
     else:
+        await turns.let_go(conversation_id)  # the lease of a turn that just ended here
         turns.check_idle(conversation_id)  # again: another turn may have started meanwhile
         lock = await conversations.lock_turn(conversation_id)
     try:

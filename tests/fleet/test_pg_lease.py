@@ -87,6 +87,7 @@ async def test_a_zombie_writes_nothing_after_another_daemon_took_over(
     lease.lost = False
     lease.deadline = time.monotonic() + 60
     a.append(CID, ev.ToolCallResponse(id="call-1", content="done late"))
+    a.append(CID, ev.ChatResponse(message="and more"))  # one batch: refused whole
     with pytest.raises(LeaseLost):
         await a.written(CID)
     with pytest.raises(LeaseLost):  # and nothing more of it is written

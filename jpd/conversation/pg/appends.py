@@ -69,18 +69,20 @@ class PgAppends(PgConnections):
         (`writer.OrderedWriter`); retried whole (each is appended at most once)."""
         cid = batch[0]["cid"]
 
-        async def append(conn: Conn) -> None:
-            for params in batch:
-                cur = await conn.execute(APPEND_SQL.encode(), params)
-                if await cur.fetchone() is None:
-                    await self._refused(conn, cid, params)
-
         async def write(conn: Conn) -> None:
             if len(batch) == 1:  # one statement: its own transaction, no BEGIN/COMMIT trips
-                await append(conn)
+                cur = await conn.execute(APPEND_SQL.encode(), batch[0])
+                if await cur.fetchone() is None:
+                    await self._refused(conn, cid, batch[0])
                 return
-            async with conn.transaction():
-                await append(conn)
+            async with conn.transaction(), conn.cursor() as cur:
+                # One round trip for the batch (psycopg pipelines `executemany`), each
+                # statement's result read after it: a refused one raises, all roll back.
+                await cur.executemany(APPEND_SQL.encode(), batch, returning=True)
+                for params in batch:
+                    if await cur.fetchone() is None:
+                        await self._refused(conn, cid, params)
+                    cur.nextset()
 
         # With a lease, retry only while it is held: past its deadline another daemon may
         # take the turn over, and this one must stop writing.

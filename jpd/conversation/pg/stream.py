@@ -28,6 +28,19 @@ def channel(conversation_id: str) -> str:
     return "jpd_" + hashlib.sha1(conversation_id.encode()).hexdigest()[:24]
 
 
+_PUBLISH = """
+WITH earlier AS (  -- the rows of earlier turns are no longer followed
+  DELETE FROM jpd_stream s USING unnest(%s::text[], %s::text[]) AS n(cid, turn)
+   WHERE s.conversation_id = n.cid AND s.turn_id <> n.turn),
+added AS (
+  INSERT INTO jpd_stream (conversation_id, member, turn_id, body)
+  SELECT r.cid, %s, r.turn, r.body
+    FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS r(cid, turn, body, ord)
+   ORDER BY r.ord)
+SELECT pg_notify(name, '') FROM unnest(%s::text[]) AS name
+"""
+
+
 class PgTurnStream:
     """`port.TurnStream` on `jpd_stream` and LISTEN/NOTIFY, on the event loop: the
     listener is a connection of its own, awaited by one task (`Followers.run`)."""
@@ -48,27 +61,20 @@ class PgTurnStream:
         await self.publish_all({(conversation_id, turn_id): bodies})
 
     async def publish_all(self, batches: dict[tuple[str, str], list[str]]) -> None:
-        """Every conversation's batch in one transaction (one round trip per flush,
-        however many turns run here)."""
+        """Every conversation's batch in one statement (one round trip per flush, however
+        many turns run here; atomic, and its notifications go out on its commit)."""
         new_turns = [(c, t) for c, t in batches if self._turns.get(c) != t]
-        rows = [(c, self._member, t, b) for (c, t), bodies in batches.items() for b in bodies]
-
-        async def work(conn: Conn) -> None:
-            async with conn.transaction(), conn.cursor() as cur:
-                if new_turns:  # the rows of earlier turns are no longer followed
-                    await cur.executemany(
-                        "DELETE FROM jpd_stream WHERE conversation_id = %s AND turn_id <> %s",
-                        new_turns,
-                    )
-                await cur.executemany(
-                    "INSERT INTO jpd_stream (conversation_id, member, turn_id, body) "
-                    "VALUES (%s, %s, %s, %s)",
-                    rows,
-                )
-                for name in sorted({channel(c) for c, _ in batches}):
-                    await cur.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(name)))
-
-        await self._db.run(work)
+        rows = [(c, t, b) for (c, t), bodies in batches.items() for b in bodies]
+        params = (
+            [c for c, _ in new_turns],
+            [t for _, t in new_turns],
+            self._member,
+            [c for c, _, _ in rows],
+            [t for _, t, _ in rows],
+            [b for _, _, b in rows],
+            sorted({channel(c) for c, _ in batches}),
+        )
+        await self._db.execute(_PUBLISH, params)
         for conversation_id, turn_id in batches:
             self._turns[conversation_id] = turn_id
 
