@@ -1,6 +1,6 @@
 """Which psycopg driver for the fleet store (docs/scale.md, section 4): the synchronous
-pool on worker threads (built) against `AsyncConnectionPool` on the event loop, on a
-throwaway Postgres 15. `python -m bench.pg_driver`; not in the default run.
+pool on worker threads (the store before) against `AsyncConnectionPool` on the event
+loop (built), on a throwaway Postgres 15. `python -m bench.pg_driver`; not in the default run.
 
 Measured, each alone and with the event loop half busy (25 tasks each doing 0.1 ms of
 work every 5 ms, as streaming turns do): the round trip of an append statement awaited from
