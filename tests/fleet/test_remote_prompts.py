@@ -136,7 +136,7 @@ async def test_with_nobody_attached_anywhere_the_detached_policy_decides_at_once
     client.handlers["inquiry/prompt"] = answer
     try:
         started = await client.request("turn/start", {"message": "ship", "detached": "deny"})
-        turn, cid = started["turnId"], started["conversationId"]
+        cid = started["conversationId"]
         assert watchers(pg_url, cid) == 1  # recorded before the turn was queued
         await client.request("turn/detach", {"conversationId": cid})
         await wait_for(lambda: watchers(pg_url, cid) == 0, "A to forget its client there")
