@@ -313,7 +313,12 @@ class RemotePrompts:
             failed = {"error": {"kind": "failed", "message": str(exc)}}
             await anyio.to_thread.run_sync(self._board.reply, relayed, json.dumps(failed))
             return
-        key = (link_id, str(request.conversation_id), str(request.inquiry_id))
+        cid = str(request.conversation_id)
+        if all(s.link_id != link_id for s in self._hub.subscribers(cid)):
+            gone = {"error": {"kind": "gone", "message": "the client detached"}}
+            await anyio.to_thread.run_sync(self._board.reply, relayed, json.dumps(gone))
+            return
+        key = (link_id, cid, str(request.inquiry_id))
         self._tg.start_soon(self._forward, relayed, link, entry, request, key)
 
     async def _forward(
