@@ -97,6 +97,41 @@ async def test_the_client_that_queued_a_turn_is_asked_its_question_as_if_it_ran_
             await each.close()
 
 
+async def test_a_permission_request_is_relayed_to_the_client_that_queued_the_turn(
+    tmp_path: Path, pg_url: str, daemons: Daemons
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env_a = member(tmp_path / "a", pg_url, [{"text": "Busy.", **tool_call("slow")}], "a", ONE)
+    daemon_a, busy = await start(daemons, env_a, workspaceRoot=str(workspace))
+    client = await SocketClient.connect(daemon_a.socket)
+    await client.initialize(capabilities={"permission": True})
+    await busy.request("turn/start", {"message": "be busy"})
+    await wait_for((workspace / "runs").exists, "A's tool to run")
+    asked: list[dict[str, Any]] = []
+
+    async def allow(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"allow": True}
+
+    client.handlers["tool/permission"] = allow
+    env_b = member(tmp_path / "b", pg_url, [tool_call("deploy"), {"text": "done"}])
+    add_tool(env_b, "deploy", 'print("deployed")', run='"ask"')
+    _, client_b = await start(daemons, env_b)
+    try:
+        started = await client.request("turn/start", {"message": "deploy", "detached": "deny"})
+        turn = started["turnId"]
+        assert (await client.wait_completed(turn))["event"]["stopReason"] == "end_turn"
+        assert "deployed" in str(tool_results(client, turn)[-1])
+        (permission,) = asked
+        assert permission["toolName"] == "deploy" and permission["kind"] == "run"
+        assert permission["turnId"] == turn
+    finally:
+        kill_runs(workspace)
+        for each in (busy, client, client_b):
+            await each.close()
+
+
 async def test_a_dismissed_prompt_on_the_other_member_cancels_the_question(
     tmp_path: Path, pg_url: str, daemons: Daemons
 ) -> None:
@@ -157,4 +192,40 @@ async def test_with_nobody_attached_anywhere_the_detached_policy_decides_at_once
     finally:
         kill_runs(workspace)
         for each in (busy, client):
+            await each.close()
+
+
+async def test_a_prompt_answered_on_another_member_is_resolved_for_the_client_asked(
+    tmp_path: Path, pg_url: str, daemons: Daemons
+) -> None:
+    """The client on A is asked and does not answer; a client of B (where the turn runs)
+    answers with `inquiry/answer`: A's client is sent `inquiry/resolved`, its prompt
+    abandoned, and the tool has B's answer."""
+    workspace, busy, client = await full_member(tmp_path, daemons, pg_url)
+    asked = asyncio.Event()
+
+    async def hold(params: dict[str, Any]) -> dict[str, Any]:
+        asked.set()
+        await asyncio.Event().wait()  # a person away from the keyboard
+        raise AssertionError("unreachable")
+
+    client.handlers["inquiry/prompt"] = hold
+    _, client_b = await start(daemons, asker_member(tmp_path, pg_url))
+    try:
+        started = await client.request("turn/start", {"message": "ship", "detached": "deny"})
+        turn, cid = started["turnId"], started["conversationId"]
+        await asyncio.wait_for(asked.wait(), 60)
+        (question,) = (await client_b.request("inquiry/list"))["inquiries"]
+        assert question["conversationId"] == cid
+        await client_b.request(
+            "inquiry/answer", {"inquiryId": question["inquiryId"], "answer": True}
+        )
+        resolved = await client.wait_notification("inquiry/resolved")
+        assert resolved["params"]["inquiryId"] == question["inquiryId"]
+        assert resolved["params"]["outcome"] == "answered"
+        assert (await client.wait_completed(turn))["event"]["stopReason"] == "end_turn"
+        assert "shipped" in str(tool_results(client, turn)[-1])
+    finally:
+        kill_runs(workspace)
+        for each in (busy, client, client_b):
             await each.close()
