@@ -216,7 +216,8 @@ class RemotePrompts:
         )
         waiting = self._open[relayed] = _Open(client)
         try:
-            await waiting.done.wait()
+            if not client.gone:  # it may have left while the row was written
+                await waiting.done.wait()
         finally:  # answered, abandoned (resolved otherwise) or gone: the row goes
             self._open.pop(relayed, None)
             self._dropped.append(relayed)
@@ -229,15 +230,17 @@ class RemotePrompts:
         self._outbox.append((client, method, params))
 
     async def _asking_round(self) -> None:
-        outbox, self._outbox = self._outbox, []
-        for client, method, params in outbox:
+        while self._outbox:  # each kept until relayed: the store may be away
+            client, method, params = self._outbox[0]
             body = json.dumps(params, separators=(",", ":"))
             await anyio.to_thread.run_sync(
                 self._board.relay, client.member, client.remote_id, method, body
             )
-        dropped, self._dropped = self._dropped, []
+            self._outbox.pop(0)
+        dropped = list(self._dropped)
         if dropped:
             await anyio.to_thread.run_sync(self._board.drop, dropped)
+            del self._dropped[: len(dropped)]
         if self._open:
             replies = await anyio.to_thread.run_sync(self._board.replies, list(self._open))
             for relayed, body in replies.items():
