@@ -89,8 +89,18 @@ async def assemble(
             detached=detached,
             resume=resume,
             snapshots=parts.store.conversation_dir(conversation_id) / SNAPSHOTS_DIR,
+            share_snapshots=share if parts.turns.relay is not None else None,
             mode=mode,
         )
+
+    def share() -> None:
+        """In a fleet, from the tool's thread: the snapshot just kept goes to the store
+        before the tool changes the file, so a member that takes over a turn cut
+        mid-tool can undo the change."""
+        try:
+            parts.store.share_blobs(conversation_id)
+        except Exception as exc:  # shared again after the tool; the change goes on
+            log.warning("could not share the snapshots of %s: %s", conversation_id, exc)
 
     spec = turn_spec(
         cfg,

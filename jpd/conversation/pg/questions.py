@@ -15,13 +15,16 @@ from typing import Any, Literal, TypeVar
 
 import psycopg
 
+from jpd.conversation.pg.prompts import PgPromptRelay
+
 T = TypeVar("T")
 Key = tuple[str, str, str]
 Run = Callable[[Callable[[psycopg.Connection[Any]], T]], T]
 
 
-class PgQuestionBoard:
-    """`port.QuestionBoard` on the `jpd_questions` table."""
+class PgQuestionBoard(PgPromptRelay):
+    """`port.QuestionBoard` on the `jpd_questions` table (and the relay of requests to
+    other members' clients: `prompts`)."""
 
     def __init__(self, run: Run[Any], holder: str, list_run: Run[Any] | None = None) -> None:
         self._run = run
