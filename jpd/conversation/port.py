@@ -118,6 +118,36 @@ class QuestionBoard(Protocol):
     async def reopen(self, key: tuple[str, str, str], by: str) -> None:
         """Clear an answer found invalid, so that the question waits on."""
 
+    # Asking the clients of other daemons (see `jpd.conversation.pg.prompts`).
+
+    async def watch(self, rows: builtins.list[tuple[str, int, str]]) -> None:
+        """This daemon's clients able to answer, by conversation subscribed to:
+        (conversation, link id, capabilities as JSON), replacing (and renewing) the
+        earlier ones."""
+
+    async def watchers(
+        self, conversation_ids: builtins.list[str]
+    ) -> builtins.list[tuple[str, str, int, str]]:
+        """Other daemons' live such clients of these conversations: (conversation,
+        daemon, link id, capabilities as JSON)."""
+
+    async def relay(self, member: str, link_id: int, method: str, params: str) -> int:
+        """Send a request or notification (params as JSON) to a client of another
+        daemon; returns its id."""
+
+    async def relayed(self) -> builtins.list[tuple[int, int, str, str]]:
+        """What was sent to this daemon's clients and awaits a reply: (id, link id,
+        method, params)."""
+
+    async def reply(self, relayed_id: int, body: str | None) -> None:
+        """Store a client's reply (None: a notification was delivered, forget it)."""
+
+    async def replies(self, ids: builtins.list[int]) -> dict[int, str]:
+        """The replies stored for this daemon's relayed requests among `ids`."""
+
+    async def drop(self, ids: builtins.list[int]) -> None:
+        """Forget this daemon's relayed requests."""
+
 
 class TurnStream(Protocol):
     """The live events of turns running on other daemons of a fleet (see

@@ -52,6 +52,7 @@ from jpd.settings import Settings
 if TYPE_CHECKING:
     from jpd.config import Config
     from jpd.core.follow import Followers
+    from jpd.core.remote_prompts import RemotePrompts
     from jpd.core.shared_questions import SharedQuestions
     from jpd.core.turn_queue import TurnQueue
     from jpd.tools.catalog import EffectiveTool
@@ -78,7 +79,19 @@ class Daemon:
 
             self.hub.gate = AppendGate(self.store, self.hub.send_held)
         self._links: dict[int, ClientLink] = {}
-        self.questions = PendingQuestions(self.hub.subscribers, lambda: list(self._links.values()))
+        board = self.store.question_board()
+        self.remote: RemotePrompts | None = None
+        if board is not None:  # a fleet member: questions reach clients on every member
+            from jpd.core.remote_prompts import FleetQuestions, RemotePrompts
+
+            self.remote = RemotePrompts(board, self.hub, lambda: self._links)
+            self.questions: PendingQuestions = FleetQuestions(
+                self.hub.subscribers, lambda: list(self._links.values()), self.remote
+            )
+        else:
+            self.questions = PendingQuestions(
+                self.hub.subscribers, lambda: list(self._links.values())
+            )
         self._stopping = False
         self.turns = RunningTurns(self.store, self.hub, task_group)
         self.tools = Toolbox(
@@ -116,6 +129,10 @@ class Daemon:
             self.followers = Followers(stream, self.hub, self.turns.busy)
             task_group.start_soon(relay.run)
             task_group.start_soon(self.followers.run)
+            if self.remote is not None:
+                self.remote.followed = self.followers.followed
+                self.followers.on_follow = self.remote.watch_now
+                task_group.start_soon(self.remote.run)
         self.queue: TurnQueue | None = None
         interval = self.store.takeover_interval
         if (
@@ -129,7 +146,6 @@ class Daemon:
             self.queue = TurnQueue(queue, parts, self.followers, self._max_turns())
             starter.queue = self.queue
             task_group.start_soon(self.queue.run, self.start_turn, self.resume_turn, interval)
-        board = self.store.question_board()
         self.shared: SharedQuestions | None = None
         if board is not None:  # a fleet member: questions answerable from any member
             from jpd.core.shared_questions import SharedQuestions
@@ -266,6 +282,8 @@ class Daemon:
             # Its turn may run elsewhere: this client gets it from its start.
             await self.followers.follow(conversation_id)
         self.questions.client_ready(link, conversation_id)
+        if following and self.remote is not None:  # asked what other members' turns ask
+            await self.remote.watch_now()
         return last, oldest
 
     def detach(self, link: ClientLink, conversation_id: str) -> bool:

@@ -122,6 +122,13 @@ class Followers:
         self._busy = busy
         self._cursors: dict[str, int] = {}
         self._pulling = anyio.Lock()  # one reader at a time: nothing relayed twice
+        self.on_follow: Callable[[], Awaitable[None]] | None = None
+        """Awaited once a conversation is followed (`RemotePrompts.watch_now`: its
+        clients are then asked the questions of a turn running elsewhere)."""
+
+    def followed(self) -> list[str]:
+        """The conversations this member's clients follow."""
+        return list(self._cursors)
 
     async def follow(self, conversation_id: str, *, replay: bool = True) -> None:
         """A client attached: relay what the conversation's turn streamed so far (not
@@ -134,12 +141,14 @@ class Followers:
             await self._stream.follow(conversation_id)  # it wakes the listener
         if replay:
             await self._pull(conversation_id)  # all the store has now, for a replay
-            return
-        async with self._pulling:  # an earlier turn's rows are skipped
-            after = self._cursors.get(conversation_id, 0)
-            rows = await self._stream.read(conversation_id, after)
-            if rows:
-                self._cursors[conversation_id] = rows[-1][0]
+        else:
+            async with self._pulling:  # an earlier turn's rows are skipped
+                after = self._cursors.get(conversation_id, 0)
+                rows = await self._stream.read(conversation_id, after)
+                if rows:
+                    self._cursors[conversation_id] = rows[-1][0]
+        if self.on_follow is not None:
+            await self.on_follow()
 
     async def run(self) -> None:
         while True:

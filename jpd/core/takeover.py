@@ -9,8 +9,9 @@ interrupted, each cut tool call reported interrupted), and then resumes it here 
 exists here; else it stays resumable for a member or client that has
 it. A turn pinned to a workspace is left to the members of the host that ran it for a
 few lease TTLs (`pg.queue.PIN_OK`): only then does another host close it.
-No client follows it at first: its questions go to the detached policy, and any client
-can attach to it.
+No client of this member follows it at first: its questions are offered to the clients
+following its conversation on any member (`core.remote_prompts`), and with none the
+detached policy decides; any client can attach to it.
 """
 
 from __future__ import annotations

@@ -115,6 +115,7 @@ class Toolbox:
         detached: Any,
         resume: ResumePlan | None = None,
         snapshots: Path | None = None,
+        share_snapshots: Callable[[], None] | None = None,
         mode: PermissionMode = "ask",
     ) -> Coordinator:
         """The tool coordinator of a turn (with its inquiry backend) or of a `tool/call`."""
@@ -142,6 +143,7 @@ class Toolbox:
             resumed=resume,
             stopping=self._stopping,
             snapshots=snapshots,
+            share_snapshots=share_snapshots,
             protected=ProtectedPaths.of(cfg.conversation.protected_paths),
         )
 

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from jpd.conversation.paths import SNAPSHOTS_DIR
 from jpd.core.parts import DaemonParts
@@ -89,8 +91,20 @@ async def assemble(
             detached=detached,
             resume=resume,
             snapshots=parts.store.conversation_dir(conversation_id) / SNAPSHOTS_DIR,
+            share_snapshots=share if parts.turns.relay is not None else None,
             mode=mode,
         )
+
+    loop = anyio.lowlevel.current_token()
+
+    def share() -> None:
+        """In a fleet, from the tool's thread (blocking it, not the loop): the snapshot
+        just kept goes to the store before the tool changes the file, so a member that
+        takes over a turn cut mid-tool can undo the change."""
+        try:
+            anyio.from_thread.run(parts.store.share_blobs, conversation_id, token=loop)
+        except Exception as exc:  # shared again after the tool; the change goes on
+            log.warning("could not share the snapshots of %s: %s", conversation_id, exc)
 
     spec = turn_spec(
         cfg,

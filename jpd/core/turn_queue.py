@@ -6,11 +6,12 @@ without room the turn is validated here, then queued (`port.TurnQueueStore`) wit
 `turn/start` params, its client following the conversation as it would a turn of
 another member (`core.follow`). Each member with room claims queued turns, oldest first
 (a turn pinned to a workspace only on its host), when woken by the queue's `NOTIFY` and
-every `interval` s, and starts them here as `turn/start` would, with no client behind
-them (`takeover.Unattended`); turns whose member stopped are claimed by the same path
-and taken over (`takeover.take_over`). `turn/cancel` of a turn queued or running on
-another member is asked through the store: the member running it cancels it; a queued
-one is claimed by any member and ended `cancelled` without running.
+every `interval` s, and starts them here as `turn/start` would, with no client of this
+member behind them (`takeover.Unattended`: their questions reach the client that queued
+them, on its member, through `core.remote_prompts`); turns whose member stopped are
+claimed by the same path and taken over (`takeover.take_over`). `turn/cancel` of a turn
+queued or running on another member is asked through the store: the member running it
+cancels it; a queued one is claimed by any member and ended `cancelled` without running.
 """
 
 from __future__ import annotations

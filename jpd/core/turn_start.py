@@ -155,7 +155,10 @@ class TurnStarter:
         await launch(self._parts, self._tg, turn, link, is_new=is_new, images=pictures, lease=lease)
         from jpd.core.titles import title_after_first_turn, title_model
 
-        if is_new and title_model(cfg) is not None:
+        # A turn claimed from a fleet's queue (`lease`) is its conversation's first when
+        # nothing came before it (the member that queued it created it empty).
+        first = is_new or (lease is not None and history.last_start is None)
+        if first and title_model(cfg) is not None:
             self._tg.start_soon(title_after_first_turn, self._parts, turn, cfg, providers)
         return turn_info(turn)
 

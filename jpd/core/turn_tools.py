@@ -52,6 +52,7 @@ def make_coordinator(
     resumed: ResumePlan | None = None,
     stopping: Callable[[], bool] = lambda: False,
     snapshots: Path | None = None,
+    share_snapshots: Callable[[], None] | None = None,
     protected: ProtectedPaths | None = None,
 ) -> Coordinator:
     """A coordinator over `tools` with its own turn cache, attempt counters and
@@ -76,6 +77,7 @@ def make_coordinator(
         sampler=sampler,
         record=lambda event: log.append(conversation_id, event),
         snapshots=snapshots,
+        share_snapshots=share_snapshots,
         answers=resumed.answers if resumed is not None else {},
         protected=protected if protected is not None else ProtectedPaths.default(),
     )

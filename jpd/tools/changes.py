@@ -58,10 +58,15 @@ class ChangeRecorder:
     record: Callable[[ev.Event], None]
     turn_id: str
     tool_call_id: str | None
+    share: Callable[[], None] | None = None
+    """In a fleet: makes the kept snapshot readable by the other members, before the
+    file changes (a member taking over a turn cut mid-tool undoes the change)."""
 
     def write(self, workspace: Workspace, path: Path, before: bytes | None, after: bytes) -> None:
         """Keep `before`, write `after` to `path` (confined), record the change."""
         before_hash = keep(self.snapshots, before) if before is not None else None
+        if before_hash is not None and self.share is not None:
+            self.share()
         made = _missing_dirs(path.parent) if before is None else []
         workspace.write_file(path, after, create_dirs=before is None)
         self.record(

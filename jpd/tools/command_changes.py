@@ -33,6 +33,8 @@ class CommandChanges:
     snapshots: Path
     record: Callable[[ev.Event], None]
     turn_id: str
+    share: Callable[[], None] | None = None
+    """In a fleet: shares the kept snapshots before their events are recorded."""
     recorded: set[str] = field(default_factory=set)
     """Files the workspace tools recorded meanwhile (their events say it already)."""
     _repo: object = UNKNOWN
@@ -74,6 +76,7 @@ class CommandChanges:
             paths = gs.changed(repo, before, after, self.env)
         except gs.GitFailed:
             return
+        changes: list[ev.Event] = []
         for name in paths:
             path = repo.top / name
             if str(path) in self.recorded:
@@ -83,7 +86,7 @@ class CommandChanges:
                 new = gs.content(repo, after, name, self.env)
             except gs.GitFailed:
                 continue
-            self.record(
+            changes.append(
                 ev.FileChanged(
                     turn_id=self.turn_id,
                     path=str(path),
@@ -91,3 +94,7 @@ class CommandChanges:
                     after=digest(new) if new is not None else DELETED,
                 )
             )
+        if changes and self.share is not None:
+            self.share()  # the snapshots before the events that name them
+        for change in changes:
+            self.record(change)

@@ -71,6 +71,9 @@ class CallScope:
     """Appends an event to the conversation's log (MCP sampling exchanges)."""
     snapshots: Path | None = None
     """The conversation's `snapshots/` folder: file changes are recorded (undoable)."""
+    share_snapshots: Callable[[], None] | None = None
+    """In a fleet: shares the snapshots kept so far with the other members (blocking),
+    called after a snapshot is kept and before the file changes."""
     answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Tool call id -> the answers its questions got before the daemon stopped: a
     resumed turn re-runs the call with them (protocol.md 12.4)."""
@@ -98,7 +101,12 @@ class Coordinator:
         self._watch: CommandChanges | None = None
         if scope.snapshots is not None and scope.record is not None:
             self._watch = CommandChanges(
-                scope.root, scope.env, scope.snapshots, scope.record, scope.turn_id
+                scope.root,
+                scope.env,
+                scope.snapshots,
+                scope.record,
+                scope.turn_id,
+                share=scope.share_snapshots,
             )
 
     async def run(
@@ -311,7 +319,9 @@ class Coordinator:
         scope = self._scope
         if scope.snapshots is None or scope.record is None:
             return None
-        return ChangeRecorder(scope.snapshots, self._noted, scope.turn_id, call_id)
+        return ChangeRecorder(
+            scope.snapshots, self._noted, scope.turn_id, call_id, share=scope.share_snapshots
+        )
 
     def _noted(self, event: ev.Event) -> None:
         """Record a workspace tool's change; the command watch then leaves that file."""

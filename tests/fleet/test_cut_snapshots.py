@@ -1,5 +1,6 @@
 """The file snapshots of a turn cut by a crash are in the store: a member that takes the
-turn over undoes its file changes (`turn/undo`), though the member that made them died."""
+turn over undoes its file changes (`turn/undo`), though the member that made them died;
+also the change of the tool the crash cut, whose snapshot is shared before it writes."""
 
 from __future__ import annotations
 
@@ -42,5 +43,50 @@ async def test_a_taken_over_turn_is_undone_on_the_member_that_finished_it(
         assert (workspace / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
     finally:
         kill_runs(workspace)
+        await client_a.close()
+        await client_b.close()
+
+
+async def test_the_change_of_a_tool_cut_after_it_wrote_is_undone_on_the_member_that_took_over(
+    tmp_path: Path, pg_url: str, daemons: Daemons
+) -> None:
+    """The edit is written, then its result waits for a permission (`result = "ask"`),
+    so the tool call is still open (no result, no later tool, no turn end) when A is
+    killed: only the snapshot shared before the write lets B undo it."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    edit = tool_call("fs_modify_file", path="calc.py", old_text="a - b", new_text="a + b")
+    env_a = member(tmp_path / "a", pg_url, [edit], host="h")
+    env_b = member(tmp_path / "b", pg_url, [{"text": "Done on B."}], host="h")
+    for env in (env_a, env_b):
+        add_config(env, '[conversation.tools.fs_modify_file]\nrun = "unattended"\nresult = "ask"\n')
+    daemon_a, client_a = await start(daemons, env_a, workspaceRoot=str(workspace))
+    _, client_b = await start(daemons, env_b)
+    try:
+        started = await client_a.request("turn/start", {"message": "fix it", "detached": "defer"})
+        cid, turn = started["conversationId"], started["turnId"]
+
+        def changed() -> bool:
+            return any(e["type"] == "file_changed" for _, e in stored(pg_url, cid))
+
+        await wait_for(changed, "the edit to be stored")
+        assert "a + b" in (workspace / "calc.py").read_text()
+        assert (await client_a.request("inquiry/list"))["inquiries"][0]["kind"] == "permission"
+        daemon_a.process.send_signal(signal.SIGKILL)
+        await daemon_a.wait_exit()
+
+        def finished() -> bool:
+            events = [e for _, e in stored(pg_url, cid)]
+            return bool(events) and events[-1].get("stop_reason") == "end_turn"
+
+        await wait_for(finished, "B to finish the turn")
+        events = [e for _, e in stored(pg_url, cid)]
+        cut = [e for e in events if e["type"] == "tool_call_response"]
+        assert cut and cut[0].get("interrupted"), "the cut edit is reported interrupted"
+        undone = await client_b.request("turn/undo", {"conversationId": cid, "turnId": turn})
+        assert [Path(p).name for p in undone["restored"]] == ["calc.py"]
+        assert (workspace / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
+    finally:
         await client_a.close()
         await client_b.close()

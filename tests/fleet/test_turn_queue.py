@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.e2e.sockets import Daemons, RpcError, SocketClient, wait_for
+from tests.e2e.sockets import Daemons, RpcError, SocketClient, add_config, wait_for
 from tests.e2e.tools import tool_call
 from tests.fleet.test_takeover import kill_runs, member, start, stored
 
@@ -209,3 +209,35 @@ async def test_a_member_continues_a_conversation_with_the_turns_others_ran_since
     finally:
         await client_a.close()
         await client_b.close()
+
+
+async def test_the_member_running_a_new_conversations_queued_first_turn_titles_it(
+    tmp_path: Path, pg_url: str, daemons: Daemons
+) -> None:
+    """As a first turn run where it started: after it ended, the title model names the
+    conversation (on the member that ran it), and every member lists that title."""
+    workspace, busy, client_a, _ = await busy_member(tmp_path, daemons, pg_url, "a", [])
+    env_b = member(tmp_path / "b", pg_url, [{"text": "Ran on B."}, {"text": '"Queued work."'}])
+    add_config(env_b, '[conversation.title.generate]\nmodel = "test/titler"\n')
+    _, client_b = await start(daemons, env_b)
+    try:
+        started = await client_a.request("turn/start", {"message": "run it elsewhere"})
+        turn, cid = started["turnId"], started["conversationId"]
+        assert (await client_a.wait_completed(turn))["event"]["stopReason"] == "end_turn"
+
+        async def title() -> str | None:
+            listed = (await client_a.request("conversation/list"))["conversations"]
+            return next((c["title"] for c in listed if c["conversationId"] == cid), None)
+
+        deadline = asyncio.get_running_loop().time() + 30
+        while await title() != "Queued work":
+            assert asyncio.get_running_loop().time() < deadline, "no title was written"
+            await asyncio.sleep(0.1)
+        # A later turn of the conversation is not a first turn: no second title request.
+        nxt = await client_b.request("turn/start", {"conversationId": cid, "message": "more"})
+        await client_b.wait_completed(nxt["turnId"])
+        assert await title() == "Queued work"
+    finally:
+        kill_runs(workspace)
+        for client in (busy, client_a, client_b):
+            await client.close()

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
+from jpd.conversation.pg.prompts import PgPromptRelay
+
 if TYPE_CHECKING:
     from jpd.conversation.pg.connections import Conn, PgConnections
 
@@ -19,8 +21,9 @@ Key = tuple[str, str, str]
 Outcome = Literal["answered", "already", "missing", "ambiguous"]
 
 
-class PgQuestionBoard:
-    """`port.QuestionBoard` on the `jpd_questions` table."""
+class PgQuestionBoard(PgPromptRelay):
+    """`port.QuestionBoard` on the `jpd_questions` table (and the relay of requests to
+    other members' clients: `prompts`)."""
 
     def __init__(self, db: PgConnections, holder: str) -> None:
         self._db = db

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 _LOCK_KEY = 0x6A7064  # "jpd": the advisory lock taken while migrating
 
 # Migration N brings the schema from version N-1 to N; never edit one once released.
@@ -104,6 +104,32 @@ MIGRATIONS: dict[int, str] = {
         turn_id text PRIMARY KEY,
         asked_at timestamptz NOT NULL DEFAULT now()
     );
+    """,
+    8: """
+    -- the clients able to answer that each member has subscribed to a conversation
+    -- (jpd/conversation/pg/prompts.py), refreshed by the member while it lives
+    CREATE TABLE jpd_watchers (
+        conversation_id text NOT NULL,
+        member text NOT NULL,
+        link_id bigint NOT NULL,
+        capabilities text NOT NULL,
+        seen timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (conversation_id, member, link_id)
+    );
+    CREATE INDEX jpd_watchers_member ON jpd_watchers (member);
+    -- a question's request (inquiry/prompt, tool/permission) or inquiry/resolved, sent
+    -- by the member whose turn asks (asker) to a client of another member
+    CREATE TABLE jpd_relayed (
+        id bigserial PRIMARY KEY,
+        asker text NOT NULL,
+        member text NOT NULL,
+        link_id bigint NOT NULL,
+        method text NOT NULL,
+        params text NOT NULL,
+        reply text,
+        made timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX jpd_relayed_member ON jpd_relayed (member) WHERE reply IS NULL;
     """,
 }
 
