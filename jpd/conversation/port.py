@@ -290,7 +290,8 @@ class ConversationStorage(Protocol):
         """Whether the conversation has a log."""
 
     def append(self, conversation_id: str, event: Event) -> None:
-        """Append one event (visible to readers at once, durable after `sync`).
+        """Append one event (visible to readers at once, durable after `sync`); called
+        on the event loop or from one of its worker threads (a tool's file change).
 
         Raises `ConversationNotFound`, or `LeaseLost` when a lease-holding store no
         longer holds the conversation's turn lease.

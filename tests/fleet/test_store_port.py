@@ -109,6 +109,25 @@ async def test_concurrent_appends_keep_every_event_once_in_order_per_writer(
         assert mine == [f"{w}:{n}" for n in range(25)]
 
 
+async def test_appends_from_worker_threads_are_kept_in_order(store: ConversationStorage) -> None:
+    """A tool records its file changes from its worker thread (the loop idle meanwhile,
+    no append queued before): each is kept, in the thread's order."""
+    await store.create(CID)
+
+    def tool(who: int) -> None:
+        for n in range(10):
+            store.append(CID, ev.ChatRequest(content=f"{who}:{n}"))
+
+    async with anyio.create_task_group() as tg:
+        for w in range(3):
+            tg.start_soon(anyio.to_thread.run_sync, tool, w)
+    await store.sync(CID)
+    contents = [e.content for e in await store.load(CID) if isinstance(e, ev.ChatRequest)]
+    for w in range(3):
+        assert [c for c in contents if c.startswith(f"{w}:")] == [f"{w}:{n}" for n in range(10)]
+    assert len(contents) == 30
+
+
 async def test_one_turn_lease_at_a_time(store: ConversationStorage) -> None:
     await store.create(CID)
     lease = await store.lock_turn(CID)

@@ -5,12 +5,14 @@ twice). They are queued and written in order by a task per conversation (`writer
 committed without waiting for the WAL flush; `sync` waits for both.
 
 `append` only queues (it is on the path of every recorded event, on the event loop, and
-must never wait for the database): a failed write is raised by the next `append`,
+must never wait for the database; a tool's worker thread recording a file change hands
+it to the loop): a failed write is raised by the next `append`,
 `written` or `sync` of that conversation, and a lease lost stops the turn
 (`lease.PgLease.on_lost`)."""
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import time
@@ -18,6 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import anyio.from_thread
 import psycopg
 
 from jpd.conversation import events as ev
@@ -62,7 +65,12 @@ class PgAppends(PgConnections):
             "type": event.type,
             "body": body,
         }
-        self._writer.submit(cid, lease, params)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # a worker thread (a tool's file change): queued by the loop
+            anyio.from_thread.run_sync(self._writer.submit, cid, lease, params)
+        else:
+            self._writer.submit(cid, lease, params)
 
     async def _write(self, lease: PgLease | None, batch: builtins.list[dict[str, Any]]) -> None:
         """Appends of one conversation in one transaction, in its writer task
