@@ -11,7 +11,6 @@ every other notification (`tests/unit/test_turn_notes.py` checks them against th
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Literal
 
 from jpd.protocol.client_port import Notification
@@ -35,7 +34,7 @@ class TurnEventNote(Notification):
     def filed(cls, wire: dict[str, Any]) -> TurnEventNote:
         """An event dumped before (filed for replay), sent as it is."""
         note = cls.__new__(cls)
-        note.method, note._params, note._wire = TURN_EVENT, None, wire
+        note.method, note._params, note._wire, note._body = TURN_EVENT, None, wire, None
         note.conversation_id, note.seq = wire["conversationId"], wire["seq"]
         return note
 
@@ -52,11 +51,12 @@ class DeltaNote(TurnEventNote):
         self.method, self._params, self._wire = TURN_EVENT, None, None
         self.conversation_id, self.turn_id, self.seq = conversation_id, turn_id, seq
         self.kind, self.text = kind, text
-        self.__dict__["body"] = delta_body(head, seq, kind, text).encode()
+        self._body = delta_body(head, seq, kind, text).encode()
 
-    @functools.cached_property
+    @property
     def wire(self) -> dict[str, Any]:
-        """The params as `TurnEventParams.to_wire` gives them (to file or relay them)."""
+        """The params as `TurnEventParams.to_wire` gives them (to file or relay them; not
+        kept, so a note stays one small object)."""
         return {
             "conversationId": self.conversation_id,
             "turnId": self.turn_id,
