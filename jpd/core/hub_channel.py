@@ -3,8 +3,11 @@ kept for replay (bounded in count and bytes), and its subscribers."""
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from dataclasses import dataclass, field
+
+from pydantic_core import PydanticSerializationError
 
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.turn_events import TurnEventParams
@@ -19,7 +22,11 @@ REPLAY_BYTES = 16 * 1024 * 1024
 
 def event_size(params: TurnEventParams) -> int:
     """About the bytes an event takes on the wire (what the byte bound counts)."""
-    return len(params.event.__pydantic_serializer__.to_json(params.event)) + 100
+    event = params.event
+    try:
+        return len(event.__pydantic_serializer__.to_json(event)) + 100
+    except PydanticSerializationError:  # not UTF-8 (a lone surrogate): sent escaped
+        return len(json.dumps(params.to_wire())) + 100
 
 
 @dataclass

@@ -14,7 +14,12 @@ from jpd.conversation.replay import ReplayFiles
 from jpd.core.hub import EventHub
 from jpd.protocol.client_port import Notification
 from jpd.protocol.method_table import TURN_EVENT
-from jpd.protocol.turn_events import ReasoningDeltaEvent, TextDeltaEvent, TurnEventParams
+from jpd.protocol.turn_events import (
+    ReasoningDeltaEvent,
+    TextDeltaEvent,
+    ToolProgress,
+    TurnEventParams,
+)
 from jpd.protocol.turn_notes import DeltaKind, DeltaNote, DeltaNotes, TurnEventNote
 from tests.unit.test_hub import FakeLink
 
@@ -125,3 +130,17 @@ class _BodyLink(FakeLink):
     def send(self, notification: Notification) -> None:
         super().send(notification)
         self.bodies.append(notification.body)
+
+
+def test_any_event_with_a_lone_surrogate_is_sent_escaped(tmp_path: Path) -> None:
+    """Text a provider or a tool decoded from `\\ud800` is not UTF-8: the hub still sizes,
+    keeps and sends it (escaped, as JSON allows), instead of failing the turn."""
+    files = ReplayFiles(tmp_path / "replay")
+    files.reset()
+    hub = EventHub(files)
+    live = _BodyLink(1)
+    hub.subscribe("c", live)
+    hub.publish("c", "t", ToolProgress(id="call", progress=1, message="out \ud800 put"))
+    hub.delta_sender("c", "t")("text_delta", "lone \udfff")
+    assert [b"\\ud800" in live.bodies[0], b"\\udfff" in live.bodies[1]] == [True, True]
+    assert live.texts() == ["tool_progress", "lone \udfff"]
