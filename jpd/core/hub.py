@@ -11,6 +11,10 @@ next seq and where its replay starts; `attach` replays from the file, then from 
 Seqs go on across daemon runs: a conversation's first channel of a run starts at its
 seq mark (`ReplayFiles.read_mark`), and seqs are reserved on disk in blocks before they
 are sent, so a daemon killed mid-turn never makes the next run repeat a seq (section 7.2).
+
+A turn's text and reasoning deltas (most of its events) go through `delta_sender`, which
+builds no model per delta (`jpd.protocol.turn_notes`); the channel keeps every event as
+the notification it sends (`jpd.core.hub_channel`).
 """
 
 from __future__ import annotations
