@@ -295,11 +295,6 @@ class ThreadedInput:
             if self._shared is not None:
                 self._shared.release()
 
-    def send_first(self, frame: bytes) -> None:
-        """Have the writer thread write `frame` next (from any thread): an answer made
-        on the loop then waits for no further loop round."""
-        self._output.send_first(frame)
-
     def in_order(self, action: Action) -> None:
         """From the reader thread: run `action` on the loop after the frames handed over
         so far and before the next (the effects of a request the thread answered, for

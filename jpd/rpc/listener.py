@@ -347,7 +347,6 @@ class SocketServer:
             limits.max_nesting,
             self._loop,
             lane.input.in_order,
-            lane.input.send_first,
         )
         return limits.max_frame, answers
 

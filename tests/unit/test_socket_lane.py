@@ -39,12 +39,13 @@ class _Tools:
 
 
 class _Inquiries(NoInquiries):
-    """One question pending (`q-1`); answers are recorded with the thread they came on."""
+    """One question pending (`q-1`); claims are recorded with the thread they came on,
+    and so is the step that applies them."""
 
     def __init__(self, daemon: SocketDaemon) -> None:
         self._daemon = daemon
 
-    def answer_here(
+    def claim_here(
         self,
         link: Any,
         inquiry_id: str,
@@ -52,12 +53,13 @@ class _Inquiries(NoInquiries):
         remember: bool,
         conversation_id: str | None = None,
         turn_id: str | None = None,
-    ) -> None:
+    ) -> Callable[[], None]:
         daemon = self._daemon
         daemon.handled.append(f"answer {inquiry_id}")
         if inquiry_id != "q-1" or any(done == "q-1" for done, _, _ in daemon.answered):
             raise NotFound(f"no pending inquiry {inquiry_id}")  # first valid answer wins
         daemon.answered.append((inquiry_id, answer, threading.current_thread()))
+        return lambda: daemon.settled.append(threading.current_thread())
 
 
 class SocketDaemon(LoopBlockingDaemon):
@@ -72,6 +74,7 @@ class SocketDaemon(LoopBlockingDaemon):
         super().__init__()
         self.changed = anyio.Event()
         self.answered = []
+        self.settled: list[threading.Thread] = []
         self.handled: list[str] = []
         self.inquiries = _Inquiries(self)
 
@@ -262,7 +265,7 @@ async def test_an_initialize_after_a_message_the_loop_holds_waits_its_turn(
     assert initialized["id"] == 2 and "result" in initialized
 
 
-async def test_an_inquiry_answer_runs_on_the_loop_ahead_of_the_queued_requests(
+async def test_an_inquiry_answer_is_claimed_by_the_reader_and_applied_on_the_loop(
     sock_dir: Path,
 ) -> None:
     core = SocketDaemon()
@@ -280,18 +283,24 @@ async def test_an_inquiry_answer_runs_on_the_loop_ahead_of_the_queued_requests(
             client.request(
                 6, "inquiry/answer", {"inquiryId": "q-1", "answer": "x" * 3, "remember": 1}
             )
-            # Answered by the reader thread: it has read (and scheduled) all before it.
+            # The reader thread answers both while the loop is still blocked.
+            accepted, refused = client.receive(), client.receive()
             client.call(7, "turn/list")
-            answered_while_blocked = list(core.answered)
+            claimed_while_blocked = list(core.answered)
+            settled_while_blocked = list(core.settled)
             core.release.set()
-            return answered_while_blocked, [client.receive() for _ in range(5)]
+            rest = [client.receive() for _ in range(3)]
+            return [claimed_while_blocked, settled_while_blocked], [accepted, refused, *rest]
 
-        answered_while_blocked, answers = await in_thread(scenario)
-    assert answered_while_blocked == []  # recorded on the loop, not by the reader thread
-    assert core.answered == [("q-1", True, loop_thread)]
-    by_id = {a["id"]: a for a in answers}
-    assert by_id[4]["result"] == {"accepted": True}
-    assert by_id[5]["error"]["code"] == -32001  # the first valid answer won
+        (claimed_while_blocked, settled_while_blocked), answers = await in_thread(scenario)
+    [(inquiry, answer, thread)] = claimed_while_blocked
+    assert (inquiry, answer) == ("q-1", True) and thread is not loop_thread
+    assert settled_while_blocked == []  # applied on the loop, once it runs again
+    assert core.settled == [loop_thread]
+    accepted, refused, *rest = answers
+    assert accepted == {"jsonrpc": "2.0", "id": 4, "result": {"accepted": True}}
+    assert refused["id"] == 5 and refused["error"]["code"] == -32001  # the first won
+    by_id = {a["id"]: a for a in rest}
     assert by_id[6]["error"]["code"] == -32602  # invalid params: the loop's usual way
     # Both answers were handled before the `conversation/list` read before them.
     assert core.handled == ["list", "answer q-1", "answer q-1", "list"]
