@@ -29,7 +29,8 @@ import anyio
 from jpd.protocol.errors import PeerRefused
 from jpd.rpc.errors import error_body
 from jpd.rpc.framing import FrameSplitter, encode_frame
-from jpd.rpc.lane import Answer, SharedFd, ThreadedInput, ThreadedOutput
+from jpd.rpc.lane import Answer, ThreadedInput
+from jpd.rpc.lane_output import SharedFd, ThreadedOutput
 from jpd.rpc.peer import check_peer
 
 log = logging.getLogger(__name__)
@@ -63,8 +64,10 @@ class LaneConnection:
         self._started = True
 
     def start_reading(self, max_body: int, answer: Answer, loop: asyncio.AbstractEventLoop) -> None:
-        """Start the reader thread before the session exists (from the accept thread)."""
-        self.input.start(max_body, answer, loop)
+        """Start the reader thread before the session exists (from the accept thread),
+        answering first, in the calling thread, what the client sent already (its
+        `initialize`, usually there by the time its peer was checked)."""
+        self.input.start(max_body, answer, loop, ready=True)
 
     async def send(self, data: bytes) -> None:
         await self.output.send(data)

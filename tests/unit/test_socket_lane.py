@@ -367,7 +367,7 @@ async def test_a_refused_peer_still_gets_its_error(
 def test_the_threads_descriptor_closes_with_its_last_holder() -> None:
     import os
 
-    from jpd.rpc.lane import SharedFd
+    from jpd.rpc.lane_output import SharedFd
 
     read_fd, write_fd = os.pipe()
     os.close(write_fd)
