@@ -69,7 +69,6 @@ class QueueWriter:
         self.out.close()
 
 
-ACCEPTED = InquiryAnswerResult(accepted=True)
 _INSTANT = {method.name: (method, handler) for method, handler in INSTANT.items()}
 _MARKERS = tuple(
     b'"%s"' % name.encode()
@@ -251,7 +250,11 @@ class ThreadAnswers:
         # Claimed: no other answer, timeout or cancel can win it now; the loop tells
         # every client and wakes the turn.
         self._loop.call_soon_threadsafe(settle)
-        body = {"jsonrpc": "2.0", "id": msg_id, "result": ACCEPTED.to_wire()}
+        body = {
+            "jsonrpc": "2.0",
+            "id": msg_id,
+            "result": InquiryAnswerResult(accepted=True).to_wire(),
+        }
         return encode_frame(json.dumps(body).encode())
 
     def _on_loop(self, action: Callable[[], object]) -> None:
