@@ -76,13 +76,13 @@ class ThreadedOutput:
     writes it as soon as the client reads, with no event-loop round in between.
     `send_first` (from any thread) puts an answer ahead of every queued batch.
 
-    With `direct` (a pipe or socket), `send` and `send_first` first write, in the
-    calling thread, what the fd takes at once (`PIPE_BUF` bytes a time on a blocking fd,
-    where such a write never blocks), when nothing is queued or being written: a client
-    that keeps up costs no thread hand-over (which may wait for the GIL, or for a core
-    of a busy machine). The thread writes the rest of a frame cut short before anything
-    else. It starts the first time something waits for it (a new client's `initialize`
-    is answered before it exists)."""
+    With `direct` (a pipe or socket), `send` first writes on the loop what the fd takes
+    at once (`PIPE_BUF` bytes a time on a blocking pipe, where such a write never
+    blocks), when nothing is queued or being written, and on a socket `send_first` does
+    so in the calling thread: a client that keeps up costs no thread hand-over (which
+    may wait for the GIL, or for a core of a busy machine). The thread writes the rest
+    of a frame cut short before anything else. It starts the first time something
+    waits for it (a new socket client's `initialize` is answered before it exists)."""
 
     def __init__(
         self,
@@ -188,8 +188,10 @@ class ThreadedOutput:
 
     def send_first(self, frame: bytes) -> None:
         """Write `frame` now if the output is idle, else queue it ahead of the batches
-        (from any thread: the reader's answers)."""
-        if self._direct:
+        (from any thread: the reader's answers). Only on a non-blocking fd (a socket):
+        there one write takes what fits; on a blocking pipe a large answer would take
+        a write per `PIPE_BUF`, each waiting for the GIL, where the thread takes one."""
+        if self._direct and not self._blocking:
             with contextlib.suppress(BrokenPipeError):
                 if self._write_direct(frame):
                     return
