@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -70,6 +71,10 @@ class SocketServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._admitted: deque[LaneConnection] = deque()
         self._admitted_event = anyio.Event()
+        self._arriving: set[LaneConnection] = set()
+        """Clients the accept thread took (and may have answered) not yet served here:
+        they count as connected (`daemon/status` after their `initialize`)."""
+        self._arriving_lock = threading.Lock()
 
     # --- Host ------------------------------------------------------------------------
 
@@ -81,7 +86,8 @@ class SocketServer:
         return time.monotonic() - self._started
 
     def client_count(self) -> int:
-        return len(self._connections)
+        with self._arriving_lock:  # from the loop and from reader threads
+            return len(self._connections) + len(self._arriving)
 
     def request_stop(self, session: Requester) -> None:
         self.stop(f"daemon/stop from client {session.link_id} ({session.client_name})")
@@ -122,7 +128,9 @@ class SocketServer:
                     await self._hang_up_all()
                 tg.cancel_scope.cancel()
         while self._admitted:  # accepted as the daemon stopped, never served
-            self._admitted.popleft().abandon()
+            lane = self._admitted.popleft()
+            self._arrived(lane)
+            lane.abandon()
 
     async def _hang_up_all(self) -> None:
         for connection in list(self._connections):
@@ -135,6 +143,8 @@ class SocketServer:
         """In the accept thread: what the new client's reader thread answers before its
         session exists (a first `initialize`)."""
         assert self._loop is not None
+        with self._arriving_lock:
+            self._arriving.add(lane)
         limits = self._limits if self._limits is not None else ConnectionLimits()
         answers = ThreadAnswers(
             self.daemon,
@@ -144,6 +154,10 @@ class SocketServer:
             lane.input.in_order,
         )
         return limits.max_frame, answers
+
+    def _arrived(self, lane: LaneConnection) -> None:
+        with self._arriving_lock:
+            self._arriving.discard(lane)
 
     def _accepted(self, lane: LaneConnection) -> None:
         """On the loop (a callback): queue a client the accept thread admitted."""
@@ -172,7 +186,9 @@ class SocketServer:
         for the process on the other end (a WebSocket's cannot be known)."""
         if not self._connections:
             self._none_left = anyio.Event()
-        self._connections.add(connection)
+        with self._arriving_lock:
+            self._connections.add(connection)
+            self._arriving.discard(connection)
         log.info("client connected (%d open)", len(self._connections))
         try:
             if not self._stop.is_set():
@@ -192,7 +208,8 @@ class SocketServer:
         except Exception:  # one broken connection must never take the daemon down
             log.exception("connection failed")
         finally:
-            self._connections.discard(connection)
+            with self._arriving_lock:
+                self._connections.discard(connection)
             log.info("client disconnected (%d open)", len(self._connections))
             if not self._connections:
                 self._none_left.set()
