@@ -12,6 +12,7 @@ timeouts only so a broken lane fails instead of hanging.
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import socket
 import tempfile
@@ -27,6 +28,7 @@ import pytest
 
 from jpd.protocol.errors import NotFound
 from jpd.rpc import socket_lane as socket_lane_module
+from jpd.rpc.framing import encode_frame
 from jpd.rpc.listener import SocketServer
 from jpd.tools.peer_rule import Verdict
 from tests.unit.test_boundary import INIT, NoInquiries
@@ -66,7 +68,7 @@ class SocketDaemon(LoopBlockingDaemon):
     """What `SocketServer` asks of the core besides the boundary's part."""
 
     tools = _Tools()
-    settings = SimpleNamespace(data_dir=Path("/data"))
+    settings = SimpleNamespace(data_dir=Path("/data"), env={}, log_file=None)
     shared = None
     """No fleet member: `inquiry/answer` needs no wait."""
 
@@ -239,6 +241,42 @@ async def test_a_client_connecting_while_the_loop_is_blocked_is_initialized_at_o
     assert "result" in initialized and released_before is False
     assert listed["id"] == 2 and listed["result"] == {"turns": [], "inquiries": []}
     assert listing["id"] == 3 and listing["result"] == {"conversations": []}
+
+
+async def test_a_burst_sent_on_connecting_is_answered_in_order_and_the_client_counts(
+    sock_dir: Path,
+) -> None:
+    """A client's first bytes (its `initialize` and more, in one write) are there by the
+    time its peer is checked: `initialize` is answered while the loop is blocked, the
+    rest goes to the loop in order, and `daemon/status` counts the client already."""
+    core = SocketDaemon()
+    async with listening(core, sock_dir) as (_, connect):
+        busy = await in_thread(connect)
+
+        def scenario() -> list[Any]:
+            busy.call(1, "initialize", INIT)
+            busy.request(2, "conversation/list", {})
+            assert core.blocked.wait(_SAFETY)
+            newcomer = connect()
+            burst = [
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT},
+                {"jsonrpc": "2.0", "id": 2, "method": "conversation/list", "params": {}},
+                {"jsonrpc": "2.0", "id": 3, "method": "turn/list"},
+            ]
+            newcomer.send_raw(b"".join(encode_frame(json.dumps(m).encode()) for m in burst))
+            initialized = newcomer.receive()
+            status = busy.call(3, "daemon/status")
+            released_before = core.release.is_set()
+            core.release.set()
+            busy.receive()
+            return [initialized, status, released_before, newcomer.receive(), newcomer.receive()]
+
+        initialized, status, released_before, listing, listed = await in_thread(scenario)
+    assert initialized["id"] == 1 and "result" in initialized and released_before is False
+    assert status["result"]["clients"] == 2
+    by_id = {answer["id"]: answer for answer in (listing, listed)}  # handled concurrently
+    assert by_id[2]["result"] == {"conversations": []}
+    assert by_id[3]["result"] == {"turns": [], "inquiries": []}
 
 
 async def test_an_initialize_after_a_message_the_loop_holds_waits_its_turn(
