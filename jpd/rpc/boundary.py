@@ -244,9 +244,7 @@ async def serve_connection(
         if isinstance(receive.answer, ThreadAnswers):  # started before the session
             receive.answer.bind(session)
         else:
-            answers = ThreadAnswers(
-                daemon, session, limits.max_nesting, loop, receive.in_order, receive.send_first
-            )
+            answers = ThreadAnswers(daemon, session, limits.max_nesting, loop, receive.in_order)
             receive.start(limits.max_frame, answers)
         frames = receive.frames()
     else:
