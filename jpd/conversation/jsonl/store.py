@@ -13,7 +13,7 @@ it is rebuilt from the log. One process (the daemon) owns a data dir; within it,
 conversation has a lock, so the methods are thread-safe.
 
 Long life (the state table is `state.LogStates`): at most `max_open` log handles are
-open at once (least recently used ones are closed first, and reopened on the next
+open at once (`default_max_open`: scaled to the process's file limit) (least recently used ones are closed first, and reopened on the next
 append), and a conversation's in-memory state is dropped as soon as no call uses it
 and it holds nothing unwritten (no open handle, no pending metadata or directory
 sync). `release` closes an idle conversation's handle at once, so a daemon that served
@@ -82,6 +82,24 @@ __all__ = [
 ]
 
 
+_CREATE_LOG = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+
+
+def default_max_open() -> int:
+    """Log handles kept open: a quarter of the process's file limit, between 64 and
+    4,096. A daemon streaming a thousand turns appends to a thousand logs in turn; with
+    fewer handles each append would reopen its log."""
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return 64
+    if soft == resource.RLIM_INFINITY:
+        return 4096
+    return max(64, min(4096, soft // 4))
+
+
 class ConversationStore(NoFleet):
     """Conversations under `root/conversations/`; see the module docstring.
 
@@ -89,10 +107,10 @@ class ConversationStore(NoFleet):
     `close`, `delete`, or until `max_open` newer handles push them out.
     """
 
-    def __init__(self, root: Path, max_open: int = 64) -> None:
+    def __init__(self, root: Path, max_open: int | None = None) -> None:
         self._root = Path(root)
         self._dir = self._root / "conversations"
-        self._files = LogFiles(self._dir, max_open)
+        self._files = LogFiles(self._dir, default_max_open() if max_open is None else max_open)
         self._states = self._files.states
 
     @property
@@ -135,12 +153,15 @@ class ConversationStore(NoFleet):
         with self._states.locked(cid) as state:
             directory = self._dir / cid
             directory.mkdir(parents=True, exist_ok=True)
+            self._states.close_handle(cid, state)
             try:
-                with open(directory / EVENTS_FILE, "xb"):
-                    pass
+                fd = os.open(directory / EVENTS_FILE, _CREATE_LOG, 0o666)
             except FileExistsError:
                 raise ConversationExists(f"conversation already exists: {cid}") from None
-            self._states.close_handle(cid, state)
+            # Kept open for the turn's first appends: opening it again from the event
+            # loop cost more than creating it here, in the creator's worker thread.
+            state.fh = os.fdopen(fd, "ab")
+            self._states.track_handle(cid, state)
             created = now()
             state.adopt(MetaRecord(id=cid, created_at=created, updated_at=created, log_size=0))
             state.dir_sync_pending = True
