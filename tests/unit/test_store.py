@@ -39,9 +39,11 @@ from jpd.conversation.jsonl.store import (
     ConversationStore,
     InvalidConversationId,
     default_data_dir,
+    default_max_open,
     new_conversation_id,
     validate_id,
 )
+from jpd.conversation.jsonl.log_files import LogFiles
 from jpd.conversation.sanitize import INTERRUPTED_CONTENT
 from jpd.protocol.question import BooleanAnswer, Question, SelectAnswer
 from jpd.protocol.usage import TokenUsage
@@ -712,3 +714,29 @@ def test_load_encoded_of_a_sound_log_is_its_valid_lines_as_stored(tmp_path: Path
 
     encoded = ConversationStore(tmp_path).load_encoded(CID)
     assert encoded == b"[" + b",".join([spelled, *lines[1:]]) + b"]"
+
+
+@needs_proc
+def test_a_created_log_stays_open_for_its_first_appends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ConversationStore(tmp_path)
+    before = open_fds()
+    store.create(CID)
+    assert len(open_fds() - before) == 1  # the new log's handle
+    monkeypatch.setattr(LogFiles, "open_log", lambda *a: pytest.fail("opened again"))
+    store.append(CID, ChatRequest(content="first"))
+    store.sync(CID)
+    store.release(CID)
+    assert open_fds() - before == set()
+    assert [e.content for e in store.load(CID) if isinstance(e, ChatRequest)] == ["first"]
+    with pytest.raises(ConversationExists):
+        store.create(CID)
+
+
+def test_open_logs_scale_with_the_file_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import resource
+
+    for soft, expected in ((256, 64), (1024, 256), (20_000, 4096)):
+        monkeypatch.setattr(resource, "getrlimit", lambda _which, s=soft: (s, s))
+        assert default_max_open() == expected
