@@ -48,9 +48,12 @@ def encoded_once(kind: str, sources: Sequence[object], value: Callable[[], Any])
     which must not change."""
     key = (kind, tuple(map(id, sources)))
     found = _ONCE.get(key)
-    if found is not None and len(found[0]) == len(sources):
-        if all(a is b for a, b in zip(found[0], sources, strict=True)):
-            return found[1]
+    if (
+        found is not None
+        and len(found[0]) == len(sources)
+        and all(a is b for a, b in zip(found[0], sources, strict=True))
+    ):
+        return found[1]
     encoded = Encoded(_dumps(value()))
     with _ONCE_LOCK:
         if len(_ONCE) >= 64:  # many configs: start over

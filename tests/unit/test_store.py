@@ -33,6 +33,7 @@ from jpd.conversation.events import (
     event_to_json,
     parse_event,
 )
+from jpd.conversation.jsonl.log_files import LogFiles
 from jpd.conversation.jsonl.store import (
     ConversationExists,
     ConversationNotFound,
@@ -43,7 +44,6 @@ from jpd.conversation.jsonl.store import (
     new_conversation_id,
     validate_id,
 )
-from jpd.conversation.jsonl.log_files import LogFiles
 from jpd.conversation.sanitize import INTERRUPTED_CONTENT
 from jpd.protocol.question import BooleanAnswer, Question, SelectAnswer
 from jpd.protocol.usage import TokenUsage

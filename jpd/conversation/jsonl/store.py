@@ -13,10 +13,11 @@ it is rebuilt from the log. One process (the daemon) owns a data dir; within it,
 conversation has a lock, so the methods are thread-safe.
 
 Long life (the state table is `state.LogStates`): at most `max_open` log handles are
-open at once (`default_max_open`: scaled to the process's file limit) (least recently used ones are closed first, and reopened on the next
-append), and a conversation's in-memory state is dropped as soon as no call uses it
-and it holds nothing unwritten (no open handle, no pending metadata or directory
-sync). `release` closes an idle conversation's handle at once, so a daemon that served
+open at once (`default_max_open`: scaled to the process's file limit; least recently
+used ones are closed first, and reopened on the next append), and a conversation's
+in-memory state is dropped as soon as no call uses it and it holds nothing unwritten
+(no open handle, no pending metadata or directory sync). `release` closes an idle
+conversation's handle at once, so a daemon that served
 thousands of conversations holds neither their files nor their state.
 """
 

@@ -4,8 +4,8 @@ sent are the same as serialising everything each time."""
 from __future__ import annotations
 
 from jpd.llm.anthropic import AnthropicProvider
-from jpd.llm.base import ModelRequest, ToolChoiceAuto, ToolDefinition, UserMessage
 from jpd.llm.anthropic_request import build_body as anthropic_body
+from jpd.llm.base import ModelRequest, ToolChoiceAuto, ToolDefinition, UserMessage
 from jpd.llm.openai import OpenAIProvider
 from jpd.llm.openai_request import build_body as openai_body
 from jpd.llm.request_build import Encoded, encode_body, encoded_once
