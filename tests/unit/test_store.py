@@ -467,6 +467,22 @@ def test_metadata_keeps_the_latest_workspace_live_and_rebuilt(tmp_path: Path) ->
     assert ConversationStore(tmp_path).metadata(CID).workspace == "/w/two"
 
 
+def test_metadata_json_is_written_over_in_place(store: ConversationStore) -> None:
+    store.create(CID)
+    store.append(CID, ChatRequest(content="A long first message to title it " * 3))
+    store.release(CID)
+    meta_path = store.conversation_dir(CID) / "metadata.json"
+    inode, longer = meta_path.stat().st_ino, meta_path.read_bytes()
+    store.append(CID, ChatResponse(message="ok"))
+    store.release(CID)
+    assert meta_path.stat().st_ino == inode  # no new file per turn
+    assert json.loads(meta_path.read_text())["event_count"] == 2
+    # A crash mid-write leaves the new record with the old one's tail: rebuilt.
+    meta_path.write_bytes(meta_path.read_bytes() + longer[-20:])
+    assert ConversationStore(store.root).metadata(CID).event_count == 2
+    assert sorted(p.name for p in meta_path.parent.iterdir() if p.name.startswith(".")) == []
+
+
 @pytest.mark.parametrize("damage", ["missing", "corrupt", "stale"])
 def test_metadata_is_rebuilt_from_the_log(tmp_path: Path, damage: str) -> None:
     writer = ConversationStore(tmp_path)
