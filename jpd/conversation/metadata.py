@@ -123,7 +123,7 @@ def write_record(path: Path, record: MetaRecord) -> bool:
     """
     payload = record.model_dump_json(indent=2).encode()
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             written = 0
             while written < len(payload):
