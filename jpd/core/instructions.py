@@ -194,4 +194,4 @@ def render_prompt(
             f'<project_instructions file="{shown}">\n{content.strip()}\n</project_instructions>'
         )
     joined = "\n\n".join(part for part in parts if part.strip()) or None
-    return SystemPrompt(joined, [shown for shown, _ in files], skipped)
+    return SystemPrompt(joined, [shown for shown, _ in files], list(skipped))
