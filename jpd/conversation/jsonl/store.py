@@ -47,6 +47,7 @@ from jpd.conversation.events import (
 from jpd.conversation.gc_pause import gc_paused
 from jpd.conversation.jsonl.log_files import LogFiles
 from jpd.conversation.jsonl.no_fleet import NoFleet
+from jpd.conversation.jsonl.state import default_max_open
 from jpd.conversation.jsonl.turn_lock import TurnLock, last_turn, try_lock
 from jpd.conversation.logfile import (
     count_lines,
@@ -78,27 +79,13 @@ __all__ = [
     "ConversationStore",
     "InvalidConversationId",
     "default_data_dir",
+    "default_max_open",
     "new_conversation_id",
     "validate_id",
 ]
 
 
 _CREATE_LOG = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-
-
-def default_max_open() -> int:
-    """Log handles kept open: a quarter of the process's file limit, between 64 and
-    4,096. A daemon streaming a thousand turns appends to a thousand logs in turn; with
-    fewer handles each append would reopen its log."""
-    try:
-        import resource
-
-        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
-        return 64
-    if soft == resource.RLIM_INFINITY:
-        return 4096
-    return max(64, min(4096, soft // 4))
 
 
 class ConversationStore(NoFleet):
@@ -111,7 +98,7 @@ class ConversationStore(NoFleet):
     def __init__(self, root: Path, max_open: int | None = None) -> None:
         self._root = Path(root)
         self._dir = self._root / "conversations"
-        self._files = LogFiles(self._dir, default_max_open() if max_open is None else max_open)
+        self._files = LogFiles(self._dir, max_open)
         self._states = self._files.states
 
     @property
