@@ -83,24 +83,6 @@ class ReplayFiles:
         finally:
             os.close(fd)
 
-    def write_first_mark(self, conversation_id: str, next_seq: int) -> None:
-        """`write_mark` of a reservation for a conversation without a mark (a new one):
-        written in place, without the temporary file and its rename, which are most of
-        its cost (once per new conversation, on the event loop). A write torn by a crash
-        leaves a mark that does not parse (every strict prefix lacks its closing brace):
-        `read_mark` then starts the next run above every seq sent, as for any torn mark."""
-        path = self._mark_path(conversation_id)
-        data = json.dumps({"next": next_seq, "replayFrom": None}).encode()
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # a mark after all: replaced whole, as always
-            self.write_mark(conversation_id, next_seq, None)
-            return
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-
     def write(
         self,
         conversation_id: str,

@@ -138,10 +138,7 @@ class EventHub:
         # no seq can go out ahead of its mark.
         reserved = channel.next_seq + RESERVE_BLOCK
         try:
-            if channel.reserved == 0 and channel.next_seq == 1 and not channel.live:
-                self._files.write_first_mark(conversation_id, reserved)
-            else:
-                self._files.write_mark(conversation_id, reserved, None)
+            self._files.write_mark(conversation_id, reserved, None)
         except OSError as exc:
             log.warning("could not write the seq mark of %s: %s", conversation_id, exc)
         channel.reserved = reserved
