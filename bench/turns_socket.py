@@ -6,7 +6,7 @@ run, control requests are timed from other connections, each every 50 ms:
 - `initialize` on a new connection each time (timed from `connect` to the answer,
   so the accept and the peer check count);
 - `inquiry/answer` of an unknown id on the second connection (the answer's whole path
-  but the recording).
+  but the claim's settling on the loop and the recording).
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ async def _initialize_new(path: Path) -> None:
 
 
 async def _answer_unknown(client: _Daemon) -> None:
-    """`inquiry/answer` of a question nobody asked: the whole path of an answer (run on
-    the loop ahead of the queued work, the lookup, the answer ahead of the events) but
-    the recording; -32001 is its answer."""
+    """`inquiry/answer` of a question nobody asked: the whole path of an answer (read,
+    checked and looked up by the reader thread, the answer ahead of the events) but the
+    claim's settling on the loop and the recording; -32001 is its answer."""
     try:
         await client.request("inquiry/answer", {"inquiryId": "none", "answer": True})
     except RuntimeError as exc:

@@ -174,7 +174,7 @@ def _main(argv: list[str] | None) -> int:
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
     if listening:
-        from jpd.rpc.listener import ListenError
+        from jpd.rpc.socket_claim import ListenError
 
         path = Path(args.listen) if args.listen else None
         try:

@@ -73,7 +73,8 @@ class Server:
         when the socket cannot be had (e.g. another daemon serves it).
         """
         # The socket's modules load here: a daemon on stdio never needs them.
-        from jpd.rpc.listener import SocketClaim, SocketServer, default_socket_path
+        from jpd.rpc.listener import SocketServer
+        from jpd.rpc.socket_claim import SocketClaim, default_socket_path
 
         socket_path = path if path is not None else default_socket_path(self.settings.env)
         # Handle signals before the socket exists: a client that sees the socket may
@@ -134,7 +135,7 @@ def _ws_settings(url: str | None, token: Path | None, socket_path: Path) -> WsLi
     """`--listen-ws`: checked before anything listens (jpd.rpc.websocket)."""
     if url is None:
         return None
-    from jpd.rpc.listener import ListenError
+    from jpd.rpc.socket_claim import ListenError
     from jpd.rpc.websocket import WsConfigError, configure
 
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TypeGuard
 
 from jpd.llm import base as llm
 from jpd.protocol.usage import TokenUsage
@@ -65,12 +66,25 @@ def reported_input(usage: TokenUsage) -> int | None:
     return usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_creation_tokens or 0)
 
 
+_COUNTERS: dict[type, bool] = {}
+
+
+def _counts(provider: llm.Provider) -> TypeGuard[llm.TokenCounter]:
+    """Whether `provider` counts tokens exactly: a protocol check (slow: it looks up
+    every member) made once per provider class, not once per turn."""
+    kind = type(provider)
+    known = _COUNTERS.get(kind)
+    if known is None:
+        known = _COUNTERS[kind] = isinstance(provider, llm.TokenCounter)
+    return known
+
+
 class TokenCount:
     """Counts the requests of one model; `observe` teaches it each reported usage."""
 
     def __init__(self, model_id: str, provider: llm.Provider) -> None:
         self.model_id = model_id
-        self._counter = provider if isinstance(provider, llm.TokenCounter) else None
+        self._counter = provider if _counts(provider) else None
         self._last: tuple[llm.ModelRequest, int] | None = None
 
     @property

@@ -34,12 +34,30 @@ def context_settings(cfg: Config) -> ContextSettings:
     )
 
 
+_PER_CONFIG: dict[int, tuple[Config, ContextSettings, str]] = {}
+"""By `id` of a config (held, so that its id is not reused): what every turn under it
+computes alike. A config is immutable, and the same object while its files are
+unchanged (jpd/config/cache.py)."""
+
+
+def _of_config(cfg: Config) -> tuple[ContextSettings, str]:
+    """The context settings of `cfg` and the model its summaries are asked of."""
+    found = _PER_CONFIG.get(id(cfg))
+    if found is not None and found[0] is cfg:
+        return found[1], found[2]
+    settings = context_settings(cfg)
+    model_id = cfg.conversation.context.model or cfg.inquiry_assistant().model.id
+    if len(_PER_CONFIG) >= 64:  # turns with a config of their own: start over
+        _PER_CONFIG.clear()
+    _PER_CONFIG[id(cfg)] = (cfg, settings, model_id)
+    return settings, model_id
+
+
 def summarizer(cfg: Config, provider: Provider, providers: ProviderSource) -> Summarizer:
     """Who writes summaries: `conversation.context.model`, else the inquiry assistant's
     model when it differs from the turn's, else the turn's own (which reads the prompt
     cache the turn has warmed)."""
-    settings = context_settings(cfg)
-    model_id = cfg.conversation.context.model or cfg.inquiry_assistant().model.id
+    settings, model_id = _of_config(cfg)
     if model_id != cfg.assistant.model.id:
         try:
             provider = providers.get(cfg.with_model(model_id, source="conversation.context.model"))
@@ -59,7 +77,7 @@ def keeper_factory(
     cfg: Config, provider: Provider, providers: ProviderSource
 ) -> Callable[[MessageHistory, Record], ContextKeeper]:
     """What `TurnSpec.context` holds: the keeper is bound to the turn's history and log."""
-    settings = context_settings(cfg)
+    settings = _of_config(cfg)[0]
     writer = summarizer(cfg, provider, providers)
     count = TokenCount(cfg.assistant.model.id, provider)
 

@@ -30,6 +30,10 @@ from jpd.conversation.paths import validate_id
 log = logging.getLogger(__name__)
 
 
+MARK_BYTES = 64
+"""The width of a seq mark's line: every mark of a conversation overwrites the last."""
+
+
 class ReplayFiles:
     """One file of replayable events per idle conversation, under `directory`."""
 
@@ -51,7 +55,8 @@ class ReplayFiles:
         No mark (a new conversation, or one from before marks): (1, None).
         """
         try:
-            mark = json.loads(self._mark_path(conversation_id).read_text(encoding="utf-8"))
+            text = self._mark_path(conversation_id).read_text(encoding="utf-8")
+            mark = json.loads(text.partition("\n")[0])
             next_seq, replay_from = int(mark["next"]), mark.get("replayFrom")
         except FileNotFoundError:
             return 1, None
@@ -63,16 +68,20 @@ class ReplayFiles:
 
     def write_mark(self, conversation_id: str, next_seq: int, replay_from: int | None) -> None:
         """Record that no seq >= `next_seq` was sent yet (written before it is true for a
-        reservation, after filing for an exact mark)."""
-        path = self._mark_path(conversation_id)
-        tmp = path.with_suffix(".seq-tmp")
+        reservation, after filing for an exact mark).
+
+        Written over the mark in place, as one line padded to `MARK_BYTES`: the mark is
+        written twice per turn, on the event loop, and a new file each time (a temporary
+        one renamed over it) cost a quarter of a millisecond of CPU. A write this small
+        lands whole (one sector, one page); a longer one is followed by a shorter one
+        only when seqs reach 40 digits, and `read_mark` reads the first line."""
         data = json.dumps({"next": next_seq, "replayFrom": replay_from}).encode()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        line = data.ljust(MARK_BYTES - 1) + b"\n"
+        fd = os.open(self._mark_path(conversation_id), os.O_WRONLY | os.O_CREAT, 0o600)
         try:
-            os.write(fd, data)
+            os.pwrite(fd, line, 0)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
 
     def write(
         self,

@@ -3,31 +3,29 @@
 A delta after a quiet tick is published at once, so the first token is never held
 back; deltas that arrive within a tick of the last publish are merged and published
 together when the tick ends (or earlier, before any other event), so a fast stream
-costs one notification per tick rather than one per token.
+costs one notification per tick rather than one per token. Deltas are published as
+(kind, text), with no event model: `EventHub.delta_sender` encodes them directly.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Literal
 
 import anyio
 
-from jpd.protocol.turn_events import ReasoningDeltaEvent, TextDeltaEvent, TurnEvent
+from jpd.protocol.turn_notes import DeltaKind
 
 TICK = 0.005  # seconds
-
-DeltaKind = Literal["text", "reasoning"]
 
 
 class DeltaBatcher:
     """Publishes text and reasoning deltas, merged per tick; `run` is its timer task."""
 
-    def __init__(self, publish: Callable[[TurnEvent], None], tick: float = TICK) -> None:
+    def __init__(self, publish: Callable[[DeltaKind, str], None], tick: float = TICK) -> None:
         self._publish = publish
         self._tick = tick
-        self._kind: DeltaKind = "text"
+        self._kind: DeltaKind = "text_delta"
         self._pending: list[str] = []
         self._last = 0.0
         self._wake = anyio.Event()
@@ -39,7 +37,7 @@ class DeltaBatcher:
         now = time.monotonic()
         if not self._pending and now - self._last >= self._tick:
             self._last = now
-            self._publish(_event(kind, text))
+            self._publish(kind, text)
             return
         self._kind = kind
         if not self._pending:
@@ -51,7 +49,7 @@ class DeltaBatcher:
         if self._pending:
             text, self._pending = "".join(self._pending), []
             self._last = time.monotonic()
-            self._publish(_event(self._kind, text))
+            self._publish(self._kind, text)
 
     async def run(self) -> None:
         """Flush held deltas a tick after they arrive; runs until cancelled."""
@@ -60,7 +58,3 @@ class DeltaBatcher:
             self._wake = anyio.Event()
             await anyio.sleep(max(0.0, self._last + self._tick - time.monotonic()))
             self.flush()
-
-
-def _event(kind: DeltaKind, text: str) -> TurnEvent:
-    return TextDeltaEvent(text=text) if kind == "text" else ReasoningDeltaEvent(text=text)

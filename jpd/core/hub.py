@@ -11,22 +11,27 @@ next seq and where its replay starts; `attach` replays from the file, then from 
 Seqs go on across daemon runs: a conversation's first channel of a run starts at its
 seq mark (`ReplayFiles.read_mark`), and seqs are reserved on disk in blocks before they
 are sent, so a daemon killed mid-turn never makes the next run repeat a seq (section 7.2).
+
+A turn's text and reasoning deltas (most of its events) go through `delta_sender`, which
+builds no model per delta (`jpd.protocol.turn_notes`); the channel keeps every event as
+the notification it sends (`jpd.core.hub_channel`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
 
 from jpd.conversation.replay import ReplayFiles
+from jpd.core.hub_channel import REPLAY_BYTES, RESERVE_BLOCK, Channel, event_size
 from jpd.protocol.client_port import ClientLink, Notification
-from jpd.protocol.method_table import TURN_EVENT
 from jpd.protocol.turn_events import TurnEvent, TurnEventParams
+from jpd.protocol.turn_notes import DeltaKind, DeltaNotes, TurnEventNote
+
+__all__ = ["REPLAY_BYTES", "RESERVE_BLOCK", "EventHub", "HoldGate", "event_size"]
 
 log = logging.getLogger(__name__)
 
@@ -34,50 +39,6 @@ log = logging.getLogger(__name__)
 class HoldGate(Protocol):
     def hold(self, conversation_id: str, note: Notification, seq: int) -> bool:
         """Keep `note` to send later (True), or let it go now (False)."""
-
-
-# Seqs reserved per mark write: one tiny file write per this many events of a conversation.
-RESERVE_BLOCK = 1024
-
-REPLAY_BYTES = 16 * 1024 * 1024
-"""Default bound on a conversation's replay (in memory, and in its file) in bytes."""
-
-
-def event_size(params: TurnEventParams) -> int:
-    """About the bytes an event takes on the wire (what the byte bound counts)."""
-    return len(params.event.__pydantic_serializer__.to_json(params.event)) + 100
-
-
-@dataclass
-class _Channel:
-    next_seq: int = 1
-    filed_from: int | None = None
-    """The oldest seq in the conversation's replay file (None: no file)."""
-    buffer: deque[TurnEventParams] = field(default_factory=deque)
-    sizes: deque[int] = field(default_factory=deque)
-    """`event_size` of each event of `buffer`, in the same order."""
-    size: int = 0
-    """Their sum."""
-    dropped_through: int = 0
-    """The newest seq dropped from memory to keep within the bounds: older events (in
-    the file too) are no longer replayed, so that the replay has no gap."""
-    subscribers: dict[int, ClientLink] = field(default_factory=dict)
-    seen: dict[int, int] = field(default_factory=dict)
-    """Subscribers that attached with a `fromSeq` not yet reached here (a fleet member
-    behind the one running the turn): link id -> that seq, not sent to them again."""
-    reserved: int = 0
-    """Seqs below this are covered by the mark on disk."""
-    durable: bool = True
-    """False for a `tool/call` without conversation: no mark, no file."""
-    live: bool = False
-    """An event was published in this run (`next_seq` is exact, not a reservation)."""
-
-    def first_in_memory(self) -> int:
-        return self.buffer[0].seq if self.buffer else self.next_seq
-
-    def pop_oldest(self) -> TurnEventParams:
-        self.size -= self.sizes.popleft()
-        return self.buffer.popleft()
 
 
 class EventHub:
@@ -95,7 +56,7 @@ class EventHub:
         self._limit: int | None = replay_limit if isinstance(replay_limit, int) else None
         self._bytes_source = replay_bytes
         self._bytes: int | None = replay_bytes if isinstance(replay_bytes, int) else None
-        self._channels: dict[str, _Channel] = {}
+        self._channels: dict[str, Channel] = {}
         # Idle conversations: (next seq, oldest seq in the replay file or None).
         self._idle: dict[str, tuple[int, int | None]] = {}
         # Moving events between memory and files, and replaying them, never interleave.
@@ -116,16 +77,16 @@ class EventHub:
             self._bytes = source if isinstance(source, int) else source()
         return self._bytes
 
-    def _keep_from(self, channel: _Channel) -> int:
+    def _keep_from(self, channel: Channel) -> int:
         """The oldest seq still replayed by the bounds (count and dropped bytes)."""
         return max(channel.next_seq - self._replay_limit(), channel.dropped_through + 1)
 
-    def _channel(self, conversation_id: str) -> _Channel:
+    def _channel(self, conversation_id: str) -> Channel:
         channel = self._channels.get(conversation_id)
         if channel is None:
             next_seq, filed_from = self._idle_state(conversation_id)
             del self._idle[conversation_id]
-            channel = self._channels[conversation_id] = _Channel(next_seq, filed_from)
+            channel = self._channels[conversation_id] = Channel(next_seq, filed_from)
         return channel
 
     def _idle_state(self, conversation_id: str) -> tuple[int, int | None]:
@@ -170,9 +131,9 @@ class EventHub:
     def ephemeral(self, channel_id: str) -> None:
         """Open a channel that is never marked nor filed (a `tool/call` without
         conversation; `discard` ends it)."""
-        self._channels[channel_id] = _Channel(durable=False)
+        self._channels[channel_id] = Channel(durable=False)
 
-    def _reserve(self, conversation_id: str, channel: _Channel) -> None:
+    def _reserve(self, conversation_id: str, channel: Channel) -> None:
         # Written before the seq is sent; a tiny write once per block, on the loop so that
         # no seq can go out ahead of its mark.
         reserved = channel.next_seq + RESERVE_BLOCK
@@ -190,8 +151,22 @@ class EventHub:
         params = TurnEventParams(
             conversation_id=conversation_id, turn_id=turn_id, seq=channel.next_seq, event=event
         )
-        self._deliver(channel, params)
+        self._deliver(channel, TurnEventNote(params), event_size(params))
         return params
+
+    def delta_sender(self, conversation_id: str, turn_id: str) -> Callable[[DeltaKind, str], None]:
+        """`publish` for a turn's text and reasoning deltas, which builds no model per
+        delta: its notification is spliced into the turn's encoded JSON (`turn_notes`)."""
+        notes = DeltaNotes(conversation_id, turn_id)
+
+        def publish_delta(kind: DeltaKind, text: str) -> None:
+            channel = self._channel(conversation_id)
+            if channel.durable and channel.next_seq >= channel.reserved:
+                self._reserve(conversation_id, channel)
+            note = notes.note(channel.next_seq, kind, text)
+            self._deliver(channel, note, len(note.body))
+
+        return publish_delta
 
     def publish_at(self, params: TurnEventParams) -> bool:
         """In a fleet: publish an event another member numbered (relayed through the
@@ -201,7 +176,7 @@ class EventHub:
         if params.seq < channel.next_seq and channel.live:
             return False
         self._jump(channel, params.seq)
-        self._deliver(channel, params)
+        self._deliver(channel, TurnEventNote(params), event_size(params))
         return True
 
     def raise_floor(self, conversation_id: str, floor: int) -> None:
@@ -212,7 +187,7 @@ class EventHub:
             self._jump(channel, floor)
 
     @staticmethod
-    def _jump(channel: _Channel, seq: int) -> None:
+    def _jump(channel: Channel, seq: int) -> None:
         # Seqs this member never saw: nothing older than `seq` is replayed (no gap in a
         # replay), which `oldestSeq` tells a client re-attaching with an older cursor.
         if seq != channel.next_seq:
@@ -232,11 +207,11 @@ class EventHub:
             raise KeyError(conversation_id)
         return state[0]
 
-    def _deliver(self, channel: _Channel, params: TurnEventParams) -> None:
+    def _deliver(self, channel: Channel, note: TurnEventNote, size: int) -> None:
+        seq = note.seq
         channel.live = True
-        channel.next_seq = params.seq + 1
-        channel.buffer.append(params)
-        size = event_size(params)
+        channel.next_seq = seq + 1
+        channel.buffer.append(note)
         channel.sizes.append(size)
         channel.size += size
         limit, max_bytes = self._replay_limit(), self._replay_bytes()
@@ -244,14 +219,13 @@ class EventHub:
             channel.dropped_through = channel.pop_oldest().seq
         if channel.subscribers:
             # Encoded once, on the first send, for every subscriber.
-            note = Notification(TURN_EVENT, params)
             gate = self.gate
-            if gate is not None and gate.hold(params.conversation_id, note, params.seq):
+            if gate is not None and gate.hold(note.conversation_id, note, seq):
                 return  # sent once what was appended before it is in the store
-            self._send(channel, note, params.seq)
+            self._send(channel, note, seq)
 
     @staticmethod
-    def _send(channel: _Channel, note: Notification, seq: int) -> None:
+    def _send(channel: Channel, note: Notification, seq: int) -> None:
         seen = channel.seen
         for link in list(channel.subscribers.values()):
             if seen and seen.get(link.link_id, 0) >= seq:
@@ -293,10 +267,10 @@ class EventHub:
             first_in_memory = channel.first_in_memory()
             for wire in filed:
                 if oldest <= wire["seq"] < first_in_memory:
-                    link.send(Notification.from_wire(TURN_EVENT, wire))
-            for params in channel.buffer:
-                if params.seq > from_seq and params.seq >= oldest:
-                    link.notify(TURN_EVENT, params)
+                    link.send(TurnEventNote.filed(wire))
+            for note in channel.buffer:
+                if note.seq > from_seq and note.seq >= oldest:
+                    link.send(note)
             channel.subscribers[link.link_id] = link
             if from_seq >= channel.next_seq:
                 channel.seen[link.link_id] = from_seq
@@ -328,7 +302,7 @@ class EventHub:
             if channel is None or channel.subscribers or not channel.durable:
                 return
             if channel.buffer:
-                events = [params.to_wire() for params in channel.buffer]
+                events = [note.wire for note in channel.buffer]
                 keep_from = self._keep_from(channel)
                 oldest = await anyio.to_thread.run_sync(
                     self._files.write, conversation_id, events, keep_from, self._replay_bytes()

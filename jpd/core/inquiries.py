@@ -4,6 +4,7 @@ this daemon's, and in a fleet also those pending on the other members."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jpd.inquiry.pending import PendingQuestions
@@ -80,3 +81,28 @@ class Inquiries:
             conversation_id=conversation_id,
             turn_id=turn_id,
         )
+
+    def claim_here(
+        self,
+        link: ClientLink,
+        inquiry_id: str,
+        answer: Any,
+        remember: bool,
+        conversation_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> Callable[[], None]:
+        """`answer_here` from any thread (a connection's reader): the answer is checked
+        and wins the question at once; the returned step applies it on the loop."""
+        return self._questions.claim(
+            inquiry_id,
+            answer,
+            remember,
+            by=f"client-{link.link_id}",
+            conversation_id=conversation_id,
+            turn_id=turn_id,
+        )
+
+    def close_turn(self, turn_id: str) -> None:
+        """From any thread: the questions of `turn_id`, whose cancel was answered, take
+        no more answers."""
+        self._questions.close_turn(turn_id)

@@ -13,6 +13,7 @@ could link `AGENTS.md` to a private file to have it sent to the provider).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass, field
@@ -33,24 +34,48 @@ class SystemPrompt:
     """`path: why` for each instruction file found and not read."""
 
 
-def workspace_root(folder: Path) -> Path:
+class Seen:
+    """What a lookup of instruction files saw (`project_files`), for a cache to tell
+    whether it would see the same now (`jpd.core.instruction_files`)."""
+
+    def __init__(self) -> None:
+        self.markers: list[tuple[str, bool]] = []
+        """Each workspace marker looked for, and whether it existed."""
+        self.entries: list[tuple[str, os.stat_result | None]] = []
+        """`lstat` of each folder below the root and each file looked for (None: absent)."""
+        self.reusable = True
+        """False when the result hangs on more than these (a link, an unreadable entry)."""
+
+
+def workspace_root(folder: Path, seen: Seen | None = None) -> Path:
     """The nearest folder at or above `folder` holding a workspace marker, else `folder`."""
     for candidate in (folder, *folder.parents):
-        if any((candidate / marker).exists() for marker in WORKSPACE_MARKERS):
-            return candidate
+        for marker in WORKSPACE_MARKERS:
+            path = candidate / marker
+            exists = path.exists()
+            if seen is not None:
+                seen.markers.append((str(path), exists))
+            if exists:
+                return candidate
     return folder
 
 
-def project_files(folder: Path, names: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+def project_files(
+    folder: Path, names: list[str], seen: Seen | None = None
+) -> tuple[list[tuple[str, str]], list[str]]:
     """`(relative path, text)` of each instruction file from the workspace root down to
-    `folder`, and `path: why` for the ones not read. Reads files: call it off the loop."""
-    root = workspace_root(folder)
+    `folder`, and `path: why` for the ones not read. Reads files: call it off the loop.
+    `seen` records what the result depends on."""
+    root = workspace_root(folder, seen)
     real_root = root.resolve()
     chain = [root]
     if folder != root:
         relative = folder.relative_to(root)
         for part in relative.parts:
             chain.append(chain[-1] / part)
+            if seen is not None:  # a folder below the root that is a link: not reused
+                with contextlib.suppress(OSError):
+                    _lstat(chain[-1], seen)
     found: list[tuple[str, str]] = []
     skipped: list[str] = []
     for directory in chain:
@@ -58,7 +83,7 @@ def project_files(folder: Path, names: list[str]) -> tuple[list[tuple[str, str]]
             path = directory / name
             shown = str(path.relative_to(root))
             try:
-                text = _read(path, real_root)
+                text = _read(path, real_root, seen)
             except _Skip as exc:
                 skipped.append(f"{shown}: {exc}")
                 continue
@@ -67,17 +92,35 @@ def project_files(folder: Path, names: list[str]) -> tuple[list[tuple[str, str]]
     return found, skipped
 
 
+def _lstat(path: Path, seen: Seen | None) -> os.stat_result | None:
+    """`lstat` of `path` (None: absent), noted in `seen`; other errors are raised."""
+    try:
+        info = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        info = None
+    except OSError:
+        if seen is not None:
+            seen.reusable = False
+        raise
+    if seen is not None:
+        seen.entries.append((str(path), info))
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            seen.reusable = False
+    return info
+
+
 class _Skip(Exception):
     pass
 
 
-def _read(path: Path, real_root: Path) -> str | None:
+def _read(path: Path, real_root: Path, seen: Seen | None = None) -> str | None:
     try:
-        info = path.lstat()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+        found = _lstat(path, seen)
     except OSError as exc:
         raise _Skip(f"cannot read ({exc.strerror})") from None
+    if found is None:
+        return None
+    info = found
     real = path.resolve()
     if not real.is_relative_to(real_root):
         raise _Skip("links out of the workspace; not read")
@@ -130,18 +173,25 @@ def render_section(section: SectionConfig) -> str:
 def system_prompt(assistant: AssistantConfig, folder: Path | None) -> SystemPrompt:
     """The turn's system prompt; reads the instruction files under `folder` (the
     request's working folder; None: none). Reads files: call it off the event loop."""
+    files: list[tuple[str, str]] = []
+    skipped: list[str] = []
+    if folder is not None and assistant.agents_files:
+        files, skipped = project_files(folder, list(assistant.agents_files))
+    return render_prompt(assistant, files, skipped)
+
+
+def render_prompt(
+    assistant: AssistantConfig, files: list[tuple[str, str]], skipped: list[str]
+) -> SystemPrompt:
+    """The system prompt of `assistant` with the instruction files `files` found."""
     sections = [*assistant.system_prompt_sections]
     sections += [instruction_section(item) for item in assistant.instructions]
     ordered = sorted(enumerate(sections), key=lambda pair: (pair[1].position, pair[0]))
     parts = [assistant.system_prompt] if assistant.system_prompt else []
     parts += [render_section(section) for _, section in ordered]
-    files: list[tuple[str, str]] = []
-    skipped: list[str] = []
-    if folder is not None and assistant.agents_files:
-        files, skipped = project_files(folder, list(assistant.agents_files))
     for shown, content in files:
         parts.append(
             f'<project_instructions file="{shown}">\n{content.strip()}\n</project_instructions>'
         )
     joined = "\n\n".join(part for part in parts if part.strip()) or None
-    return SystemPrompt(joined, [shown for shown, _ in files], skipped)
+    return SystemPrompt(joined, [shown for shown, _ in files], list(skipped))

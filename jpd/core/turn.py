@@ -123,7 +123,14 @@ class Turn:
         checkpoints = Checkpointer(
             spec.turn_id, lambda event: log_.append(spec.conversation_id, event)
         )
-        self._model = ModelCall(spec, self._context, checkpoints, self._publish, self._call_started)
+        self._model = ModelCall(
+            spec,
+            self._context,
+            checkpoints,
+            self._publish,
+            hub.delta_sender(spec.conversation_id, spec.turn_id),
+            self._call_started,
+        )
 
     @property
     def conversation_id(self) -> str:

@@ -120,9 +120,12 @@ async def assemble(
     spec.resume = resume
     spec.mode = mode
     spec.extra_roots = renv.extra_roots
-    from jpd.core.instructions import system_prompt
+    from jpd.core.instruction_files import PROMPT_FILES
 
-    prompt = await anyio.to_thread.run_sync(system_prompt, cfg.assistant, renv.workspace)
+    # Read in a worker thread only when an instruction file is new or changed.
+    prompt = PROMPT_FILES.cached(cfg.assistant, renv.workspace)
+    if prompt is None:
+        prompt = await anyio.to_thread.run_sync(PROMPT_FILES.load, cfg.assistant, renv.workspace)
     spec.system = prompt.text
     spec.instruction_files = prompt.files
     for problem in prompt.skipped:

@@ -25,6 +25,7 @@ from jpd.protocol.turn_events import (
     TurnEvent,
     UsageReported,
 )
+from jpd.protocol.turn_notes import DeltaKind
 from jpd.protocol.usage import TokenUsage
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class ModelCall:
         context: ContextKeeper | None,
         checkpoints: Checkpointer,
         publish: Callable[[TurnEvent], None],
+        publish_delta: Callable[[DeltaKind, str], None],
         call_started: CallStarted,
     ) -> None:
         self._spec = spec
@@ -65,6 +67,7 @@ class ModelCall:
         self._context = context
         self._checkpoints = checkpoints
         self._publish = publish
+        self._publish_delta = publish_delta
         self._call_started = call_started
         self.partial = Partial()
 
@@ -100,7 +103,7 @@ class ModelCall:
         self.partial = Partial()
         self._checkpoints.start_call()
         reason: llm.FinishReason = "end_turn"
-        deltas = DeltaBatcher(self._publish)
+        deltas = DeltaBatcher(self._publish_delta)
 
         def emit(event: TurnEvent) -> None:
             deltas.flush()  # merged deltas go out before whatever follows them
@@ -145,14 +148,14 @@ class ModelCall:
         partial = self.partial
         if isinstance(item, llm.TextDelta):
             partial.texts.append(item.text)
-            deltas.add("text", item.text)
+            deltas.add("text_delta", item.text)
             self._checkpoints.text(item.text)
         elif isinstance(item, llm.ReasoningDelta):
             partial.reasoning += item.text
             if item.signature:
                 partial.signature = item.signature
             if item.text:
-                deltas.add("reasoning", item.text)
+                deltas.add("reasoning_delta", item.text)
                 self._checkpoints.reasoning(item.text)
         elif isinstance(item, llm.ToolCallEvent):
             partial.calls.append(

@@ -28,7 +28,7 @@ from jpd.llm.base import (
 )
 from jpd.llm.errors import ProviderError
 from jpd.llm.http_provider import Call, HttpProvider
-from jpd.llm.request_build import encode_body
+from jpd.llm.request_build import encode_body, encoded_once
 from jpd.llm.retry import RetryableError
 from jpd.llm.stream_reader import Batch
 from jpd.llm.transport import event_json, one_line
@@ -88,9 +88,13 @@ class AnthropicProvider(HttpProvider):
         headers = {"anthropic-version": API_VERSION}
         if uses_strict_tools(request):
             headers["anthropic-beta"] = STRICT_TOOLS_BETA
+        body = build_body(request)
+        if request.tools and request.response_schema is None:
+            tools = body["tools"]  # built from `request.tools` alone
+            body["tools"] = encoded_once("anthropic tools", request.tools, lambda: tools)
         return Call(
             url=f"{base_url}/v1/messages",
-            body=encode_body(build_body(request)),
+            body=encode_body(body),
             headers=headers,
             parser=lambda: _StreamState(secrets),
         )

@@ -33,7 +33,7 @@ from jpd.llm.base import (
 from jpd.llm.errors import ProviderError, ProviderUnavailable
 from jpd.llm.http_provider import Call, HttpProvider
 from jpd.llm.openai_request import build_body
-from jpd.llm.request_build import encode_body
+from jpd.llm.request_build import encode_body, encoded_once
 from jpd.llm.retry import RetryableError, RetryPolicy
 from jpd.llm.stream_reader import Batch
 from jpd.llm.transport import event_json, one_line
@@ -129,9 +129,13 @@ class OpenAIProvider(HttpProvider):
 
     def call(self, request: ModelRequest, base_url: str, secrets: tuple[str, ...]) -> Call:
         name = self.name
+        body = build_body(request, compatible=self._compatible)
+        if "tools" in body:  # built from `request.tools` alone
+            tools = body["tools"]
+            body["tools"] = encoded_once("openai tools", request.tools, lambda: tools)
         return Call(
             url=f"{base_url}/chat/completions",
-            body=encode_body(build_body(request, compatible=self._compatible)),
+            body=encode_body(body),
             headers=dict(self._headers),
             parser=lambda: _StreamState(name, secrets),
         )

@@ -43,6 +43,7 @@ class ProviderRegistry:
     def __init__(self, env: Mapping[str, str]) -> None:
         self._env = dict(env)
         self._cache: dict[str, Provider] = {}
+        self._keys: dict[int, tuple[Config, str]] = {}
 
     def get(self, config: Config, env: Mapping[str, str] | None = None) -> Provider:
         """The provider for `config.assistant.model`, created if needed; `env` is the
@@ -52,19 +53,33 @@ class ProviderRegistry:
         """
         model = config.assistant.model
         name = model.provider
-        section = _section(config, name)
         source = self._env if env is None else env
         variables = {v: source[v] for v in _variables(config, name) if v in source}
         # A digest, so that API keys are not kept in a readable cache key.
         digest = hashlib.sha256(json.dumps(variables, sort_keys=True).encode()).hexdigest()
-        # The embedded model loads per model; Ollama sizes its context by the window.
-        per_model = {"local": model.name, "ollama": str(model.context_window)}.get(name, "")
-        key = f"{name}|{per_model}|{section}|{digest}"
+        key = f"{self._settings_key(config)}|{digest}"
         provider = self._cache.get(key)
         if provider is None:
             provider = self._create(name, model.name, config, variables)
             self._cache[key] = provider
         return provider
+
+    def _settings_key(self, config: Config) -> str:
+        """What of `config` chooses its model's provider object: computed once per
+        config object (the same one while its files are unchanged, jpd/config/cache.py;
+        held, so that its id is not reused)."""
+        found = self._keys.get(id(config))
+        if found is not None and found[0] is config:
+            return found[1]
+        model = config.assistant.model
+        name = model.provider
+        # The embedded model loads per model; Ollama sizes its context by the window.
+        per_model = {"local": model.name, "ollama": str(model.context_window)}.get(name, "")
+        key = f"{name}|{per_model}|{_section(config, name)}"
+        if len(self._keys) >= 64:  # turns with configs of their own: start over
+            self._keys.clear()
+        self._keys[id(config)] = (config, key)
+        return key
 
     def unavailable(
         self, name: str, config: Config, env: Mapping[str, str] | None = None

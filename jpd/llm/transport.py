@@ -225,6 +225,16 @@ class StreamingPost:
         self._watched = client is None and _has_aiohttp()
         if self._watched:
             self._timeout = httpx.Timeout(timeout, read=None)
+        self._urls: dict[str, httpx.URL] = {}
+        """Each URL parsed once: httpx parses a string again for every request."""
+
+    def _url(self, url: str) -> httpx.URL:
+        parsed = self._urls.get(url)
+        if parsed is None:
+            if len(self._urls) >= 64:  # a provider posts to a few URLs
+                self._urls.clear()
+            parsed = self._urls[url] = httpx.URL(url)
+        return parsed
 
     @asynccontextmanager
     async def open(
@@ -247,7 +257,11 @@ class StreamingPost:
             try:
                 async with AsyncExitStack() as stack:
                     request = self._client.stream(
-                        "POST", url, content=body, headers=dict(headers), timeout=self._timeout
+                        "POST",
+                        self._url(url),
+                        content=body,
+                        headers=dict(headers),
+                        timeout=self._timeout,
                     )
                     if self._watched:
                         with anyio.fail_after(self._seconds):

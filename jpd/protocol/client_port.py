@@ -6,7 +6,6 @@ The rpc layer implements `ClientLink`; the core never sees a transport or a meth
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -38,31 +37,41 @@ _compact = json.JSONEncoder(separators=(",", ":")).encode
 class Notification:
     """A daemon-to-client notification, encoded once however many clients receive it."""
 
-    __slots__ = ("__dict__", "_params", "_wire", "method")
+    # No `__dict__`: the hub keeps thousands of these for replay, one tracked object each
+    # for the garbage collector (`_body` and `_wire` cache the encodings).
+    __slots__ = ("_body", "_params", "_wire", "method")
 
     def __init__(self, method: ServerNotification[P], params: P) -> None:
         self.method: ServerNotification[Any] = method
         self._params: WireModel | None = params
         self._wire: dict[str, Any] | None = None
+        self._body: bytes | None = None
 
     @classmethod
     def from_wire(cls, method: ServerNotification[Any], wire: dict[str, Any]) -> Notification:
         """A notification this daemon dumped before (e.g. filed for replay), sent as it is."""
         note = cls.__new__(cls)
-        note.method, note._params, note._wire = method, None, wire
+        note.method, note._params, note._wire, note._body = method, None, wire, None
         return note
 
-    @functools.cached_property
+    @property
     def wire(self) -> dict[str, Any]:
         """The params as they go on the wire."""
-        if self._wire is not None:
-            return self._wire
-        assert self._params is not None
-        return self._params.to_wire()
+        wire = self._wire
+        if wire is None:
+            assert self._params is not None
+            wire = self._wire = self._params.to_wire()
+        return wire
 
-    @functools.cached_property
+    @property
     def body(self) -> bytes:
         """The JSON-RPC message, UTF-8 encoded (computed on first use, then shared)."""
+        body = self._body
+        if body is None:
+            body = self._body = self._encode()
+        return body
+
+    def _encode(self) -> bytes:
         params = self._params
         if type(params) is TurnEventParams:
             delta = params.delta_message(self.method.name)

@@ -186,17 +186,34 @@ class TurnEventParams(WireModel):
         event = self.event
         if type(event) is not TextDeltaEvent and type(event) is not ReasoningDeltaEvent:
             return None
-        quote = encode_basestring_ascii  # as json.dumps quotes a string (ensure_ascii)
-        parts = (
+        head = delta_head(method, self.conversation_id, self.turn_id)
+        return delta_body(head, self.seq, event.kind, event.text).encode()
+
+
+def delta_head(method: str, conversation_id: str, turn_id: str) -> str:
+    """The start of a delta notification's JSON, up to its seq: the same for every delta
+    of a turn (`jpd.protocol.turn_notes` keeps it per turn)."""
+    quote = encode_basestring_ascii  # as json.dumps quotes a string (ensure_ascii)
+    return "".join(
+        (
             '{"jsonrpc":"2.0","method":', quote(method),
-            ',"params":{"conversationId":', quote(self.conversation_id),
-            ',"turnId":', quote(self.turn_id),
-            ',"seq":', str(self.seq),
-            ',"event":{"kind":', quote(event.kind),
-            ',"text":', quote(event.text),
-            "}}}",
-        )  # fmt: skip
-        return "".join(parts).encode()
+            ',"params":{"conversationId":', quote(conversation_id),
+            ',"turnId":', quote(turn_id),
+            ',"seq":',
+        )
+    )  # fmt: skip
+
+
+_KIND_HEADS = {
+    kind: f',"event":{{"kind":{encode_basestring_ascii(kind)},"text":'
+    for kind in ("text_delta", "reasoning_delta")
+}
+
+
+def delta_body(head: str, seq: int, kind: str, text: str) -> str:
+    """A delta notification's JSON, byte for byte what `json.dumps` (compact, ASCII) makes of
+    it: the escaped text spliced into the turn's `delta_head`."""
+    return "".join((head, str(seq), _KIND_HEADS[kind], encode_basestring_ascii(text), "}}}"))
 
 
 class TurnLaggedParams(WireModel):

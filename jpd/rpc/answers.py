@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from jpd.core.daemon import Daemon
+from jpd.protocol.errors import JpdError, NotFound
 from jpd.protocol.initialize import InitializeParams
 from jpd.protocol.method_table import (
     EXIT,
@@ -24,6 +25,7 @@ from jpd.protocol.method_table import (
     TURN_ATTACH,
     TURN_DETACH,
 )
+from jpd.protocol.server_requests import InquiryAnswerResult
 from jpd.rpc import errors
 from jpd.rpc.framing import encode_frame
 from jpd.rpc.handler_types import OnLoop
@@ -32,7 +34,6 @@ from jpd.rpc.methods import INSTANT, initialize_now
 from jpd.rpc.outbox import Outbox
 from jpd.rpc.pygls_private import EncodedResult, EncodedResultProtocol
 from jpd.rpc.session import Session
-from jpd.rpc.turn_methods import inquiry_answer_first
 
 # Their answers come after the events they replay or stop (protocol.md 5.8, 5.9): they
 # keep their place in the queue; every other answer goes ahead of queued notifications.
@@ -139,11 +140,10 @@ class ThreadAnswers:
     result is static): the session's state changes on the loop (`in_order`) before any
     message read after it is handled there, and nothing read before it is pending.
 
-    `inquiry/answer` (of a daemon that is no fleet member) runs on the loop ahead of
-    the connection's queued work: the thread schedules it (`call_soon_threadsafe`) and
-    its answer goes to the writer thread ahead of the queued events (no further loop
-    round); a turn waiting on the question goes on without waiting for the frames read
-    before it."""
+    `inquiry/answer` is checked and claims its question here (`PendingQuestions.claim`:
+    no other answer, timeout or cancel wins it after); the loop then tells every client
+    and wakes the turn (`call_soon_threadsafe`), ahead of the frames read before it. In
+    a fleet, an id not pending here goes to the loop (it looks on the store's board)."""
 
     def __init__(
         self,
@@ -152,15 +152,12 @@ class ThreadAnswers:
         max_nesting: int,
         loop: asyncio.AbstractEventLoop,
         in_order: OnLoop | None = None,
-        send_first: Callable[[bytes], None] | None = None,
     ) -> None:
         self._daemon = daemon
         self._session = session
         self._max_nesting = max_nesting
         self._loop = loop
         self._in_order = in_order
-        self._send_first = send_first
-        """Write an answer ahead of the queued events, from the loop (`ThreadedOutput`)."""
         self._lifecycle = False
         self._handed = False
         """A message went to the loop: an `initialize` after it is the loop's too."""
@@ -232,30 +229,33 @@ class ThreadAnswers:
         self._in_order(run)
 
     def _inquiry_answer(self, session: Session, data: dict[str, Any], msg_id: Any) -> bytes | None:
-        send_first = self._send_first
-        if send_first is None or self._daemon.shared is not None:
-            return None  # in a fleet it may wait on the store: the usual way
         params = data.get("params")
         try:
             model = INQUIRY_ANSWER.params.model_validate({} if params is None else params)
         except ValidationError:
             return None  # -32602 from the loop
-        daemon = self._daemon
-
-        def answer() -> None:
-            if session.closed.is_set():
-                return
-            try:
-                result = inquiry_answer_first(daemon, session, model)
-                body = {"jsonrpc": "2.0", "id": msg_id, "result": result.to_wire()}
-                frame = encode_frame(json.dumps(body).encode())
-            except Exception as exc:  # typed errors keep their code, as in `_make_handler`
-                error = errors.from_handler(INQUIRY_ANSWER.name, exc)
-                frame = encode_frame(errors.error_body(msg_id, error))
-            send_first(frame)
-
-        self._loop.call_soon_threadsafe(answer)
-        return b""  # answered on the loop
+        try:
+            settle = self._daemon.inquiries.claim_here(
+                session,
+                model.inquiry_id,
+                model.answer,
+                model.remember,
+                model.conversation_id,
+                model.turn_id,
+            )
+        except JpdError as exc:  # -32001 gone, -32602 does not fit or is ambiguous
+            if isinstance(exc, NotFound) and self._daemon.shared is not None:
+                return None  # maybe pending on another member: the loop asks the store
+            return encode_frame(errors.error_body(msg_id, exc))
+        # Claimed: no other answer, timeout or cancel can win it now; the loop tells
+        # every client and wakes the turn.
+        self._loop.call_soon_threadsafe(settle)
+        body = {
+            "jsonrpc": "2.0",
+            "id": msg_id,
+            "result": InquiryAnswerResult(accepted=True).to_wire(),
+        }
+        return encode_frame(json.dumps(body).encode())
 
     def _on_loop(self, action: Callable[[], object]) -> None:
         self._loop.call_soon_threadsafe(action)

@@ -45,6 +45,7 @@ from jpd.protocol.method_table import (
     TURN_LAGGED,
 )
 from jpd.protocol.turn_events import TurnLaggedParams
+from jpd.protocol.turn_notes import TurnEventNote
 from jpd.rpc import errors
 from jpd.rpc.answers import QueueWriter, ThreadAnswers, answer_now
 from jpd.rpc.converter import message_converter
@@ -206,12 +207,16 @@ async def serve_connection(
         if notification.method is not TURN_EVENT:
             outbox.put(frame)
             return
-        params = notification.wire
-        if not outbox.put_event(params["conversationId"], params["seq"], frame):
+        if isinstance(notification, TurnEventNote):  # the hub's: no dict built per event
+            conversation_id, seq = notification.conversation_id, notification.seq
+        else:
+            params = notification.wire
+            conversation_id, seq = params["conversationId"], params["seq"]
+        if not outbox.put_event(conversation_id, seq, frame):
             # Lagging (protocol.md 7.3): stop sending it this conversation, so its
             # questions go to the other clients or the detached policy.
             assert session is not None
-            daemon.detach(session, params["conversationId"])
+            daemon.detach(session, conversation_id)
 
     async def request(method: str, params: dict[str, Any]) -> Any:
         future = protocol.send_request(method, params)
@@ -239,9 +244,7 @@ async def serve_connection(
         if isinstance(receive.answer, ThreadAnswers):  # started before the session
             receive.answer.bind(session)
         else:
-            answers = ThreadAnswers(
-                daemon, session, limits.max_nesting, loop, receive.in_order, receive.send_first
-            )
+            answers = ThreadAnswers(daemon, session, limits.max_nesting, loop, receive.in_order)
             receive.start(limits.max_frame, answers)
         frames = receive.frames()
     else:

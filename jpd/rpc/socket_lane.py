@@ -2,9 +2,12 @@
 threads read and write its socket, so its control requests are answered by the reader
 thread however busy the event loop is, as on stdio.
 
-A thread accepts the clients too (`LaneAcceptor`) and applies the peer rule: a client
-that passed gets its reader thread at once, which answers its first `initialize` before
-the loop has set up its session (`ThreadAnswers.bind` gives it the session later).
+A thread accepts the clients too (`LaneAcceptor`) and applies the peer rule: for a
+client that passed, it answers at once what the client sent already (its first
+`initialize`, usually there by the time the peer was checked), then starts its reader
+thread; both answer before the loop has set up the session (`ThreadAnswers.bind` gives
+it the session later). Every hand-over between threads may wait for the GIL (or for a
+core of a busy machine), so the first answer takes none.
 
 The threads use a duplicate of the socket's descriptor, closed by the last of them (a
 thread that outlives its connection never touches a number reused by the next client).
@@ -29,7 +32,8 @@ import anyio
 from jpd.protocol.errors import PeerRefused
 from jpd.rpc.errors import error_body
 from jpd.rpc.framing import FrameSplitter, encode_frame
-from jpd.rpc.lane import Answer, SharedFd, ThreadedInput, ThreadedOutput
+from jpd.rpc.lane import Answer, ThreadedInput
+from jpd.rpc.lane_output import SharedFd, ThreadedOutput
 from jpd.rpc.peer import check_peer
 
 log = logging.getLogger(__name__)
@@ -63,8 +67,10 @@ class LaneConnection:
         self._started = True
 
     def start_reading(self, max_body: int, answer: Answer, loop: asyncio.AbstractEventLoop) -> None:
-        """Start the reader thread before the session exists (from the accept thread)."""
-        self.input.start(max_body, answer, loop)
+        """Start the reader thread before the session exists (from the accept thread),
+        answering first, in the calling thread, what the client sent already (its
+        `initialize`, usually there by the time its peer was checked)."""
+        self.input.start(max_body, answer, loop, ready=True)
 
     async def send(self, data: bytes) -> None:
         await self.output.send(data)

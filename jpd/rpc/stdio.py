@@ -11,7 +11,8 @@ import anyio
 
 from jpd.core.daemon import Daemon
 from jpd.rpc.boundary import serve_connection
-from jpd.rpc.lane import ThreadedInput, ThreadedOutput
+from jpd.rpc.lane import ThreadedInput
+from jpd.rpc.lane_output import ThreadedOutput
 from jpd.rpc.outbox import ConnectionLimits
 
 _FLUSH_TIMEOUT = 5.0

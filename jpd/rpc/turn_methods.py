@@ -122,6 +122,8 @@ def turn_cancel_now(
     in a fleet, a turn not running here, which `turn_cancel` looks for in the store)."""
     running = daemon.is_running(p.turn_id)
     if running:
+        # An `inquiry/answer` read after this answer finds the turn's questions gone.
+        daemon.inquiries.close_turn(p.turn_id)
         on_loop(lambda: daemon.cancel_turn(p.turn_id))
         return TurnCancelResult(cancelled=True)
     return None if daemon.queue is not None else TurnCancelResult(cancelled=False)
@@ -146,16 +148,6 @@ async def inquiry_list(daemon: Daemon, session: Session, p: NoParams) -> WireMod
 async def inquiry_answer(daemon: Daemon, session: Session, p: InquiryAnswerParams) -> WireModel:
     """Answer a pending question (e.g. a deferred one, or from a second client)."""
     await daemon.inquiries.answer(
-        session, p.inquiry_id, p.answer, p.remember, p.conversation_id, p.turn_id
-    )
-    return InquiryAnswerResult(accepted=True)
-
-
-def inquiry_answer_first(daemon: Daemon, session: Session, p: InquiryAnswerParams) -> WireModel:
-    """`inquiry_answer` of a question pending in this daemon, run on the loop ahead of
-    the connection's queued work (`jpd.rpc.answers.ThreadAnswers`): nothing awaited, the
-    same checks and "first valid answer wins" as `inquiry_answer`."""
-    daemon.inquiries.answer_here(
         session, p.inquiry_id, p.answer, p.remember, p.conversation_id, p.turn_id
     )
     return InquiryAnswerResult(accepted=True)

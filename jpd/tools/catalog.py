@@ -3,6 +3,7 @@ servers, merged config, per-turn toggles applied, JSON schemas built."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -31,9 +32,11 @@ class EffectiveTool:
     builtin: BuiltinTool | None
     mcp: McpToolRef | None = None
 
-    @property
+    @functools.cached_property
     def definition(self) -> ToolDefinition:
-        """What the model is told about this tool."""
+        """What the model is told about this tool: one object for the tool's life (a
+        catalog lives as long as its config), so that its serialised form is reused
+        (`request_build.encoded_once`)."""
         text = self.config.summary or self.config.description or ""
         return ToolDefinition(name=self.name, description=text, parameters=self.schema)
 

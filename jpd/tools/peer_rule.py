@@ -81,11 +81,18 @@ class LinuxProc:
 
     def __init__(self, root: str = "/proc") -> None:
         self._root = root
+        self._own: dict[str, int | None] = {}
+        """This process's namespaces, read once (it never changes them)."""
 
     def stat(self, pid: int) -> ProcStat | None:
+        # One open, one read, one close: each call that lets go of the GIL may wait a
+        # switch interval for it while the event loop is busy (a new client waits).
         try:
-            with open(f"{self._root}/{pid}/stat", "rb") as handle:
-                text = handle.read().decode("ascii", "replace")
+            fd = os.open(f"{self._root}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                text = os.read(fd, 4096).decode("ascii", "replace")
+            finally:
+                os.close(fd)
         except OSError:
             return None
         # The command name (field 2) may hold anything, ")" included: split at the last.
@@ -97,10 +104,16 @@ class LinuxProc:
         return ProcStat(pid=pid, ppid=ppid, pgid=pgid, sid=sid, start=start)
 
     def namespace(self, pid: int, name: str) -> int | None:
+        own = pid == os.getpid()
+        if own and name in self._own:
+            return self._own[name]
         try:
-            return os.stat(f"{self._root}/{pid}/ns/{name}").st_ino
+            found: int | None = os.stat(f"{self._root}/{pid}/ns/{name}").st_ino
         except OSError:
-            return None
+            found = None
+        if own:
+            self._own[name] = found
+        return found
 
     def available(self) -> bool:
         """Whether this system's processes can be read here at all."""

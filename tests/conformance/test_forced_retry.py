@@ -37,7 +37,7 @@ from jpd.llm.base import (
     UserMessage,
 )
 from jpd.llm.history import MessageHistory
-from jpd.protocol.turn_events import ForcedToolRetried
+from jpd.protocol.turn_events import ForcedToolRetried, ReasoningDeltaEvent, TextDeltaEvent
 from jpd.tools.base import ToolResultData
 from tests.fixtures.choice_provider import (
     ECHO,
@@ -105,6 +105,13 @@ class Hub:
 
     def publish(self, conversation_id: str, turn_id: str, event: Any) -> None:
         self.events.append(event)
+
+    def delta_sender(self, conversation_id: str, turn_id: str) -> Callable[[str, str], None]:
+        def publish_delta(kind: str, text: str) -> None:
+            delta = TextDeltaEvent if kind == "text_delta" else ReasoningDeltaEvent
+            self.events.append(delta(text=text))
+
+        return publish_delta
 
 
 @dataclass

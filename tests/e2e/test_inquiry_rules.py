@@ -174,3 +174,29 @@ async def test_a_question_pending_at_a_clean_stop_is_recorded_daemon_stopped(
         }
     ]
     assert events[-1]["type"] == "turn_end" and events[-1]["stop_reason"] == "cancelled"
+
+
+async def test_an_answer_read_after_turn_cancel_finds_the_question_gone(
+    jpd_factory: StartJpd, home: Path
+) -> None:
+    """protocol.md 3: `turn/cancel` and then `inquiry/answer` sent back to back on one
+    connection: the cancel was answered first, so the answer gets -32001 and the
+    question is recorded cancelled (reason `user`); clients hear `cancelled`."""
+    daemon = await start(jpd_factory, home)
+    started = await daemon.request("turn/start", {"message": "go"})
+    pending = await _wait_pending(daemon)
+    cancel = asyncio.ensure_future(daemon.request("turn/cancel", {"turnId": started["turnId"]}))
+    answer = asyncio.ensure_future(
+        daemon.request("inquiry/answer", {"inquiryId": pending["inquiryId"], "answer": True})
+    )
+    assert await cancel == {"cancelled": True}
+    with pytest.raises(JsonRpcException) as info:
+        await answer
+    assert info.value.code == -32001
+    done = await daemon.wait_event(started["turnId"], "turn_completed")
+    assert done["event"]["stopReason"] == "cancelled"
+    recorded = responses(home, started["conversationId"])
+    assert [(r["outcome"], r.get("reason")) for r in recorded] == [("cancelled", "user")]
+    await wait_for(
+        lambda: any(r["outcome"] == "cancelled" for r in daemon.resolved), "inquiry/resolved"
+    )

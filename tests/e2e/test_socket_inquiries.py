@@ -147,3 +147,61 @@ async def test_client_disconnecting_while_asked_falls_to_the_detached_policy(
     )
     assert response["outcome"] == "cancelled" and response["reason"] == "no_prompt_backend"
     await observer.close()
+
+
+async def test_inquiry_answers_from_two_clients_at_once_one_wins_and_is_recorded(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """protocol.md 3 and 5.17: two clients answer a deferred question at the same moment
+    (each connection's reader thread claims it as it reads it): exactly one is accepted,
+    the other gets -32001; the winner is recorded, the tool goes on with it, and a
+    `turn/list` answered after the acceptance no longer lists the question."""
+    env = env_with_asker(tmp_path)
+    daemon = await daemons.start(env)
+    first = await SocketClient.connect(daemon.socket)
+    second = await SocketClient.connect(daemon.socket)
+    await first.initialize()
+    await second.initialize()
+    started = await first.request("turn/start", {"message": "go"})
+    listed = (await second.request("turn/list"))["inquiries"]
+    for _ in range(200):
+        if listed:
+            break
+        await asyncio.sleep(0.05)
+        listed = (await second.request("turn/list"))["inquiries"]
+    assert [i["inquiryId"] for i in listed] == ["call_1.q.1"] and listed[0]["deferred"]
+
+    async def answer(client: SocketClient, value: bool) -> dict[str, Any] | RpcError:
+        try:
+            result: dict[str, Any] = await client.request(
+                "inquiry/answer", {"inquiryId": "call_1.q.1", "answer": value}
+            )
+        except RpcError as error:
+            return error
+        # Seen by the control request answered after it, on either connection.
+        assert (await first.request("turn/list"))["inquiries"] == []
+        assert (await second.request("turn/list"))["inquiries"] == []
+        return result
+
+    outcomes = await asyncio.gather(answer(first, False), answer(second, True))
+    accepted = [i for i, o in enumerate(outcomes) if o == {"accepted": True}]
+    refused = [o for o in outcomes if isinstance(o, RpcError)]
+    assert len(accepted) == 1 and [e.code for e in refused] == [-32001]
+    won = [False, True][accepted[0]]
+
+    done = await first.wait_event(started["turnId"], "turn_completed")
+    assert done["event"]["stopReason"] == "end_turn"
+    assert tool_result(first, started["turnId"])["content"].strip() == f"got={str(won).lower()}"
+    answers = [
+        e for e in persisted(env, started["conversationId"]) if e["type"] == "inquiry_response"
+    ]
+    assert [(a["outcome"], a["answer"]) for a in answers] == [("answered", won)]
+    for client in (first, second):
+        await wait_for(
+            lambda c=client: any(
+                n["method"] == "inquiry/resolved" and n["params"]["outcome"] == "answered"
+                for n in c.notifications
+            ),
+            "inquiry/resolved at both clients",
+        )
+        await client.close()

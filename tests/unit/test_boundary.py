@@ -48,6 +48,9 @@ class NoInquiries:
     async def pending(self) -> list[Any]:
         return []
 
+    def close_turn(self, turn_id: str) -> None:
+        pass
+
 
 class FakeDaemon:
     """The parts of the daemon core the boundary and these handlers touch."""

@@ -18,7 +18,7 @@ from jpcli.acp.inputs import absolute_path
 from jpcli.daemon import SocketDaemon
 
 from jpd.config.loader import workspace_config_path
-from jpd.rpc.listener import default_socket_path
+from jpd.rpc.socket_claim import default_socket_path
 
 ROOT = Path(__file__).resolve().parents[2]
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")

@@ -14,7 +14,7 @@ from jpd.core.hub import EventHub
 from jpd.protocol.base import WireModel
 from jpd.protocol.client_port import ClientCapabilities, Notification
 from jpd.protocol.method_table import TURN_EVENT, ServerNotification, ServerRequest
-from jpd.protocol.turn_events import TextDeltaEvent, TurnCompleted
+from jpd.protocol.turn_events import TurnCompleted
 
 CID = "c-hub"
 
@@ -50,8 +50,9 @@ def make_hub(tmp_path: Path, limit: int = 100) -> tuple[EventHub, ReplayFiles]:
 
 
 def turn(hub: EventHub, turn_id: str, *texts: str, cid: str = CID) -> None:
+    publish_delta = hub.delta_sender(cid, turn_id)  # as a turn publishes its text
     for text in texts:
-        hub.publish(cid, turn_id, TextDeltaEvent(text=text))
+        publish_delta("text_delta", text)
     hub.publish(cid, turn_id, TurnCompleted(stop_reason="end_turn"))
 
 

@@ -96,3 +96,25 @@ async def test_seqs_only_grow_when_two_daemons_share_a_data_dir(tmp_path: Path) 
     await shared.attach(CID, late, 0)
     assert late.seqs() == [1, 2, 3, 4, 5, 6]
     assert late.texts() == ["a", "turn_completed", "b", "turn_completed", "c", "turn_completed"]
+
+
+async def test_a_new_conversations_first_mark_is_written_in_place(tmp_path: Path) -> None:
+    files = ReplayFiles(tmp_path / "replay")
+    hub = new_run(tmp_path)
+    hub.prepare_new(CID)
+    hub.delta_sender(CID, "t-1")("text_delta", "a")  # the first seq: reserved before it goes
+    assert files.read_mark(CID) == (1 + RESERVE_BLOCK, None)
+    assert sorted(p.name for p in (tmp_path / "replay").iterdir()) == [f"{CID}.seq"]
+    # A crash between creating the file and writing it: the next run starts above.
+    (tmp_path / "replay" / f"{CID}.seq").write_bytes(b"")
+    last, _ = await new_run(tmp_path).attach(CID, FakeLink(1), 0)
+    assert last > 1_000_000
+
+
+async def test_a_first_reservation_over_an_existing_mark_replaces_it(tmp_path: Path) -> None:
+    files = ReplayFiles(tmp_path / "replay")
+    files.prepare()
+    files.write_mark(CID, 1, None)  # e.g. a conversation filed before any event
+    hub = new_run(tmp_path)
+    turn(hub, "t-1", "a")
+    assert files.read_mark(CID) == (1 + RESERVE_BLOCK, None)

@@ -15,7 +15,7 @@ import pytest
 from jpcli import paths
 
 from jpd.__main__ import log_dir as jpd_log_dir
-from jpd.rpc.listener import default_socket_path
+from jpd.rpc.socket_claim import default_socket_path
 from jpd.settings import Settings
 
 pytestmark = pytest.mark.skipif(

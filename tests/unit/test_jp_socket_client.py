@@ -22,7 +22,7 @@ from jpcli.render import TurnRenderer
 from jpcli.rpc import Connection, Notification
 from jpcli.terminal import Spinner
 
-from jpd.rpc.listener import pid_path
+from jpd.rpc.socket_claim import pid_path
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "fixtures" / "fake_jpd.py"

@@ -23,7 +23,7 @@ import anyio.to_thread
 import pytest
 
 from jpd.rpc.framing import FrameSplitter, Malformed, encode_frame
-from jpd.rpc.lane import ThreadedOutput
+from jpd.rpc.lane_output import ThreadedOutput
 from jpd.rpc.outbox import ConnectionLimits
 from jpd.rpc.stdio import serve_stdio
 from tests.unit.test_boundary import INIT, FakeDaemon

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jpd.private import make_private_dir, socket_dir_problem
-from jpd.rpc.listener import (
+from jpd.rpc.socket_claim import (
     ListenError,
     SocketClaim,
     SocketInUse,

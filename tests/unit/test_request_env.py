@@ -16,7 +16,7 @@ from jpd.llm.errors import ProviderUnavailable
 from jpd.llm.registry import ProviderRegistry
 from jpd.protocol.environment import ClientEnvironment
 from jpd.protocol.turn_requests import TurnStartParams
-from jpd.rpc.listener import default_socket_path
+from jpd.rpc.socket_claim import default_socket_path
 
 DAEMON = {"JP_CONFIG": "/daemon.toml", "ANTHROPIC_API_KEY": "daemon-key"}
 

@@ -12,6 +12,7 @@ timeouts only so a broken lane fails instead of hanging.
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import socket
 import tempfile
@@ -27,6 +28,7 @@ import pytest
 
 from jpd.protocol.errors import NotFound
 from jpd.rpc import socket_lane as socket_lane_module
+from jpd.rpc.framing import encode_frame
 from jpd.rpc.listener import SocketServer
 from jpd.tools.peer_rule import Verdict
 from tests.unit.test_boundary import INIT, NoInquiries
@@ -39,12 +41,13 @@ class _Tools:
 
 
 class _Inquiries(NoInquiries):
-    """One question pending (`q-1`); answers are recorded with the thread they came on."""
+    """One question pending (`q-1`); claims are recorded with the thread they came on,
+    and so is the step that applies them."""
 
     def __init__(self, daemon: SocketDaemon) -> None:
         self._daemon = daemon
 
-    def answer_here(
+    def claim_here(
         self,
         link: Any,
         inquiry_id: str,
@@ -52,19 +55,20 @@ class _Inquiries(NoInquiries):
         remember: bool,
         conversation_id: str | None = None,
         turn_id: str | None = None,
-    ) -> None:
+    ) -> Callable[[], None]:
         daemon = self._daemon
         daemon.handled.append(f"answer {inquiry_id}")
         if inquiry_id != "q-1" or any(done == "q-1" for done, _, _ in daemon.answered):
             raise NotFound(f"no pending inquiry {inquiry_id}")  # first valid answer wins
         daemon.answered.append((inquiry_id, answer, threading.current_thread()))
+        return lambda: daemon.settled.append(threading.current_thread())
 
 
 class SocketDaemon(LoopBlockingDaemon):
     """What `SocketServer` asks of the core besides the boundary's part."""
 
     tools = _Tools()
-    settings = SimpleNamespace(data_dir=Path("/data"))
+    settings = SimpleNamespace(data_dir=Path("/data"), env={}, log_file=None)
     shared = None
     """No fleet member: `inquiry/answer` needs no wait."""
 
@@ -72,6 +76,7 @@ class SocketDaemon(LoopBlockingDaemon):
         super().__init__()
         self.changed = anyio.Event()
         self.answered = []
+        self.settled: list[threading.Thread] = []
         self.handled: list[str] = []
         self.inquiries = _Inquiries(self)
 
@@ -238,6 +243,42 @@ async def test_a_client_connecting_while_the_loop_is_blocked_is_initialized_at_o
     assert listing["id"] == 3 and listing["result"] == {"conversations": []}
 
 
+async def test_a_burst_sent_on_connecting_is_answered_in_order_and_the_client_counts(
+    sock_dir: Path,
+) -> None:
+    """A client's first bytes (its `initialize` and more, in one write) are there by the
+    time its peer is checked: `initialize` is answered while the loop is blocked, the
+    rest goes to the loop in order, and `daemon/status` counts the client already."""
+    core = SocketDaemon()
+    async with listening(core, sock_dir) as (_, connect):
+        busy = await in_thread(connect)
+
+        def scenario() -> list[Any]:
+            busy.call(1, "initialize", INIT)
+            busy.request(2, "conversation/list", {})
+            assert core.blocked.wait(_SAFETY)
+            newcomer = connect()
+            burst = [
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT},
+                {"jsonrpc": "2.0", "id": 2, "method": "conversation/list", "params": {}},
+                {"jsonrpc": "2.0", "id": 3, "method": "turn/list"},
+            ]
+            newcomer.send_raw(b"".join(encode_frame(json.dumps(m).encode()) for m in burst))
+            initialized = newcomer.receive()
+            status = busy.call(3, "daemon/status")
+            released_before = core.release.is_set()
+            core.release.set()
+            busy.receive()
+            return [initialized, status, released_before, newcomer.receive(), newcomer.receive()]
+
+        initialized, status, released_before, listing, listed = await in_thread(scenario)
+    assert initialized["id"] == 1 and "result" in initialized and released_before is False
+    assert status["result"]["clients"] == 2
+    by_id = {answer["id"]: answer for answer in (listing, listed)}  # handled concurrently
+    assert by_id[2]["result"] == {"conversations": []}
+    assert by_id[3]["result"] == {"turns": [], "inquiries": []}
+
+
 async def test_an_initialize_after_a_message_the_loop_holds_waits_its_turn(
     sock_dir: Path,
 ) -> None:
@@ -262,7 +303,7 @@ async def test_an_initialize_after_a_message_the_loop_holds_waits_its_turn(
     assert initialized["id"] == 2 and "result" in initialized
 
 
-async def test_an_inquiry_answer_runs_on_the_loop_ahead_of_the_queued_requests(
+async def test_an_inquiry_answer_is_claimed_by_the_reader_and_applied_on_the_loop(
     sock_dir: Path,
 ) -> None:
     core = SocketDaemon()
@@ -280,18 +321,24 @@ async def test_an_inquiry_answer_runs_on_the_loop_ahead_of_the_queued_requests(
             client.request(
                 6, "inquiry/answer", {"inquiryId": "q-1", "answer": "x" * 3, "remember": 1}
             )
-            # Answered by the reader thread: it has read (and scheduled) all before it.
+            # The reader thread answers both while the loop is still blocked.
+            accepted, refused = client.receive(), client.receive()
             client.call(7, "turn/list")
-            answered_while_blocked = list(core.answered)
+            claimed_while_blocked = list(core.answered)
+            settled_while_blocked = list(core.settled)
             core.release.set()
-            return answered_while_blocked, [client.receive() for _ in range(5)]
+            rest = [client.receive() for _ in range(3)]
+            return [claimed_while_blocked, settled_while_blocked], [accepted, refused, *rest]
 
-        answered_while_blocked, answers = await in_thread(scenario)
-    assert answered_while_blocked == []  # recorded on the loop, not by the reader thread
-    assert core.answered == [("q-1", True, loop_thread)]
-    by_id = {a["id"]: a for a in answers}
-    assert by_id[4]["result"] == {"accepted": True}
-    assert by_id[5]["error"]["code"] == -32001  # the first valid answer won
+        (claimed_while_blocked, settled_while_blocked), answers = await in_thread(scenario)
+    [(inquiry, answer, thread)] = claimed_while_blocked
+    assert (inquiry, answer) == ("q-1", True) and thread is not loop_thread
+    assert settled_while_blocked == []  # applied on the loop, once it runs again
+    assert core.settled == [loop_thread]
+    accepted, refused, *rest = answers
+    assert accepted == {"jsonrpc": "2.0", "id": 4, "result": {"accepted": True}}
+    assert refused["id"] == 5 and refused["error"]["code"] == -32001  # the first won
+    by_id = {a["id"]: a for a in rest}
     assert by_id[6]["error"]["code"] == -32602  # invalid params: the loop's usual way
     # Both answers were handled before the `conversation/list` read before them.
     assert core.handled == ["list", "answer q-1", "answer q-1", "list"]
@@ -358,7 +405,7 @@ async def test_a_refused_peer_still_gets_its_error(
 def test_the_threads_descriptor_closes_with_its_last_holder() -> None:
     import os
 
-    from jpd.rpc.lane import SharedFd
+    from jpd.rpc.lane_output import SharedFd
 
     read_fd, write_fd = os.pipe()
     os.close(write_fd)

@@ -70,6 +70,7 @@ NOT_AT_START_UP = (
     "jpd.inquiry.router",
     "jpd.mcp",
     "jpd.rpc.listener",  # the Unix socket's: a daemon on stdio never needs it
+    "jpd.rpc.socket_claim",
     # The Postgres store: only with a store URL configured (a fleet member).
     "jpd.conversation.pg",
     "jpd.core.takeover",

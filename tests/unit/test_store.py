@@ -33,12 +33,14 @@ from jpd.conversation.events import (
     event_to_json,
     parse_event,
 )
+from jpd.conversation.jsonl.log_files import LogFiles
 from jpd.conversation.jsonl.store import (
     ConversationExists,
     ConversationNotFound,
     ConversationStore,
     InvalidConversationId,
     default_data_dir,
+    default_max_open,
     new_conversation_id,
     validate_id,
 )
@@ -465,6 +467,22 @@ def test_metadata_keeps_the_latest_workspace_live_and_rebuilt(tmp_path: Path) ->
     assert ConversationStore(tmp_path).metadata(CID).workspace == "/w/two"
 
 
+def test_metadata_json_is_written_over_in_place(store: ConversationStore) -> None:
+    store.create(CID)
+    store.append(CID, ChatRequest(content="A long first message to title it " * 3))
+    store.release(CID)
+    meta_path = store.conversation_dir(CID) / "metadata.json"
+    inode, longer = meta_path.stat().st_ino, meta_path.read_bytes()
+    store.append(CID, ChatResponse(message="ok"))
+    store.release(CID)
+    assert meta_path.stat().st_ino == inode  # no new file per turn
+    assert json.loads(meta_path.read_text())["event_count"] == 2
+    # A crash mid-write leaves the new record with the old one's tail: rebuilt.
+    meta_path.write_bytes(meta_path.read_bytes() + longer[-20:])
+    assert ConversationStore(store.root).metadata(CID).event_count == 2
+    assert sorted(p.name for p in meta_path.parent.iterdir() if p.name.startswith(".")) == []
+
+
 @pytest.mark.parametrize("damage", ["missing", "corrupt", "stale"])
 def test_metadata_is_rebuilt_from_the_log(tmp_path: Path, damage: str) -> None:
     writer = ConversationStore(tmp_path)
@@ -712,3 +730,29 @@ def test_load_encoded_of_a_sound_log_is_its_valid_lines_as_stored(tmp_path: Path
 
     encoded = ConversationStore(tmp_path).load_encoded(CID)
     assert encoded == b"[" + b",".join([spelled, *lines[1:]]) + b"]"
+
+
+@needs_proc
+def test_a_created_log_stays_open_for_its_first_appends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ConversationStore(tmp_path)
+    before = open_fds()
+    store.create(CID)
+    assert len(open_fds() - before) == 1  # the new log's handle
+    monkeypatch.setattr(LogFiles, "open_log", lambda *a: pytest.fail("opened again"))
+    store.append(CID, ChatRequest(content="first"))
+    store.sync(CID)
+    store.release(CID)
+    assert open_fds() - before == set()
+    assert [e.content for e in store.load(CID) if isinstance(e, ChatRequest)] == ["first"]
+    with pytest.raises(ConversationExists):
+        store.create(CID)
+
+
+def test_open_logs_scale_with_the_file_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import resource
+
+    for soft, expected in ((256, 64), (1024, 256), (20_000, 4096)):
+        monkeypatch.setattr(resource, "getrlimit", lambda _which, s=soft: (s, s))
+        assert default_max_open() == expected

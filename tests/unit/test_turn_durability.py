@@ -3,7 +3,8 @@ turn's events, `turn_end` last, fsynced, and for a new conversation its director
 entries fsynced too; `metadata.json`, a cache and no part of that, is written only after.
 
 A real daemon core and store in this process, with the scripted model; `os.fsync` and
-`os.replace` are watched to put the disk work on one timeline with what clients are sent.
+the writes of metadata.json are watched to put the disk work on one timeline with what
+clients are sent.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from jpd.conversation.jsonl import log_files
 from jpd.core.daemon import Daemon
 from jpd.protocol.client_port import Notification
 from jpd.settings import Settings
@@ -27,7 +29,7 @@ class Timeline:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.entries: list[str] = []
-        real_fsync, real_replace = os.fsync, os.replace
+        real_fsync, real_write_record = os.fsync, log_files.write_record
 
         def fsync(fd: int) -> None:
             real_fsync(fd)
@@ -38,12 +40,13 @@ class Timeline:
                 last = json.loads(path.read_bytes().splitlines()[-1])
                 self.entries.append(f"fsync log ending with {last['type']}")
 
-        def replace(src: Any, dst: Any) -> None:
-            real_replace(src, dst)
-            self.entries.append(f"{Path(dst).name} written")
+        def write_record(path: Path, record: Any) -> bool:
+            written = real_write_record(path, record)
+            self.entries.append(f"{path.name} written")
+            return written
 
         monkeypatch.setattr(os, "fsync", fsync)
-        monkeypatch.setattr(os, "replace", replace)
+        monkeypatch.setattr(log_files, "write_record", write_record)
 
 
 class Client(FakeLink):

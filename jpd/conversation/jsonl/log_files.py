@@ -21,9 +21,9 @@ from jpd.conversation.port import ConversationNotFound
 
 class LogFiles:
     """The logs under `directory` (`<data dir>/conversations`), at most `max_open` of
-    them open at once."""
+    them open at once (None: `state.default_max_open`)."""
 
-    def __init__(self, directory: Path, max_open: int) -> None:
+    def __init__(self, directory: Path, max_open: int | None) -> None:
         self.dir = directory
         self.states = LogStates(max_open)
 

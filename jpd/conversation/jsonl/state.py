@@ -16,6 +16,21 @@ from jpd.conversation.events import ChatRequest, Event, TurnStart, now
 from jpd.conversation.metadata import MetaRecord, aware, make_title
 
 
+def default_max_open() -> int:
+    """Log handles kept open: a quarter of the process's file limit, between 64 and
+    4,096. A daemon streaming a thousand turns appends to a thousand logs in turn; with
+    fewer handles each append would reopen its log."""
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return 64
+    if soft == resource.RLIM_INFINITY:
+        return 4096
+    return max(64, min(4096, soft // 4))
+
+
 @dataclass
 class LogState:
     """In-memory state of one conversation; every field but `users` is guarded by `lock`."""
@@ -82,8 +97,9 @@ class LogStates(Mapping[str, LogState]):
     snapshot of the ids). Thread-safe: one lock guards the table, each state's own
     `lock` guards that state."""
 
-    def __init__(self, max_open: int) -> None:
-        self._max_open = max(1, max_open)
+    def __init__(self, max_open: int | None = None) -> None:
+        self._max_open = None if max_open is None else max(1, max_open)
+        """None: `default_max_open`, asked when the first handle opens (not at start-up)."""
         self._states: dict[str, LogState] = {}
         # Conversations with an open log handle, least recently used first.
         self._handles: OrderedDict[str, LogState] = OrderedDict()
@@ -129,6 +145,8 @@ class LogStates(Mapping[str, LogState]):
         with self._lock:
             self._handles[cid] = state
             self._handles.move_to_end(cid)
+            if self._max_open is None:
+                self._max_open = default_max_open()
             excess = len(self._handles) - self._max_open
             if excess <= 0:
                 return

@@ -15,10 +15,11 @@ benches and `jpd store import` call them directly); the daemon reaches them thro
 the async storage port of `threaded.ThreadedStore`.
 
 Long life (the state table is `state.LogStates`): at most `max_open` log handles are
-open at once (least recently used ones are closed first, and reopened on the next
-append), and a conversation's in-memory state is dropped as soon as no call uses it
-and it holds nothing unwritten (no open handle, no pending metadata or directory
-sync). `release` closes an idle conversation's handle at once, so a daemon that served
+open at once (`default_max_open`: scaled to the process's file limit; least recently
+used ones are closed first, and reopened on the next append), and a conversation's
+in-memory state is dropped as soon as no call uses it and it holds nothing unwritten
+(no open handle, no pending metadata or directory sync). `release` closes an idle
+conversation's handle at once, so a daemon that served
 thousands of conversations holds neither their files nor their state.
 """
 
@@ -47,6 +48,7 @@ from jpd.conversation.events import (
 )
 from jpd.conversation.gc_pause import gc_paused
 from jpd.conversation.jsonl.log_files import LogFiles
+from jpd.conversation.jsonl.state import default_max_open
 from jpd.conversation.jsonl.turn_lock import TurnLock, last_turn, try_lock
 from jpd.conversation.logfile import (
     count_lines,
@@ -78,9 +80,13 @@ __all__ = [
     "ConversationStore",
     "InvalidConversationId",
     "default_data_dir",
+    "default_max_open",
     "new_conversation_id",
     "validate_id",
 ]
+
+
+_CREATE_LOG = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
 
 class ConversationStore:
@@ -90,7 +96,7 @@ class ConversationStore:
     `close`, `delete`, or until `max_open` newer handles push them out.
     """
 
-    def __init__(self, root: Path, max_open: int = 64) -> None:
+    def __init__(self, root: Path, max_open: int | None = None) -> None:
         self._root = Path(root)
         self._dir = self._root / "conversations"
         self._files = LogFiles(self._dir, max_open)
@@ -136,12 +142,15 @@ class ConversationStore:
         with self._states.locked(cid) as state:
             directory = self._dir / cid
             directory.mkdir(parents=True, exist_ok=True)
+            self._states.close_handle(cid, state)
             try:
-                with open(directory / EVENTS_FILE, "xb"):
-                    pass
+                fd = os.open(directory / EVENTS_FILE, _CREATE_LOG, 0o666)
             except FileExistsError:
                 raise ConversationExists(f"conversation already exists: {cid}") from None
-            self._states.close_handle(cid, state)
+            # Kept open for the turn's first appends: opening it again from the event
+            # loop cost more than creating it here, in the creator's worker thread.
+            state.fh = os.fdopen(fd, "ab")
+            self._states.track_handle(cid, state)
             created = now()
             state.adopt(MetaRecord(id=cid, created_at=created, updated_at=created, log_size=0))
             state.dir_sync_pending = True

@@ -5,7 +5,7 @@ no result comes without its call, and answers summary requests."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,7 +20,8 @@ from jpd.core.turn_setup import turn_spec
 from jpd.llm import base as llm
 from jpd.llm.errors import ContextOverflow, ProviderError
 from jpd.llm.history import MessageHistory
-from jpd.protocol.turn_events import TurnEvent
+from jpd.protocol.turn_events import ReasoningDeltaEvent, TextDeltaEvent, TurnEvent
+from jpd.protocol.turn_notes import DeltaKind
 from jpd.protocol.usage import TokenUsage
 from jpd.tools.base import ResultCallback, ToolResultData
 
@@ -149,6 +150,13 @@ class Hub(EventHub):
 
     def publish(self, conversation_id: str, turn_id: str, event: TurnEvent) -> Any:
         self.published.append(event)
+
+    def delta_sender(self, conversation_id: str, turn_id: str) -> Callable[[DeltaKind, str], None]:
+        def publish_delta(kind: DeltaKind, text: str) -> None:
+            delta = TextDeltaEvent if kind == "text_delta" else ReasoningDeltaEvent
+            self.published.append(delta(text=text))
+
+        return publish_delta
 
 
 def config(**context: Any) -> Config:

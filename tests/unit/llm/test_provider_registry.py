@@ -86,3 +86,14 @@ async def test_openrouter_attribution_headers_are_settings() -> None:
     assert request.headers["http-referer"] == "https://example.org/jp"
     assert request.headers["x-title"] == "jp"
     assert json.loads(request.body)["model"] == "m"
+
+
+def test_one_provider_per_settings_and_key_whatever_the_config_object() -> None:
+    registry = ProviderRegistry({"ANTHROPIC_API_KEY": "k"})
+    cfg = config("anthropic/claude-x")
+    provider = registry.get(cfg)
+    assert registry.get(cfg) is provider
+    assert registry.get(config("anthropic/claude-y")) is provider  # another model, same client
+    other = registry.get(config("anthropic/claude-x", anthropic={"base_url": "http://other"}))
+    assert other is not provider and other.base_url == "http://other"  # type: ignore[attr-defined]
+    assert registry.get(cfg, {"ANTHROPIC_API_KEY": "another key"}) is not provider

@@ -1,0 +1,55 @@
+"""Seq marks (jpd/conversation/replay.py) are written over in place: each read gives
+the last mark written, whatever was there before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jpd.conversation.replay import MARK_BYTES, ReplayFiles
+
+CID = "c-mark"
+
+
+def files(tmp_path: Path) -> ReplayFiles:
+    replay = ReplayFiles(tmp_path / "replay")
+    replay.prepare()
+    return replay
+
+
+def test_no_mark_starts_at_one(tmp_path: Path) -> None:
+    assert files(tmp_path).read_mark(CID) == (1, None)
+
+
+def test_each_mark_replaces_the_last_in_the_same_file(tmp_path: Path) -> None:
+    replay = files(tmp_path)
+    replay.write_mark(CID, 65, None)
+    path = tmp_path / "replay" / f"{CID}.seq"
+    inode = path.stat().st_ino
+    replay.write_mark(CID, 7, 3)
+    assert replay.read_mark(CID) == (7, 3)
+    assert path.stat().st_ino == inode and path.stat().st_size == MARK_BYTES
+    assert sorted(p.name for p in path.parent.iterdir()) == [f"{CID}.seq"]  # no temporary
+
+
+def test_a_shorter_mark_after_a_longer_one_reads_as_written(tmp_path: Path) -> None:
+    replay = files(tmp_path)
+    huge = 10**70  # a line longer than MARK_BYTES
+    replay.write_mark(CID, huge, huge - 1)
+    assert replay.read_mark(CID) == (huge, huge - 1)
+    replay.write_mark(CID, huge + 64, None)
+    replay.write_mark(CID, 5, None)
+    assert replay.read_mark(CID) == (5, None)
+
+
+def test_a_mark_of_an_earlier_build_still_reads(tmp_path: Path) -> None:
+    replay = files(tmp_path)
+    (tmp_path / "replay" / f"{CID}.seq").write_text('{"next": 12, "replayFrom": 4}')
+    assert replay.read_mark(CID) == (12, 4)
+    replay.write_mark(CID, 13, None)
+    assert replay.read_mark(CID) == (13, None)
+
+
+def test_a_torn_mark_refuses_every_old_cursor(tmp_path: Path) -> None:
+    replay = files(tmp_path)
+    (tmp_path / "replay" / f"{CID}.seq").write_text('{"next": 4')
+    assert replay.read_mark(CID)[0] == 1 << 40
