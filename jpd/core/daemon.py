@@ -4,7 +4,7 @@ pending questions, wires the parts that do the work, and is what the rpc layer c
 The parts, one job each: `turn_start` (starting and resuming turns), `running_turns`
 (the turns running now), `tool_call` (`tool/call`), `toolbox` (the tools, their
 catalog and coordinators), `conversations` (stored conversations, recovery),
-`inquiries` (listing and answering pending questions).
+`inquiries` (listing and answering pending questions), and in a fleet `fleet_member`.
 Transport-agnostic: clients are `ClientLink`s. Turns run as tasks in the daemon's
 task group, so they outlive the request that started them.
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from jpd.conversation.port import CommitMarks, QueueingStorage
+from jpd.conversation.port import CommitMarks
 from jpd.conversation.replay import ReplayFiles
 from jpd.core.configs import RequestConfigs
 from jpd.core.conversations import Conversations, check_id
@@ -119,39 +119,16 @@ class Daemon:
         self.undo_turn, self.turn_changes = undoing.undo, undoing.changes
         # Turns a stopped daemon left open are closed before any turn starts.
         task_group.start_soon(self.conversations.recover_all)
-        stream = self.store.turn_stream()
         self.followers: Followers | None = None
-        if stream is not None:  # a fleet member: clients here follow turns of others
-            from jpd.core.follow import Followers, Relay
-
-            relay = Relay(stream, self.store.share_blobs)
-            self.turns.relay = relay
-            self.followers = Followers(stream, self.hub, self.turns.busy)
-            task_group.start_soon(relay.run)
-            task_group.start_soon(self.followers.run)
-            if self.remote is not None:
-                self.remote.followed = self.followers.followed
-                self.followers.on_follow = self.remote.watch_now
-                task_group.start_soon(self.remote.run)
         self.queue: TurnQueue | None = None
-        interval = self.store.takeover_interval
-        if (
-            interval is not None
-            and self.followers is not None
-            and isinstance(self.store, QueueingStorage)
-        ):  # a fleet member: queued turns, and the turns others left, run where there is room
-            from jpd.core.turn_queue import TurnQueue
-
-            queue = self.store.turn_queue()
-            self.queue = TurnQueue(queue, parts, self.followers, self._max_turns())
-            starter.queue = self.queue
-            task_group.start_soon(self.queue.run, self.start_turn, self.resume_turn, interval)
         self.shared: SharedQuestions | None = None
-        if board is not None:  # a fleet member: questions answerable from any member
-            from jpd.core.shared_questions import SharedQuestions
+        if self.store.turn_stream() is not None:  # a fleet member
+            from jpd.core.fleet_member import join_fleet
 
-            self.shared = SharedQuestions(board, self.questions)
-            task_group.start_soon(self.shared.run)
+            member = join_fleet(
+                parts, starter, self.questions, self.remote, task_group, self._max_turns()
+            )
+            self.followers, self.queue, self.shared = member.followers, member.queue, member.shared
         self.inquiries = Inquiries(self.questions, self.shared)
         task_group.start_soon(self._sweep_expired)
 
@@ -226,25 +203,11 @@ class Daemon:
             listed = self.listed_turns()
             assert listed is not None
             return listed
-        # A fleet: the turns other members run, too (read from the store).
+        # A fleet: the turns other members run (or queued for one), too.
+        from jpd.core.fleet_member import turns_elsewhere
+
         resumable = sorted(self.conversations.resumable.values(), key=lambda t: t.started_at)
-        running = self.running_turns()
-        try:
-            elsewhere = await self.store.turns_elsewhere()
-            if self.queue is not None:  # waiting for a member: listed as they will run
-                running += await self.queue.queued()
-        except Exception as exc:  # the store is away: this member's turns still list
-            log.warning("could not list the turns of other members: %s", exc)
-            elsewhere = []
-        running += [
-            TurnInfo(
-                turn_id=start.turn_id,
-                conversation_id=conversation_id,
-                model=start.model or "",
-                started_at=start.timestamp,
-            )
-            for conversation_id, start in elsewhere
-        ]
+        running = self.running_turns() + await turns_elsewhere(self.store, self.queue)
         running.sort(key=lambda t: t.started_at)
         return [*running, *resumable]
 
