@@ -87,6 +87,9 @@ class _Hub:
     def publish(self, conversation_id: str, turn_id: str, event: Any) -> None:
         pass
 
+    def delta_sender(self, conversation_id: str, turn_id: str) -> Any:
+        return lambda kind, text: None
+
 
 async def _conversation(turns: int, compact: bool) -> list[int]:
     """Tokens of the last request of each turn."""

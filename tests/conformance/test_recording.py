@@ -312,9 +312,12 @@ async def test_a_turn_cancelled_while_the_request_is_fsynced_still_records_a_res
     setup = Setup(FakeLink(1, answer=replies({"answer": True})))
     syncing, release = threading.Event(), threading.Event()
 
-    def slow_sync(conversation_id: str) -> None:
+    def fsync() -> None:
         syncing.set()
         release.wait(10)
+
+    async def slow_sync(conversation_id: str) -> None:  # the store's fsync in a worker thread
+        await anyio.to_thread.run_sync(fsync)
 
     setup.log.sync = slow_sync  # type: ignore[method-assign]
 
