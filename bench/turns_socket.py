@@ -27,7 +27,7 @@ from bench.fig_turns import INIT, ROOT, Latencies, _batch, _Daemon
 from bench.report import Row
 from bench.rpcclient import frame
 
-PENDING = 40
+PENDING = 300
 """Questions kept asked ahead of the probe that answers them (a start burst keeps the
 loop busy for seconds: questions asked during it come slowly)."""
 _QUESTION = {"id": "q", "text": "Go on?", "answer_type": {"type": "boolean"}}
