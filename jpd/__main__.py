@@ -174,8 +174,10 @@ def _main(argv: list[str] | None) -> int:
     # collected every 3 young collections rather than 10: a collection holds the GIL
     # throughout, so the control lane's threads wait for it (protocol.md section 3);
     # with a thousand turns starting at once, a pass over ten collections' survivors
-    # took 40-70 ms of CPU, over three's 20-30 (`python -m bench --only turns`).
-    gc.set_threshold(10_000, 3, 10)
+    # took 40-70 ms of CPU, over three's 20-30 (`python -m bench --only turns`). Full
+    # passes stay every 99 young collections (as 10 x 10 did): one over a thousand
+    # turns' state holds the GIL for 300 ms.
+    gc.set_threshold(10_000, 3, 33)
     gc.enable()
     if listening:
         from jpd.rpc.socket_claim import ListenError
