@@ -7,8 +7,9 @@ run, control requests are timed from other connections, each every 50 ms:
   so the accept and the peer check count);
 - `inquiry/answer` of a real pending question on the second connection: a third
   connection (declaring it answers boolean prompts, but never answering) keeps
-  `PENDING` `tool/call`s of a tool that asks one question outstanding; each probe answers
-  one whose `inquiry/prompt` it saw (waiting for one is not timed) and must be accepted;
+  `PENDING` `tool/call`s of a tool that asks one question outstanding; every 200 ms the
+  probe answers one whose `inquiry/prompt` it saw (waiting for one is not timed) and
+  must be accepted;
 - `inquiry/answer` of an unknown id on the second connection (the lookup only: -32001).
 """
 
@@ -23,13 +24,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.fig_turns import INIT, ROOT, Latencies, _batch, _Daemon
+from bench.fig_turns import INIT, PROBE_EVERY, ROOT, Latencies, _batch, _Daemon
 from bench.report import Row
 from bench.rpcclient import frame
 
-PENDING = 300
-"""Questions kept asked ahead of the probe that answers them (a start burst keeps the
-loop busy for seconds: questions asked during it come slowly)."""
+PENDING = 150
+"""Questions asked ahead of the probe that answers them: with a thousand turns running a
+`tool/call` takes seconds of loop rounds, so none is asked again until they end."""
+_ANSWER_EVERY = 0.2
+"""Seconds between two answers to pending questions (not timed)."""
 _QUESTION = {"id": "q", "text": "Go on?", "answer_type": {"type": "boolean"}}
 _ASKER = f"""#!/bin/sh
 # Asks `q` until it has an answer (the daemon runs it again with the answers).
@@ -119,6 +122,9 @@ _Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 async def _answer_pending(asker: _Asker, other: _Daemon) -> float:
     """Answer a question pending now from another connection; the seconds it took."""
+    # Each answer runs the tool again (a process): answered every `PROBE_EVERY` seconds,
+    # 20 spawns a second would load the daemon the other probes time.
+    await asyncio.sleep(_ANSWER_EVERY - PROBE_EVERY)
     inquiry_id = await asker.questions.get()
     if not inquiry_id:
         raise RuntimeError(f"the asking tool/call failed: {asker.failed}")
