@@ -158,7 +158,8 @@ class _Daemon:
 Latencies = tuple[list[float], list[float]]
 """A probe's answer times: sent while turns were being started, then after."""
 Probe = Callable[[], Awaitable[Any]]
-"""A request timed every `PROBE_EVERY` seconds during a batch."""
+"""A request timed every `PROBE_EVERY` seconds during a batch (one that returns a float
+timed itself: those seconds count)."""
 
 
 async def _batch(
@@ -182,8 +183,9 @@ async def _batch(
         starting, streaming = timed[name]
         while not done.is_set():
             sent, during = time.perf_counter(), streaming if started else starting
-            await request()
-            during.append(time.perf_counter() - sent)
+            took = await request()
+            # A float: the probe timed itself (what it waited for first is not counted).
+            during.append(took if isinstance(took, float) else time.perf_counter() - sent)
             await asyncio.sleep(max(0.0, PROBE_EVERY - (time.perf_counter() - sent)))
 
     cpu0, start = cpu_seconds(pid), time.perf_counter()

@@ -5,8 +5,12 @@ run, control requests are timed from other connections, each every 50 ms:
 - `turn/list` on a second connection;
 - `initialize` on a new connection each time (timed from `connect` to the answer,
   so the accept and the peer check count);
-- `inquiry/answer` of an unknown id on the second connection (the answer's whole path
-  but the claim's settling on the loop and the recording).
+- `inquiry/answer` of a real pending question on the second connection: a third
+  connection (declaring it answers boolean prompts, but never answering) keeps
+  `PENDING` `tool/call`s of a tool that asks one question outstanding; every 200 ms the
+  probe answers one whose `inquiry/prompt` it saw (waiting for one is not timed) and
+  must be accepted;
+- `inquiry/answer` of an unknown id on the second connection (the lookup only: -32001).
 """
 
 from __future__ import annotations
@@ -15,12 +19,28 @@ import asyncio
 import contextlib
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from bench.fig_turns import INIT, ROOT, Latencies, _batch, _Daemon
+from bench.fig_turns import INIT, PROBE_EVERY, ROOT, Latencies, _batch, _Daemon
 from bench.report import Row
 from bench.rpcclient import frame
+
+PENDING = 150
+"""Questions asked ahead of the probe that answers them: with a thousand turns running a
+`tool/call` takes seconds of loop rounds, so none is asked again until they end."""
+_ANSWER_EVERY = 0.2
+"""Seconds between two answers to pending questions (not timed)."""
+_QUESTION = {"id": "q", "text": "Go on?", "answer_type": {"type": "boolean"}}
+_ASKER = f"""#!/bin/sh
+# Asks `q` until it has an answer (the daemon runs it again with the answers).
+case "$(cat)" in
+  *'"q"'*) echo answered ;;
+  *) echo '{json.dumps({"type": "needs_input", "question": _QUESTION})}' ;;
+esac
+"""
 
 _CONNECT_TRIES = 600
 """Tries, 50 ms apart, for the daemon's socket to accept its first connection."""
@@ -57,11 +77,80 @@ async def _answer_unknown(client: _Daemon) -> None:
         raise RuntimeError("an unknown inquiry was accepted")
 
 
+class _Asker(_Daemon):
+    """A connection that runs the asking tool and notes the questions it is prompted
+    with (`inquiry/prompt`), leaving them for another connection to answer."""
+
+    def __init__(self, process: asyncio.subprocess.Process, streams: _Streams) -> None:
+        self.questions: asyncio.Queue[str] = asyncio.Queue()
+        super().__init__(process, streams)
+        self._calls: set[asyncio.Future[Any]] = set()
+        self.failed = ""
+        """Why a `tool/call` failed, if one did (no more questions come then)."""
+
+    async def handshake(self) -> None:
+        capabilities = {"prompt": {"answerTypes": ["boolean"]}}
+        await self.request("initialize", {**INIT, "capabilities": capabilities})
+        self._out.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        if message.get("method") == "inquiry/prompt":
+            self.questions.put_nowait(message["params"]["inquiryId"])
+        else:
+            super()._answer(message)
+
+    def ask(self) -> None:
+        """One more `tool/call` asking a question; another when it returns."""
+        call = self.send("tool/call", {"name": "asker"})
+        self._calls.add(call)
+        call.add_done_callback(self._asked)
+
+    def _asked(self, call: asyncio.Future[Any]) -> None:
+        self._calls.discard(call)
+        if call.cancelled() or call.exception() is not None or call.result().get("isError"):
+            # The daemon stopped, or the tool failed: the probe waiting is told.
+            self.failed = (
+                "cancelled" if call.cancelled() else repr(call.exception() or call.result())
+            )
+            self.questions.put_nowait("")
+            return
+        self.ask()
+
+
+_Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def _answer_pending(asker: _Asker, other: _Daemon) -> float:
+    """Answer a question pending now from another connection; the seconds it took."""
+    # Each answer runs the tool again (a process): answered every `PROBE_EVERY` seconds,
+    # 20 spawns a second would load the daemon the other probes time.
+    await asyncio.sleep(_ANSWER_EVERY - PROBE_EVERY)
+    inquiry_id = await asker.questions.get()
+    if not inquiry_id:
+        raise RuntimeError(f"the asking tool/call failed: {asker.failed}")
+    sent = time.perf_counter()
+    result = await other.request("inquiry/answer", {"inquiryId": inquiry_id, "answer": True})
+    took = time.perf_counter() - sent
+    if result != {"accepted": True}:
+        raise RuntimeError(f"a pending question's answer was not accepted: {result}")
+    return took
+
+
+def add_asker(env: dict[str, str]) -> None:
+    """Add the asking tool to the daemon's config."""
+    config = Path(env["JP_CONFIG"])
+    script = config.parent / "asker.sh"
+    script.write_text(_ASKER)
+    table = f'[conversation.tools.asker]\ncommand = "sh {script}"\nrun = "unattended"\n'
+    config.write_text(config.read_text() + table)
+
+
 async def socket_batch(
     env: dict[str, str], count: int
 ) -> tuple[float, dict[str, Latencies], int, float]:
     """`_batch` of `count` turns on a `jpd --listen`, with the probes above."""
     path = Path(env["JP_SOCKET"])
+    add_asker(env)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "jpd", "--listen", stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
@@ -80,11 +169,19 @@ async def socket_batch(
         await driver.handshake()
         other = _Daemon(process, await _connect(path))
         await other.handshake()
+        asker = _Asker(process, await _connect(path))
+        await asker.handshake()
         await _batch(driver, 1)  # warm up: the provider, its client, the store
+        for _ in range(PENDING):
+            asker.ask()
+        asked = [await asker.questions.get() for _ in range(PENDING)]
+        for inquiry_id in asked:
+            asker.questions.put_nowait(inquiry_id)
         probes = {
             "turn/list": lambda: other.request("turn/list"),
             "initialize": lambda: _initialize_new(path),
-            "inquiry/answer": lambda: _answer_unknown(other),
+            "inquiry/answer": lambda: _answer_pending(asker, other),
+            "inquiry/answer unknown": lambda: _answer_unknown(other),
         }
         result = await _batch(driver, count, probes)
         with contextlib.suppress(Exception):
@@ -106,7 +203,9 @@ def socket_rows(
     where = " (another socket connection)"
     rows = probe_rows(high, {"turn/list": timed["turn/list"]}, where)
     rows += probe_rows(high, {"initialize": timed["initialize"]}, " (a new socket connection)")
-    unknown = {"inquiry/answer": timed["inquiry/answer"]}
+    pending = {"inquiry/answer": timed["inquiry/answer"]}
+    rows += probe_rows(high, pending, " of a pending question (another socket connection)")
+    unknown = {"inquiry/answer": timed["inquiry/answer unknown"]}
     rows += probe_rows(high, unknown, " of an unknown id (another socket connection)")
     rows.append(
         Row(f"the {high:,}-turn batch on the socket", f"{normal}/{high} turns ended normally,"

@@ -170,8 +170,14 @@ def _main(argv: list[str] | None) -> int:
     gc.freeze()
     # Young collections every 10,000 allocations rather than 700: a daemon streaming
     # a thousand turns allocates at every token, and each young collection also walks
-    # what survived the last ones (the turns' live state).
-    gc.set_threshold(10_000, 10, 10)
+    # what survived the last ones (the turns' live state). The middle generation is
+    # collected every 3 young collections rather than 10: a collection holds the GIL
+    # throughout, so the control lane's threads wait for it (protocol.md section 3);
+    # with a thousand turns starting at once, a pass over ten collections' survivors
+    # took 40-70 ms of CPU, over three's 20-30 (`python -m bench --only turns`). Full
+    # passes stay every 99 young collections (as 10 x 10 did): one over a thousand
+    # turns' state holds the GIL for 300 ms.
+    gc.set_threshold(10_000, 3, 33)
     gc.enable()
     if listening:
         from jpd.rpc.socket_claim import ListenError

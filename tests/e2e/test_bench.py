@@ -53,7 +53,8 @@ def test_the_quick_bench_prints_every_figure(tmp_path: Path) -> None:
     # Named by their turn counts (fewer with --quick).
     assert any(figure.startswith("daemon CPU per token, ") for figure in rows)
     assert any(figure.startswith("turn/list p99 while ") for figure in rows)
-    for probe in ("turn/list (another socket", "initialize (a new socket", "inquiry/answer"):
+    probes = ("turn/list (another socket", "initialize (a new socket")
+    for probe in (*probes, "inquiry/answer of a pending question", "inquiry/answer of an unknown"):
         assert any(figure.startswith(probe) for figure in rows), probe
     for figure in FIGURES:
         measured = rows[figure][0]
