@@ -756,3 +756,30 @@ def test_open_logs_scale_with_the_file_limit(monkeypatch: pytest.MonkeyPatch) ->
     for soft, expected in ((256, 64), (1024, 256), (20_000, 4096)):
         monkeypatch.setattr(resource, "getrlimit", lambda _which, s=soft: (s, s))
         assert default_max_open() == expected
+
+
+def test_the_daemons_store_keeps_a_log_open_per_turn_of_a_thousand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The async store the daemon uses sizes its handles by the file limit, like the
+    # synchronous one: with a fixed 64, 1,000 streaming turns reopened a log per append.
+    import resource
+
+    import anyio
+
+    from jpd.conversation.jsonl.threaded import ThreadedStore
+
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: (20_000, 20_000))
+    store = ThreadedStore(tmp_path)
+    ids = [f"c{i:03d}" for i in range(100)]
+
+    async def fill() -> None:
+        for cid in ids:
+            await store.create(cid)
+        for cid in ids:
+            store.append(cid, ChatRequest(content="hi"))
+
+    anyio.run(fill)
+    states = store.files._states  # noqa: SLF001 - the handles are what is tested
+    assert all(states[cid].fh is not None for cid in ids)
+    anyio.run(store.close)

@@ -55,7 +55,8 @@ async def _hop(call: Callable[[], T]) -> T:
 class ThreadedStore(NoFleet):
     """See the module docstring; `files` is the synchronous store underneath."""
 
-    def __init__(self, root: Path, max_open: int = 64) -> None:
+    def __init__(self, root: Path, max_open: int | None = None) -> None:
+        # None: `state.default_max_open`, sized for a thousand logs appended to in turn.
         self.files = ConversationStore(root, max_open)
 
     @property
