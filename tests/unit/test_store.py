@@ -780,7 +780,7 @@ def test_the_daemons_store_keeps_a_log_open_per_turn_of_a_thousand(
             store.append(cid, ChatRequest(content="hi"))
 
     anyio.run(fill)
-    states = store.files._states  # noqa: SLF001 - the handles are what is tested
+    states = store.files._states  # the handles are what is tested
     assert all(states[cid].fh is not None for cid in ids)
     anyio.run(store.close)
 
@@ -817,7 +817,7 @@ def test_turns_started_at_once_share_the_sync_of_their_entries(
     folders = {(conversations / cid).stat().st_ino for cid in ids}
     assert sorted(i for i in synced if i in folders) == sorted(folders)
     assert 1 <= synced.count(conversations.stat().st_ino) < len(ids)
-    states = store.files._states  # noqa: SLF001 - what is left to sync at the turn's end
+    states = store.files._states  # what is left to sync at the end of the turn
     assert not any(states[cid].dir_sync_pending for cid in ids)
     # Already durable: the end-of-turn sync has only the logs to fsync.
     synced.clear()
