@@ -5,10 +5,9 @@ Each call that may wait on the disk (a read of a log, an fsync, a directory scan
 one hop to a worker thread, as the daemon's call sites made before the port was async;
 what is a few system calls that never wait on a device runs on the event loop, where a
 hop would cost more than the call: `exists` (a stat), `lock_turn` (an open and a
-non-blocking `flock`), a lock's release (a close), `append` (a flushed write), `create`
-(a directory and an empty log) and `release` (a close and metadata.json written in
-place, neither fsynced). With a thousand turns a hop cost more loop time than those
-calls (the limiter's and the queue's bookkeeping, a wake-up each way).
+non-blocking `flock`), a lock's release (a close), `append` (a flushed write), and `create`
+(a directory and an empty log): with a thousand turns starting, a hop cost more loop
+time than those calls (the limiter's and the queue's bookkeeping, a wake-up each way).
 """
 
 from __future__ import annotations
@@ -141,7 +140,9 @@ class ThreadedStore(NoFleet):
         return await _hop(functools.partial(self.files.metadata, conversation_id))
 
     async def release(self, conversation_id: str) -> None:
-        self.files.release(conversation_id)
+        # A hop still: turns that started together end together, and a thousand
+        # metadata.json writes in one pass of the loop held control requests back.
+        await _hop(functools.partial(self.files.release, conversation_id))
 
     async def close(self) -> None:
         await _hop(self.files.close)
