@@ -756,3 +756,71 @@ def test_open_logs_scale_with_the_file_limit(monkeypatch: pytest.MonkeyPatch) ->
     for soft, expected in ((256, 64), (1024, 256), (20_000, 4096)):
         monkeypatch.setattr(resource, "getrlimit", lambda _which, s=soft: (s, s))
         assert default_max_open() == expected
+
+
+def test_the_daemons_store_keeps_a_log_open_per_turn_of_a_thousand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The async store the daemon uses sizes its handles by the file limit, like the
+    # synchronous one: with a fixed 64, 1,000 streaming turns reopened a log per append.
+    import resource
+
+    import anyio
+
+    from jpd.conversation.jsonl.threaded import ThreadedStore
+
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: (20_000, 20_000))
+    store = ThreadedStore(tmp_path)
+    ids = [f"c{i:03d}" for i in range(100)]
+
+    async def fill() -> None:
+        for cid in ids:
+            await store.create(cid)
+        for cid in ids:
+            store.append(cid, ChatRequest(content="hi"))
+
+    anyio.run(fill)
+    states = store.files._states  # the handles are what is tested
+    assert all(states[cid].fh is not None for cid in ids)
+    anyio.run(store.close)
+
+
+def test_turns_started_at_once_share_the_sync_of_their_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+
+    from jpd.conversation.jsonl.threaded import ThreadedStore
+
+    store = ThreadedStore(tmp_path)
+    conversations = tmp_path / "conversations"
+    ids = [f"c{i:02d}" for i in range(20)]
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    async def start_all() -> None:
+        for cid in ids:
+            await store.create(cid)
+        monkeypatch.setattr(os, "fsync", counting_fsync)
+        async with anyio.create_task_group() as tg:
+            for cid in ids:
+                tg.start_soon(store.sync_entries, cid)
+        with pytest.raises(ValueError):  # a bad id fails its own call only
+            await store.sync_entries("../bad")
+
+    anyio.run(start_all)
+    # Every conversation's directory once; `conversations/` once per batch, not per turn.
+    folders = {(conversations / cid).stat().st_ino for cid in ids}
+    assert sorted(i for i in synced if i in folders) == sorted(folders)
+    assert 1 <= synced.count(conversations.stat().st_ino) < len(ids)
+    states = store.files._states  # what is left to sync at the end of the turn
+    assert not any(states[cid].dir_sync_pending for cid in ids)
+    # Already durable: the end-of-turn sync has only the logs to fsync.
+    synced.clear()
+    anyio.run(store.sync, ids[0])
+    assert synced == [log_path(store.files, ids[0]).stat().st_ino]
+    anyio.run(store.close)

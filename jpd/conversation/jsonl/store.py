@@ -29,7 +29,7 @@ import builtins
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -53,6 +53,7 @@ from jpd.conversation.jsonl.turn_lock import TurnLock, last_turn, try_lock
 from jpd.conversation.logfile import (
     count_lines,
     encode_sanitized,
+    fsync_dir,
     fsync_file,
     parse_log,
 )
@@ -220,6 +221,29 @@ class ConversationStore:
         self._files.fsync_entries(cid)
         with self._states.locked(cid) as state:
             state.dir_sync_pending = False
+
+    def sync_entries_of(self, conversation_ids: Iterable[str]) -> dict[str, Exception]:
+        """`sync_entries` of several conversations, with one fsync of `conversations/`
+        for all of them (a thousand turns started at once share it); the error of each
+        conversation that failed, by id."""
+        errors: dict[str, Exception] = {}
+        synced: list[str] = []
+        for conversation_id in conversation_ids:
+            try:
+                cid = validate_id(conversation_id)
+                with self._states.locked(cid) as state:
+                    if not state.dir_sync_pending:
+                        continue
+                fsync_dir(self._dir / cid)  # the log's entry
+                synced.append(cid)
+            except Exception as exc:  # handed to that conversation's caller
+                errors[conversation_id] = exc
+        if synced:
+            fsync_dir(self._dir)  # the conversation directories' entries
+            for cid in synced:
+                with self._states.locked(cid) as state:
+                    state.dir_sync_pending = False
+        return errors
 
     def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
         """All events of a conversation, oldest first.
