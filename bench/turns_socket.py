@@ -51,13 +51,17 @@ async def _connect(path: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWrit
 
 
 async def _initialize_new(path: Path) -> None:
-    """Connect, send `initialize`, read its answer (an error fails the run), hang up."""
+    """Connect, send `initialize`, read its answer (an error fails the run; a question
+    offered to the new client before it is skipped), hang up."""
     reader, writer = await _connect(path)
     try:
         writer.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}))
-        header = await reader.readuntil(b"\r\n\r\n")
-        length = int(header.split(b":")[1].split(b"\r\n")[0])
-        answer = json.loads(await reader.readexactly(length))
+        while True:  # questions it can answer may come first (protocol.md section 4)
+            header = await reader.readuntil(b"\r\n\r\n")
+            length = int(header.split(b":")[1].split(b"\r\n")[0])
+            answer = json.loads(await reader.readexactly(length))
+            if answer.get("id") == 1 and "method" not in answer:
+                break
         if "result" not in answer:
             raise RuntimeError(f"initialize failed: {answer}")
     finally:
