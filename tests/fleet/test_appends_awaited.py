@@ -5,6 +5,7 @@ nothing more; once the write commits, everything follows, in order, nothing lost
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -25,6 +26,19 @@ def writer_waits(url: str) -> bool:
     return bool(row and row[0])
 
 
+async def settled_count(count: Callable[[], int], quiet: float = 0.3) -> int:
+    """`count()` once it has not changed for `quiet` seconds (at most 10 s)."""
+    last, since = count(), asyncio.get_running_loop().time()
+    for _ in range(200):
+        await asyncio.sleep(0.05)
+        now = count()
+        if now != last:
+            last, since = now, asyncio.get_running_loop().time()
+        elif asyncio.get_running_loop().time() - since >= quiet:
+            break
+    return last
+
+
 async def test_a_client_sees_no_event_before_the_appends_before_it_are_committed(
     tmp_path: Path, pg_url: str, daemons: Daemons
 ) -> None:
@@ -38,8 +52,9 @@ async def test_a_client_sees_no_event_before_the_appends_before_it_are_committed
         with psycopg.connect(pg_url) as blocker, blocker.transaction():
             blocker.execute("SELECT 1 FROM jpd_conversations WHERE id = %s FOR UPDATE", (cid,))
             await wait_for(lambda: writer_waits(pg_url), "the next append to wait")
-            # The write waits: whatever the client has now is all it gets until then.
-            seen = len(client.turn_events(turn))
+            # The write waits. Events committed before it may still be on their way to
+            # the client: once its count has stopped moving, that is all it gets.
+            seen = await settled_count(lambda: len(client.turn_events(turn)))
             stored_now = len(stored(pg_url, cid))
             await asyncio.sleep(1.0)  # the turn streams on meanwhile
             assert len(client.turn_events(turn)) == seen
