@@ -18,7 +18,6 @@ Run: python bench/bench_inquiry.py [--delay-ms 500] [--parallel 8] [--rounds 3]
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import statistics
@@ -29,8 +28,19 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from jpd.llm.anthropic_request import build_body
-from jpd.llm.base import (
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.prompt_cache import (  # noqa: E402
+    cache_sequence,
+    encode,
+    shared,
+    uncached,
+    uncached_share,
+)
+from jpd.llm.anthropic_request import build_body  # noqa: E402
+from jpd.llm.base import (  # noqa: E402
     AssistantMessage,
     ModelRequest,
     ToolCallPart,
@@ -38,7 +48,7 @@ from jpd.llm.base import (
     ToolResultMessage,
     UserMessage,
 )
-from jpd.llm.request_build import encode_body
+from jpd.llm.request_build import encode_body  # noqa: E402
 
 ARG_CHARS = 20_000  # ~5,000 tokens at 4 characters a token
 SYSTEM = "You are a careful coding assistant. " * 20
@@ -59,11 +69,6 @@ else:
 
 def tokens(n_bytes: int) -> int:
     return round(n_bytes / 4)
-
-
-def encode(value: Any) -> bytes:
-    """JSON as the request builders serialise it."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False).encode()
 
 
 # --- a minimal JSON-RPC client over the daemon's stdio ------------------------------------
@@ -198,101 +203,6 @@ def run(args: argparse.Namespace, home: Path) -> tuple[list[str], list[float], l
 
 
 # --- (a) from the recorded requests ------------------------------------------------------
-
-LOOKBACK = 20
-"""Block boundaries Anthropic checks for an earlier cache entry before each breakpoint."""
-
-
-def strip_markers(value: Any) -> Any:
-    """`value` without `cache_control` keys (breakpoints are not cached content)."""
-    if isinstance(value, dict):
-        return {k: strip_markers(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [strip_markers(v) for v in value]
-    return value
-
-
-def cache_sequence(body: dict[str, Any], *, markers: bool) -> bytes:
-    """The body's cacheable content in cache order: tools, system, then each message."""
-    if not markers:
-        body = strip_markers(body)
-    parts = [encode(body["tools"]), encode(body["system"])]
-    parts += [encode(turn) for turn in body["messages"]]
-    return b"".join(parts)
-
-
-def shared(a: bytes, b: bytes) -> int:
-    """Length of the common prefix of `a` and `b`."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def cache_blocks(body: dict[str, Any], *, turn_before: bool) -> list[tuple[bytes, bool]]:
-    """(content, has a breakpoint) per block, in cache order.
-
-    With `turn_before`, the message breakpoints sit on the last turn and the turn right
-    before it (whatever its role) instead of where the builder put them.
-    """
-    out = [(encode(strip_markers(t)), "cache_control" in t) for t in body["tools"]]
-    out += [(encode(strip_markers(b)), "cache_control" in b) for b in body.get("system", [])]
-    # Anthropic keys cached messages on `tool_choice` too: a change misses them all.
-    out.append((encode(body.get("tool_choice")), False))
-    turns = body["messages"]
-    for index, turn in enumerate(turns):
-        for position, block in enumerate(turn["content"]):
-            flag = "cache_control" in block
-            if turn_before:
-                flag = position == len(turn["content"]) - 1 and index >= len(turns) - 2
-            out.append((encode({"role": turn["role"], **strip_markers(block)}), flag))
-    return out
-
-
-class PromptCache:
-    """Prefix entries written at breakpoints; a request reads the longest one it finds."""
-
-    def __init__(self) -> None:
-        self.entries: set[bytes] = set()
-
-    def send(self, blocks: list[tuple[bytes, bool]]) -> int:
-        """Send one request; returns its input bytes not read from the cache."""
-        keys: list[bytes] = []
-        digest = hashlib.sha256()
-        for content, _ in blocks:
-            digest.update(len(content).to_bytes(8, "big") + content)
-            keys.append(digest.copy().digest())
-        marks = [i for i, (_, flag) in enumerate(blocks) if flag]
-        hit = 0
-        for mark in marks:
-            for j in range(mark, max(-1, mark - LOOKBACK), -1):
-                if keys[j] in self.entries:
-                    hit = max(hit, j + 1)
-                    break
-        self.entries.update(keys[m] for m in marks)
-        return sum(len(content) for content, _ in blocks[hit:])
-
-
-def uncached(
-    before: list[dict[str, Any]], requests: list[dict[str, Any]], *, turn_before: bool
-) -> int:
-    """Input bytes of `requests` not read from cache, once `before` filled it."""
-    cache = PromptCache()
-    for body in before:
-        cache.send(cache_blocks(body, turn_before=turn_before))
-    return sum(cache.send(cache_blocks(b, turn_before=turn_before)) for b in requests)
-
-
-def uncached_share(before: list[dict[str, Any]], body: dict[str, Any]) -> tuple[int, int]:
-    """(input bytes of `body` not read from cache once `before` filled it, all its input
-    bytes), with the builder's breakpoints."""
-    cache = PromptCache()
-    for earlier in before:
-        cache.send(cache_blocks(earlier, turn_before=False))
-    blocks = cache_blocks(body, turn_before=False)
-    return cache.send(blocks), sum(len(content) for content, _ in blocks)
 
 
 def pinned_as_before(side: ModelRequest, inquiry_id: str) -> ModelRequest:
