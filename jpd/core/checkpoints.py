@@ -8,11 +8,11 @@ much: recovery rebuilds the interrupted output from the checkpoints.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
 
-import anyio
 from anyio.lowlevel import RunVar
 
 from jpd.conversation import events as ev
@@ -26,7 +26,7 @@ SIZE = 4096
 
 
 class Checkpointer:
-    """Checkpoints of one turn's model calls; `run` is the interval ticker."""
+    """Checkpoints of one turn's model calls (`join`: on the interval ticker)."""
 
     def __init__(
         self,
@@ -83,22 +83,16 @@ class Checkpointer:
         )
         self._written = True
 
-    async def run(self) -> None:
-        """Save every `INTERVAL` seconds while output is pending (run in a task group,
-        for as long as the model call streams). One timer serves the calls streaming on
-        this event loop (`_Ticker`): a thousand turns cost two wake-ups a second, not
-        two thousand."""
-        ticker = _Ticker.current()
-        turn = anyio.Event()
-        ticker.members[self] = turn
-        try:
-            while True:
-                if ticker.driver is None:
-                    await ticker.drive(self)
-                await turn.wait()
-                turn = ticker.members[self] = anyio.Event()
-        finally:
-            ticker.members.pop(self, None)
+    def join(self) -> None:
+        """A model call streams: save every `INTERVAL` seconds while output is pending,
+        until `leave`. One timer serves the calls streaming on this event loop
+        (`_Ticker`): a thousand turns cost two wake-ups a second, not two thousand, and
+        a call starts no task for it."""
+        _Ticker.current().add(self)
+
+    def leave(self) -> None:
+        """The model call ended (however): no more checkpoints on the timer."""
+        _Ticker.current().remove(self)
 
     def due(self) -> None:
         """Save if output waited `INTERVAL` seconds (the ticker's check)."""
@@ -118,16 +112,16 @@ class Checkpointer:
 
 
 class _Ticker:
-    """The timer of the checkpoints of every model call streaming on one event loop: one
-    member's `run` task (the driver) wakes every `INTERVAL` and saves what is due for
-    all; when its call ends, it hands the timer to another member."""
+    """The timer of the checkpoints of every model call streaming on one event loop: a
+    timer of the loop that wakes every `INTERVAL` while a call streams and saves what is
+    due for all of them."""
 
     _current: RunVar[_Ticker | None] = RunVar("jpd_checkpoint_ticker", default=None)
 
     def __init__(self) -> None:
-        self.members: dict[Checkpointer, anyio.Event] = {}
-        """Each member's wake-up: set when it is to drive the timer."""
-        self.driver: Checkpointer | None = None
+        self.members: dict[Checkpointer, None] = {}
+        """The streaming calls' checkpointers, in the order they joined."""
+        self._timer: asyncio.TimerHandle | None = None
 
     @classmethod
     def current(cls) -> _Ticker:
@@ -137,20 +131,23 @@ class _Ticker:
             cls._current.set(ticker)
         return ticker
 
-    async def drive(self, member: Checkpointer) -> None:
-        """Run the timer until `member`'s call ends (its task is cancelled)."""
-        self.driver = member
-        try:
-            while True:
-                await anyio.sleep(INTERVAL)
-                for each in list(self.members):
-                    try:
-                        each.due()
-                    except Exception:  # another turn's checkpoint must not end this one
-                        log.exception("checkpoint of turn %s failed", each.turn_id)
-        finally:
-            self.driver = None
-            self.members.pop(member, None)
-            successor = next(iter(self.members), None)
-            if successor is not None:
-                self.members[successor].set()
+    def add(self, member: Checkpointer) -> None:
+        self.members[member] = None
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(INTERVAL, self._tick)
+
+    def remove(self, member: Checkpointer) -> None:
+        self.members.pop(member, None)
+        if not self.members and self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _tick(self) -> None:
+        for each in list(self.members):
+            try:
+                each.due()
+            except Exception:  # another turn's checkpoint must not end this one
+                log.exception("checkpoint of turn %s failed", each.turn_id)
+        self._timer = (
+            asyncio.get_running_loop().call_later(INTERVAL, self._tick) if self.members else None
+        )

@@ -9,10 +9,9 @@ costs one notification per tick rather than one per token. Deltas are published 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
-
-import anyio
 
 from jpd.protocol.turn_notes import DeltaKind
 
@@ -20,7 +19,8 @@ TICK = 0.005  # seconds
 
 
 class DeltaBatcher:
-    """Publishes text and reasoning deltas, merged per tick; `run` is its timer task."""
+    """Publishes text and reasoning deltas, merged per tick. The tick is a timer of the
+    event loop, set when a batch is first held: a model call starts no task for it."""
 
     def __init__(self, publish: Callable[[DeltaKind, str], None], tick: float = TICK) -> None:
         self._publish = publish
@@ -28,7 +28,7 @@ class DeltaBatcher:
         self._kind: DeltaKind = "text_delta"
         self._pending: list[str] = []
         self._last = 0.0
-        self._wake = anyio.Event()
+        self._timer: asyncio.TimerHandle | None = None
 
     def add(self, kind: DeltaKind, text: str) -> None:
         """A delta arrived: publish it now after a quiet tick, else hold it for the tick."""
@@ -40,21 +40,18 @@ class DeltaBatcher:
             self._publish(kind, text)
             return
         self._kind = kind
-        if not self._pending:
-            self._wake.set()  # once per held batch: the timer is then running
+        if not self._pending:  # once per held batch
+            delay = max(0.0, self._last + self._tick - now)
+            self._timer = asyncio.get_running_loop().call_later(delay, self.flush)
         self._pending.append(text)
 
     def flush(self) -> None:
-        """Publish what is held (before any other event, and at the end of a stream)."""
+        """Publish what is held (before any other event, at the tick, and at the end of
+        a stream)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._pending:
             text, self._pending = "".join(self._pending), []
             self._last = time.monotonic()
             self._publish(self._kind, text)
-
-    async def run(self) -> None:
-        """Flush held deltas a tick after they arrive; runs until cancelled."""
-        while True:
-            await self._wake.wait()
-            self._wake = anyio.Event()
-            await anyio.sleep(max(0.0, self._last + self._tick - time.monotonic()))
-            self.flush()

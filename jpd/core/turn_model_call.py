@@ -10,8 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from jpd.config.prices import Price, cost
 from jpd.context.keeper import ContextKeeper
 from jpd.core.checkpoints import Checkpointer
@@ -102,27 +100,20 @@ class ModelCall:
         self._transcript.last_request = request
         self.partial = Partial()
         self._checkpoints.start_call()
-        reason: llm.FinishReason = "end_turn"
         deltas = DeltaBatcher(self._publish_delta)
 
         def emit(event: TurnEvent) -> None:
             deltas.flush()  # merged deltas go out before whatever follows them
             self._publish(event)
 
-        failure: Exception | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(deltas.run)
-            tg.start_soon(self._checkpoints.run)
-            try:
-                reason = await self._consume(request, deltas, emit)
-            except Exception as exc:  # re-raised below, not wrapped in an ExceptionGroup
-                failure = exc
-            finally:
-                deltas.flush()
-                tg.cancel_scope.cancel()
-        if failure is not None:
-            raise failure
-        return reason
+        # Timers of the loop, not tasks, tick the deltas and checkpoints: a model call
+        # starts no task (an anyio task and its group cost more than the call's request).
+        self._checkpoints.join()
+        try:
+            return await self._consume(request, deltas, emit)
+        finally:
+            deltas.flush()
+            self._checkpoints.leave()
 
     async def _consume(
         self, request: llm.ModelRequest, deltas: DeltaBatcher, emit: Callable[[TurnEvent], None]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -164,14 +164,22 @@ def http_client() -> httpx.AsyncClient:
     connections, so with a thousand streams it costs several times what aiohttp's does
     per token; aiohttp's stays flat. Imported here, on first use: nothing of aiohttp is
     loaded at start-up or for a daemon without a hosted model."""
-    limits = httpx.Limits(
-        max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_IDLE_CONNECTIONS
-    )
     if not _has_aiohttp():  # pragma: no cover - a dependency; kept optional for packagers
-        return httpx.AsyncClient(limits=limits)
+        return httpx.AsyncClient(limits=_limits())
+    return httpx.AsyncClient(transport=aiohttp_transport())
+
+
+def aiohttp_transport() -> httpx.AsyncBaseTransport:
+    """`http_client`'s transport (`httpx-aiohttp` must be installed)."""
     from httpx_aiohttp import AiohttpTransport
 
-    return httpx.AsyncClient(transport=AiohttpTransport(limits=limits))
+    return AiohttpTransport(limits=_limits())
+
+
+def _limits() -> httpx.Limits:
+    return httpx.Limits(
+        max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_IDLE_CONNECTIONS
+    )
 
 
 def _has_aiohttp() -> bool:
@@ -206,6 +214,13 @@ class StreamingPost:
     client reads bodies without aiohttp's read timeout, re-armed per chunk: the headers
     have a deadline, and a body silent for the timeout is closed by the loop's watchdog
     (`jpd.llm.read_watch`); an injected client keeps httpx's read timeout.
+
+    With its own client on aiohttp's transport, a request goes to the transport
+    directly, an `httpx.Request` with the client's default headers: the client's
+    layers (auth and redirect flows, a cookie jar parsing every response through
+    urllib) cost more CPU per model call than building and sending the request, and a
+    model call uses none of them (no auth flow, no redirects followed, no cookies: a
+    provider's cookies would be shared by the turns of every client and key).
     """
 
     def __init__(
@@ -221,10 +236,20 @@ class StreamingPost:
         self._seconds = timeout
         self._key_env = key_env
         self._owned = client is None
-        self._client = client if client is not None else http_client()
         self._watched = client is None and _has_aiohttp()
+        self._transport: httpx.AsyncBaseTransport | None = None
+        """The transport requests go to directly (None: through `_client`)."""
         if self._watched:
             self._timeout = httpx.Timeout(timeout, read=None)
+            self._transport = aiohttp_transport()
+            client = httpx.AsyncClient(transport=self._transport)
+        self._client = client if client is not None else http_client()
+        self._extensions = {"timeout": self._timeout.as_dict()}
+        self._defaults = [
+            (name, name.decode("latin-1").lower(), value)
+            for name, value in self._client.headers.raw
+        ]
+        """The client's default headers (accept, accept-encoding, user-agent, ...)."""
         self._urls: dict[str, httpx.URL] = {}
         """Each URL parsed once: httpx parses a string again for every request."""
 
@@ -235,6 +260,32 @@ class StreamingPost:
                 self._urls.clear()
             parsed = self._urls[url] = httpx.URL(url)
         return parsed
+
+    async def _send(self, url: str, headers: Mapping[str, str], body: bytes) -> httpx.Response:
+        """The response, its body not read yet (the caller closes it)."""
+        transport = self._transport
+        if transport is None:
+            request = self._client.build_request(
+                "POST", self._url(url), content=body, headers=dict(headers), timeout=self._timeout
+            )
+            return await self._client.send(request, stream=True)
+        # The client's defaults, each overridden by a header of the same name given here.
+        given = {name.lower() for name in headers}
+        merged: list[tuple[Any, Any]] = [
+            (name, value) for name, lower, value in self._defaults if lower not in given
+        ]
+        merged += headers.items()
+        request = httpx.Request(
+            "POST",
+            self._url(url),
+            headers=merged,
+            content=body,
+            extensions=dict(self._extensions),
+        )
+        with anyio.fail_after(self._seconds):
+            response = await transport.handle_async_request(request)
+        response.request = request
+        return response
 
     @asynccontextmanager
     async def open(
@@ -255,27 +306,20 @@ class StreamingPost:
         reads: BodyWatch | None = None
         try:
             try:
-                async with AsyncExitStack() as stack:
-                    request = self._client.stream(
-                        "POST",
-                        self._url(url),
-                        content=body,
-                        headers=dict(headers),
-                        timeout=self._timeout,
-                    )
+                response = await self._send(url, headers, body)
+                try:
                     if self._watched:
-                        with anyio.fail_after(self._seconds):
-                            response = await stack.enter_async_context(request)
                         reads = watch(self._seconds, response.aclose)
-                        stack.callback(unwatch, reads)
-                    else:
-                        response = await stack.enter_async_context(request)
                     if response.status_code >= 400:
                         await response.aread()
                         raise status_error(
                             provider, response, key_env=self._key_env, secrets=secrets
                         )
                     yield response, reads
+                finally:
+                    if reads is not None:
+                        unwatch(reads)
+                    await response.aclose()
             except Exception as exc:
                 if reads is not None and reads.expired:  # the watchdog closed it
                     raise httpx.ReadTimeout("the body stayed silent") from exc
