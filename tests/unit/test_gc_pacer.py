@@ -1,0 +1,106 @@
+"""The collector's pacer (jpd.core.gc_pacer): a young generation that went a tick
+without a collection is collected then, whatever the collector's count says."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from jpd.core import gc_pacer
+from jpd.core.gc_pacer import GcPacer
+
+
+@pytest.fixture
+def collections() -> Iterator[list[int]]:
+    """The generations collected while the test runs."""
+    seen: list[int] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(note)
+    try:
+        yield seen
+    finally:
+        gc.callbacks.remove(note)
+
+
+def test_a_tick_without_a_collection_collects_the_young_generation(
+    collections: list[int],
+) -> None:
+    pacer = GcPacer()
+    collected = pacer.tick()
+    assert collected in (0, 1)
+    assert collections[-1] == collected
+
+
+def test_a_collection_since_the_last_look_is_enough(collections: list[int]) -> None:
+    pacer = GcPacer()
+    gc.collect(0)  # the collector's own pass, say
+    before = len(collections)
+    assert pacer.tick() is None
+    assert len(collections) == before
+    assert pacer.tick() is not None  # then none came: the next look collects
+
+
+def test_the_middle_generation_when_its_count_is_due(
+    collections: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pacer = GcPacer()
+    threshold = gc.get_threshold()
+    gc.set_threshold(threshold[0], 1, threshold[2])
+    try:
+        gc.collect(0)  # one young pass: the middle generation is due
+        pacer = GcPacer()
+        assert pacer.tick() == 1
+        assert collections[-1] == 1
+    finally:
+        gc.set_threshold(*threshold)
+
+
+def test_nothing_while_the_collector_is_off(collections: list[int]) -> None:
+    pacer = GcPacer()
+    gc.disable()
+    try:
+        assert pacer.tick() is None
+        assert pacer.tick() is None
+    finally:
+        gc.enable()
+    assert collections == []
+
+
+def test_the_thread_looks_while_busy_and_ends_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gc_pacer, "TICK", 0.001)
+    pacer = GcPacer()
+    looks = 0
+    ended = threading.Event()
+    again = threading.Event()
+
+    def busy() -> bool:
+        nonlocal looks
+        looks += 1
+        if looks >= 5:
+            ended.set()
+            return False
+        return True
+
+    pacer.start(busy)
+    pacer.start(busy)  # one thread at a time
+    assert ended.wait(10)
+
+    def busy_again() -> bool:
+        again.set()
+        return False
+
+    for _ in range(1000):  # the thread ends after its last look
+        with pacer._lock:
+            if not pacer._running:
+                break
+        ended.wait(0.01)
+    pacer.start(busy_again)  # started again once it ended
+    assert again.wait(10)
+    assert looks >= 5
