@@ -1,4 +1,5 @@
-"""Young collections on a clock while turns run, besides the collector's own.
+"""Young collections paced by a clock while turns run, when the collector's count is
+held down.
 
 CPython starts a young collection when its count of new container objects passes the
 threshold (`jpd.__main__`), but every freed container counts down, old ones included.
@@ -7,42 +8,46 @@ objects made for their ends (records, replays, settles) pile up in the young
 generation: measured, 40,000-100,000 objects there (10,000 normally), each pass over
 them 30-80 ms holding the GIL, and passes over the middle generation of 100 ms. Every
 thread waits through them, the control lane's too (protocol.md section 3). So while
-turns run, a generation that went `TICK` seconds without a collection is collected
-then: a pass never finds more than that tick's objects.
+turns run, a look every `TICK` seconds collects when no collection came since the last
+look and the count barely grew meanwhile: a pass never finds more than a tick's new
+objects. While the count grows (turns streaming) the collector's own passes come as
+they would, so the middle and full passes come no more often than they would.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
-
 import threading
 import time
+from collections.abc import Callable
 
-TICK = 0.05
-"""Seconds between two looks. At 20,000 streamed tokens a second the collector's own
-passes come every ~200 ms, so most ticks find one happened; a forced pass then covers
-at most 50 ms of new objects (a few milliseconds)."""
+TICK = 0.025
+"""Seconds between two looks."""
+_GROWTH = 8
+"""A count that grew by less than the young threshold over this much in a tick is held
+down (at 20,000 streamed tokens a second it grows by about a quarter of it)."""
 
 
 class GcPacer:
     """Collects the young generation (or the middle one, when its count is due, as the
-    collector would) if no collection happened since the last look."""
+    collector would) when the collector's count is held down."""
 
     def __init__(self) -> None:
         self._seen = _collections()
+        self._count = gc.get_count()[0]
         self._lock = threading.Lock()
         self._running = False
 
     def tick(self) -> int | None:
         """One look; the generation collected, or None."""
-        seen = _collections()
-        if seen != self._seen or not gc.isenabled():
-            self._seen = seen
+        seen, count = _collections(), gc.get_count()[0]
+        grew = count - self._count
+        if seen != self._seen or not gc.isenabled() or grew >= gc.get_threshold()[0] // _GROWTH:
+            self._seen, self._count = seen, count
             return None
         generation = 1 if gc.get_count()[1] >= gc.get_threshold()[1] else 0
         gc.collect(generation)
-        self._seen = _collections()
+        self._seen, self._count = _collections(), gc.get_count()[0]
         return generation
 
     def start(self, busy: Callable[[], bool]) -> None:

@@ -104,3 +104,17 @@ def test_the_thread_looks_while_busy_and_ends_after(monkeypatch: pytest.MonkeyPa
     pacer.start(busy_again)  # started again once it ended
     assert again.wait(10)
     assert looks >= 5
+
+
+def test_a_count_growing_is_left_to_the_collector(collections: list[int]) -> None:
+    threshold = gc.get_threshold()
+    gc.set_threshold(100_000, threshold[1], threshold[2])
+    try:
+        pacer = GcPacer()
+        kept = [[] for _ in range(20_000)]  # the count grows by 20,000 containers
+        assert pacer.tick() is None
+        assert collections == []
+        assert pacer.tick() is not None  # then it stood still: held down
+        del kept
+    finally:
+        gc.set_threshold(*threshold)
