@@ -13,6 +13,15 @@ from jpd.core import gc_pacer
 from jpd.core.gc_pacer import GcPacer
 
 
+class _Made:
+    """A container object of its own (lists and dicts may come from free lists, which
+    the collector's count does not see)."""
+
+
+def _made(count: int) -> list[_Made]:
+    return [_Made() for _ in range(count)]
+
+
 @pytest.fixture
 def collections() -> Iterator[list[int]]:
     """The generations collected while the test runs."""
@@ -33,7 +42,9 @@ def test_a_tick_without_a_collection_collects_the_young_generation(
     collections: list[int],
 ) -> None:
     pacer = GcPacer()
+    made = _made(5)  # a few new objects, the count held down
     collected = pacer.tick()
+    assert made
     assert collected in (0, 1)
     assert collections[-1] == collected
 
@@ -44,7 +55,19 @@ def test_a_collection_since_the_last_look_is_enough(collections: list[int]) -> N
     before = len(collections)
     assert pacer.tick() is None
     assert len(collections) == before
+    made = _made(5)
     assert pacer.tick() is not None  # then none came: the next look collects
+    assert made
+
+
+def test_nothing_made_or_freed_is_idle(collections: list[int]) -> None:
+    pacer = GcPacer()
+    gc.collect(0)
+    pacer.tick()  # notes the collection
+    before = len(collections)
+    assert pacer.tick() is None
+    assert pacer.tick() is None
+    assert len(collections) == before
 
 
 def test_the_middle_generation_when_its_count_is_due(
@@ -56,7 +79,9 @@ def test_the_middle_generation_when_its_count_is_due(
     try:
         gc.collect(0)  # one young pass: the middle generation is due
         pacer = GcPacer()
+        made = _made(5)
         assert pacer.tick() == 1
+        assert made
         assert collections[-1] == 1
     finally:
         gc.set_threshold(*threshold)
@@ -66,6 +91,8 @@ def test_nothing_while_the_collector_is_off(collections: list[int]) -> None:
     pacer = GcPacer()
     gc.disable()
     try:
+        made = _made(5)
+        assert made
         assert pacer.tick() is None
         assert pacer.tick() is None
     finally:
@@ -111,10 +138,11 @@ def test_a_count_growing_is_left_to_the_collector(collections: list[int]) -> Non
     gc.set_threshold(100_000, threshold[1], threshold[2])
     try:
         pacer = GcPacer()
-        kept = [[] for _ in range(20_000)]  # the count grows by 20,000 containers
+        kept = _made(20_000)  # the count grows by 20,000 containers
         assert pacer.tick() is None
         assert collections == []
-        assert pacer.tick() is not None  # then it stood still: held down
+        del kept[:10_000]  # then it went down: held down
+        assert pacer.tick() is not None
         del kept
     finally:
         gc.set_threshold(*threshold)
