@@ -9,15 +9,16 @@ generation: measured, 40,000-100,000 objects there (10,000 normally), each pass 
 them 30-80 ms holding the GIL, and passes over the middle generation of 100 ms. Every
 thread waits through them, the control lane's too (protocol.md section 3). So while
 turns run, a look every `TICK` seconds collects when no collection came since the last
-look and the count barely grew meanwhile: a pass never finds more than a tick's new
-objects. While the count grows (turns streaming) the collector's own passes come as
-they would, so the middle and full passes come no more often than they would.
+look, the process worked (used a quarter of a core or more) and the count barely grew
+meanwhile: a pass never finds more than a tick's new objects. While the count grows
+(turns streaming), or the process does little (a few turns), the collector's own
+passes come as they would: each forced pass counts towards the middle and full ones,
+and a full pass over a thousand turns' state holds the GIL for 300 ms.
 """
 
 from __future__ import annotations
 
 import gc
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -28,37 +29,38 @@ _GROWTH = 20
 """A count that grew by less than the young threshold over this much in a tick is held
 down: 500 new objects in 40 ms (streaming a thousand turns, it grows by 2,000 or more).
 """
+_WORKED = 0.25
+"""The share of a core the process used over a tick for its count to be looked at."""
 
 
 class GcPacer:
     """Collects the young generation (or the middle one, when its count is due, as the
     collector would) when the collector's count is held down."""
 
-    def __init__(self) -> None:
+    def __init__(self, cpu: Callable[[], float] = time.process_time) -> None:
+        self._cpu = cpu
+        """The process's CPU seconds (a test's own clock)."""
         self._seen = _collections()
         self._count = gc.get_count()[0]
-        self._blocks = sys.getallocatedblocks()
+        self._used = cpu()
         self._lock = threading.Lock()
         self._running = False
 
     def tick(self) -> int | None:
         """One look; the generation collected, or None."""
-        seen, count, blocks = _collections(), gc.get_count()[0], sys.getallocatedblocks()
-        grew = count - self._count
-        # Nothing made or freed meanwhile (but the few numbers of this look).
-        idle = abs(grew) <= 2 and abs(blocks - self._blocks) < 64
+        seen, count, used = _collections(), gc.get_count()[0], self._cpu()
+        grew, worked = count - self._count, used - self._used
         if (
             seen != self._seen
-            or idle
             or not gc.isenabled()
             or grew >= gc.get_threshold()[0] // _GROWTH
+            or worked < TICK * _WORKED
         ):
-            self._seen, self._count, self._blocks = seen, count, blocks
+            self._seen, self._count, self._used = seen, count, used
             return None
         generation = 1 if gc.get_count()[1] >= gc.get_threshold()[1] else 0
         gc.collect(generation)
-        self._seen, self._count = _collections(), gc.get_count()[0]
-        self._blocks = sys.getallocatedblocks()
+        self._seen, self._count, self._used = _collections(), gc.get_count()[0], self._cpu()
         return generation
 
     def start(self, busy: Callable[[], bool]) -> None:
