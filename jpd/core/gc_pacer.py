@@ -21,7 +21,9 @@ from __future__ import annotations
 import gc
 import threading
 import time
+import weakref
 from collections.abc import Callable
+from typing import Protocol
 
 TICK = 0.04
 """Seconds between two looks."""
@@ -87,3 +89,30 @@ class GcPacer:
 
 def _collections() -> int:
     return sum(stats["collections"] for stats in gc.get_stats())
+
+
+class Counted(Protocol):
+    """What runs turns: how many run now (`RunningTurns`)."""
+
+    @property
+    def count(self) -> int: ...
+
+
+_PACER = GcPacer()
+"""One per process, as the collector it paces."""
+_SOURCES: weakref.WeakSet[Counted] = weakref.WeakSet()
+"""Each daemon's running turns (a test process may hold several; one dropped with
+turns left in it stops counting)."""
+
+
+def pace_while_running(turns: Counted) -> None:
+    """A turn started in `turns`: pace the collector until no turn runs anywhere."""
+    _SOURCES.add(turns)
+    _PACER.start(_any_running)
+
+
+def _any_running() -> bool:
+    try:
+        return any(turns.count for turns in list(_SOURCES))
+    except RuntimeError:  # the set changed meanwhile (a daemon started): look again
+        return True

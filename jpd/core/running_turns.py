@@ -12,7 +12,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from jpd.conversation.port import ConversationStorage
-from jpd.core.gc_pacer import GcPacer
+from jpd.core.gc_pacer import pace_while_running
 from jpd.core.hub import EventHub
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.errors import Busy, NotFound
@@ -58,16 +58,11 @@ class RunningTurns:
         self._running_in: dict[str, int] = {}
         """Conversation id -> its running turns: `busy` is asked at every turn's end."""
         self._first_ended = False
-        self._pacer = GcPacer()
-        """Paces the collector while any turn runs (`jpd.core.gc_pacer`)."""
 
     @property
     def count(self) -> int:
-        """How many turns run here now."""
+        """How many turns run here now (from any thread: a dict's length is atomic)."""
         return len(self._turns)
-
-    def _any_running(self) -> bool:
-        return bool(self._turns)  # from the pacer's thread: a dict's length is atomic
 
     def busy(self, conversation_id: str) -> bool:
         """Whether a turn of this daemon runs in the conversation."""
@@ -87,7 +82,7 @@ class RunningTurns:
         self._infos[turn.turn_id] = turn_info(turn)
         cid = turn.conversation_id
         self._running_in[cid] = self._running_in.get(cid, 0) + 1
-        self._pacer.start(self._any_running)
+        pace_while_running(self)  # the collector, while turns run (jpd.core.gc_pacer)
         floor = lock.seq_floor
         if floor is not None:  # a fleet: seqs go on from every member's
             conversation_id = turn.conversation_id

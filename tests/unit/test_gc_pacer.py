@@ -152,3 +152,43 @@ def test_a_count_growing_is_left_to_the_collector(collections: list[int]) -> Non
         del kept
     finally:
         gc.set_threshold(*threshold)
+
+
+class _Turns:
+    def __init__(self) -> None:
+        self.count = 1
+
+
+def _pacing() -> bool:
+    with gc_pacer._PACER._lock:
+        return gc_pacer._PACER._running
+
+
+def _until(done: Callable[[], bool]) -> bool:
+    for _ in range(2000):
+        if done():
+            return True
+        threading.Event().wait(0.005)
+    return False
+
+
+def test_one_pacer_while_turns_run_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gc_pacer, "TICK", 0.001)
+    first, second = _Turns(), _Turns()
+    gc_pacer.pace_while_running(first)
+    gc_pacer.pace_while_running(second)
+    assert _pacing()
+    first.count = 0
+    assert _pacing()  # the second daemon's turn still runs
+    second.count = 0
+    assert _until(lambda: not _pacing())
+
+
+def test_a_dropped_daemon_stops_counting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gc_pacer, "TICK", 0.001)
+    left = _Turns()  # a test's daemon dropped with a turn never ended
+    gc_pacer.pace_while_running(left)
+    assert _pacing()
+    del left
+    gc.collect()
+    assert _until(lambda: not _pacing())
