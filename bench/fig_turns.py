@@ -32,7 +32,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -61,12 +61,13 @@ class _Daemon:
 
     def __init__(
         self,
-        process: asyncio.subprocess.Process,
+        process: asyncio.subprocess.Process | None,
         streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None,
     ) -> None:
         self.process = process
+        """The daemon (None: a connection of `turns_socket`'s probe process)."""
         if streams is None:
-            assert process.stdin is not None and process.stdout is not None
+            assert process is not None and process.stdin is not None and process.stdout is not None
             self._in, self._out = process.stdout, process.stdin
         else:  # a connection to the daemon's socket (bench.turns_socket)
             self._in, self._out = streams
@@ -143,6 +144,7 @@ class _Daemon:
                 future.set_result(message.get("result"))
 
     async def close(self) -> None:
+        assert self.process is not None
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.request("shutdown"), 30)
             self._out.write(frame({"jsonrpc": "2.0", "method": "exit"}))
@@ -162,44 +164,71 @@ Probe = Callable[[], Awaitable[Any]]
 timed itself: those seconds count)."""
 
 
-async def _batch(
-    daemon: _Daemon, count: int, probes: dict[str, Probe] | None = None
-) -> tuple[float, dict[str, Latencies], int, float]:
-    """Start `count` turns at once, timing each probe (default: a `turn/list` on the same
-    connection) every `PROBE_EVERY` seconds from the first `turn/start` to the last
-    turn's end; (daemon CPU, each probe's latencies, turns that ended normally with all
-    their text, wall seconds)."""
-    pid = daemon.process.pid
-    daemon.ended.clear()
-    daemon.text.clear()
-    expected = len("".join(f" tok{i}" for i in range(TOKENS)))
-    if probes is None:
-        probes = {"turn/list": lambda: daemon.request("turn/list")}
-    timed: dict[str, Latencies] = {name: ([], []) for name in probes}
-    started = False
-    done = asyncio.Event()
+class Phases(Protocol):
+    """The probes of a batch, told its moments (`Probing`, or another process's)."""
 
-    async def probe(name: str, request: Probe) -> None:
-        starting, streaming = timed[name]
-        while not done.is_set():
-            sent, during = time.perf_counter(), streaming if started else starting
+    async def start(self) -> None: ...
+    async def streaming(self) -> None: ...
+    async def finish(self) -> dict[str, Latencies]: ...
+
+
+class Probing:
+    """Probes timed in this process's event loop: `start` them as the batch starts,
+    `streaming` once every turn started, `finish` at its end (their latencies)."""
+
+    def __init__(self, probes: dict[str, Probe]) -> None:
+        self._probes = probes
+        self.timed: dict[str, Latencies] = {name: ([], []) for name in probes}
+        self._started = False
+        self._done = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._probe(*item)) for item in self._probes.items()]
+
+    async def streaming(self) -> None:
+        self._started = True
+
+    async def finish(self) -> dict[str, Latencies]:
+        self._done.set()
+        await asyncio.gather(*self._tasks)
+        return self.timed
+
+    async def _probe(self, name: str, request: Probe) -> None:
+        starting, streaming = self.timed[name]
+        while not self._done.is_set():
+            sent, during = time.perf_counter(), streaming if self._started else starting
             took = await request()
             # A float: the probe timed itself (what it waited for first is not counted).
             during.append(took if isinstance(took, float) else time.perf_counter() - sent)
             await asyncio.sleep(max(0.0, PROBE_EVERY - (time.perf_counter() - sent)))
 
+
+async def _batch(
+    daemon: _Daemon, count: int, probing: Phases | None = None
+) -> tuple[float, dict[str, Latencies], int, float]:
+    """Start `count` turns at once, timing the probes (default: a `turn/list` on the
+    same connection, every `PROBE_EVERY` seconds) from the first `turn/start` to the
+    last turn's end; (daemon CPU, each probe's latencies, turns that ended normally
+    with all their text, wall seconds)."""
+    assert daemon.process is not None
+    pid = daemon.process.pid
+    daemon.ended.clear()
+    daemon.text.clear()
+    expected = len("".join(f" tok{i}" for i in range(TOKENS)))
+    if probing is None:
+        probing = Probing({"turn/list": lambda: daemon.request("turn/list")})
     cpu0, start = cpu_seconds(pid), time.perf_counter()
-    probers = [asyncio.create_task(probe(name, request)) for name, request in probes.items()]
+    await probing.start()
     starts = [daemon.send("turn/start", {"message": "bench"}) for _ in range(count)]
     turn_ids = {result["turnId"] for result in await asyncio.gather(*starts)}
-    started = True
+    await probing.streaming()
     while not turn_ids <= daemon.ended.keys():
         daemon.any_end.clear()
         await daemon.any_end.wait()
     wall = time.perf_counter() - start
     cpu = cpu_seconds(pid) - cpu0
-    done.set()
-    await asyncio.gather(*probers)
+    timed = await probing.finish()
     if os.environ.get("BENCH_TURNS_TRACE"):
         for name, (starting, streaming) in timed.items():
             print(name, [round(x * 1000) for x in starting + streaming], file=sys.stderr)

@@ -11,6 +11,14 @@ run, control requests are timed from other connections, each every 50 ms:
   probe answers one whose `inquiry/prompt` it saw (waiting for one is not timed) and
   must be accepted;
 - `inquiry/answer` of an unknown id on the second connection (the lookup only: -32001).
+
+The probes run in a process of their own (`python -m bench.turns_socket --probes
+SOCKET`), told by a pipe when the batch starts, when every turn started, and when it
+ends. What each times is the same as in one process (request written -> its answer
+read; `connect` -> the answer to `initialize`), but a client that reads the first
+connection's 20,000 frames a second is no longer in the way: in the same event loop a
+probe's answer waited for the parsing of every 1 MB read ahead of it (the loop lagged
+up to 80-140 ms at the thousand turns' ends), timed as the daemon's.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.fig_turns import INIT, PROBE_EVERY, ROOT, Latencies, _batch, _Daemon
+from bench.fig_turns import INIT, PROBE_EVERY, ROOT, Latencies, Probing, _batch, _Daemon
 from bench.report import Row
 from bench.rpcclient import frame
 
@@ -85,7 +93,7 @@ class _Asker(_Daemon):
     """A connection that runs the asking tool and notes the questions it is prompted
     with (`inquiry/prompt`), leaving them for another connection to answer."""
 
-    def __init__(self, process: asyncio.subprocess.Process, streams: _Streams) -> None:
+    def __init__(self, process: asyncio.subprocess.Process | None, streams: _Streams) -> None:
         self.questions: asyncio.Queue[str] = asyncio.Queue()
         super().__init__(process, streams)
         self._calls: set[asyncio.Future[Any]] = set()
@@ -160,6 +168,7 @@ async def socket_batch(
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         env=env, cwd=ROOT,
     )  # fmt: skip
+    prober: asyncio.subprocess.Process | None = None
     try:
         for _ in range(_CONNECT_TRIES):
             try:
@@ -171,31 +180,88 @@ async def socket_batch(
             raise RuntimeError(f"the daemon never listened on {path}")
         driver = _Daemon(process, streams)
         await driver.handshake()
-        other = _Daemon(process, await _connect(path))
-        await other.handshake()
-        asker = _Asker(process, await _connect(path))
-        await asker.handshake()
         await _batch(driver, 1)  # warm up: the provider, its client, the store
-        for _ in range(PENDING):
-            asker.ask()
-        asked = [await asker.questions.get() for _ in range(PENDING)]
-        for inquiry_id in asked:
-            asker.questions.put_nowait(inquiry_id)
-        probes = {
-            "turn/list": lambda: other.request("turn/list"),
-            "initialize": lambda: _initialize_new(path),
-            "inquiry/answer": lambda: _answer_pending(asker, other),
-            "inquiry/answer unknown": lambda: _answer_unknown(other),
-        }
-        result = await _batch(driver, count, probes)
+        prober = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench.turns_socket", "--probes", str(path),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=ROOT,
+        )  # fmt: skip
+        probing = _RemoteProbing(prober)
+        await probing.ready()
+        result = await _batch(driver, count, probing)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(driver.request("daemon/stop"), 30)
         await asyncio.wait_for(process.wait(), 60)
         return result
     finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        for child in (prober, process):
+            if child is not None and child.returncode is None:
+                child.kill()
+                await child.wait()
+
+
+class _RemoteProbing:
+    """`Probing` in the probe process: the batch's moments go down its stdin, its
+    latencies come back as JSON on its stdout."""
+
+    def __init__(self, child: asyncio.subprocess.Process) -> None:
+        assert child.stdin is not None and child.stdout is not None
+        self._in, self._out = child.stdin, child.stdout
+
+    async def _line(self) -> bytes:
+        line = await asyncio.wait_for(self._out.readline(), 300)
+        if not line:
+            raise RuntimeError("the probe process ended early")
+        return line
+
+    async def ready(self) -> None:
+        """Wait until its connections are set up and its questions pending."""
+        if await self._line() != b"ready\n":
+            raise RuntimeError("the probe process did not get ready")
+
+    async def _say(self, word: bytes) -> None:
+        self._in.write(word + b"\n")
+        await self._in.drain()
+
+    async def start(self) -> None:
+        await self._say(b"start")
+
+    async def streaming(self) -> None:
+        await self._say(b"streaming")
+
+    async def finish(self) -> dict[str, Latencies]:
+        await self._say(b"finish")
+        timed = json.loads(await self._line())
+        return {name: (starting, streaming) for name, (starting, streaming) in timed.items()}
+
+
+async def _probe_process(path: Path) -> None:
+    """The probe process: set up, say `ready`; then run the probes on `start`, note
+    `streaming`, and on `finish` print their latencies (stdin and stdout are the
+    batch's)."""
+    other = _Daemon(None, await _connect(path))
+    await other.handshake()
+    asker = _Asker(None, await _connect(path))
+    await asker.handshake()
+    for _ in range(PENDING):
+        asker.ask()
+    asked = [await asker.questions.get() for _ in range(PENDING)]
+    for inquiry_id in asked:
+        asker.questions.put_nowait(inquiry_id)
+    probing = Probing({
+        "turn/list": lambda: other.request("turn/list"),
+        "initialize": lambda: _initialize_new(path),
+        "inquiry/answer": lambda: _answer_pending(asker, other),
+        "inquiry/answer unknown": lambda: _answer_unknown(other),
+    })  # fmt: skip
+    loop = asyncio.get_running_loop()
+    commands = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(commands), sys.stdin)
+    print("ready", flush=True)
+    for step in (probing.start, probing.streaming):
+        await commands.readline()
+        await step()
+    await commands.readline()
+    print(json.dumps(await probing.finish()), flush=True)
 
 
 def socket_rows(
@@ -216,3 +282,9 @@ def socket_rows(
             f" {wall:.1f} s", "-", None, "all")
     )  # fmt: skip
     return rows
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["--probes"] or len(sys.argv) != 3:
+        raise SystemExit("usage: python -m bench.turns_socket --probes SOCKET")
+    asyncio.run(_probe_process(Path(sys.argv[2])))

@@ -176,7 +176,8 @@ def _main(argv: list[str] | None) -> int:
     # with a thousand turns starting at once, a pass over ten collections' survivors
     # took 40-70 ms of CPU, over three's 20-30 (`python -m bench --only turns`). Full
     # passes stay every 99 young collections (as 10 x 10 did): one over a thousand
-    # turns' state holds the GIL for 300 ms.
+    # turns' state holds the GIL for 300 ms. When many turns end at once, frees hold the
+    # young count down: `jpd.core.gc_pacer` collects then.
     gc.set_threshold(10_000, 3, 33)
     gc.enable()
     if listening:

@@ -12,6 +12,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from jpd.conversation.port import ConversationStorage
+from jpd.core.gc_pacer import pace_while_running
 from jpd.core.hub import EventHub
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.errors import Busy, NotFound
@@ -60,7 +61,7 @@ class RunningTurns:
 
     @property
     def count(self) -> int:
-        """How many turns run here now."""
+        """How many turns run here now (from any thread: a dict's length is atomic)."""
         return len(self._turns)
 
     def busy(self, conversation_id: str) -> bool:
@@ -81,6 +82,7 @@ class RunningTurns:
         self._infos[turn.turn_id] = turn_info(turn)
         cid = turn.conversation_id
         self._running_in[cid] = self._running_in.get(cid, 0) + 1
+        pace_while_running(self)  # the collector, while turns run (jpd.core.gc_pacer)
         floor = lock.seq_floor
         if floor is not None:  # a fleet: seqs go on from every member's
             conversation_id = turn.conversation_id

@@ -1,10 +1,13 @@
-"""`turn/list`'s answer encoded from each turn's JSON, made once per turn.
+"""`turn/list`'s answer encoded from each turn's and question's JSON, made once each.
 
 With a thousand turns running, encoding the list through pydantic on every `turn/list`
 costs milliseconds of the GIL the streaming turns need (and a client may ask every 50 ms).
-A running turn's `TurnInfo` is one object for the turn's life (`RunningTurns`), so its
-JSON is kept, keyed by the object, and the answer is joined from those pieces. The shape
-is `TurnListResult`'s.
+A running turn's `TurnInfo` is one object for the turn's life (`RunningTurns`), and a
+pending question's `PendingInfo` one until it changes (wire models are frozen: a change
+is a new object), so the JSON of each is kept, keyed by the object, and the answer is
+joined from those pieces. Made so, an answer allocates few objects: the reader thread
+that makes it (jpd.rpc.lane) seldom runs a collection itself. The shape is
+`TurnListResult`'s.
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from jpd.protocol.base import WireModel
 from jpd.protocol.server_requests import PendingInfo
 from jpd.protocol.summaries import TurnInfo
 from jpd.rpc.pygls_private import EncodedResult
+
+_Cache = dict[int, tuple[WireModel, bytes]]
 
 
 class TurnListing:
@@ -22,17 +28,27 @@ class TurnListing:
     new cache and swaps it in whole)."""
 
     def __init__(self) -> None:
-        self._encoded: dict[int, tuple[TurnInfo, bytes]] = {}
+        self._encoded: _Cache = {}
 
     def result(self, turns: Sequence[TurnInfo], inquiries: Sequence[PendingInfo]) -> EncodedResult:
-        old = self._encoded
-        new: dict[int, tuple[TurnInfo, bytes]] = {}
-        for info in turns:
-            entry = old.get(id(info))
-            if entry is None or entry[0] is not info:  # an id may be reused by a new object
-                entry = (info, json.dumps(info.to_wire()).encode())
-            new[id(info)] = entry
+        old: _Cache = self._encoded
+        new: _Cache = {}
+        listed = _join(turns, old, new)
+        pending = _join(inquiries, old, new)
         self._encoded = new
-        pending = json.dumps([i.to_wire() for i in inquiries]).encode()
-        listed = b", ".join(new[id(info)][1] for info in turns)
-        return EncodedResult(b"".join((b'{"turns": [', listed, b'], "inquiries": ', pending, b"}")))
+        return EncodedResult(
+            b"".join((b'{"turns": [', listed, b'], "inquiries": [', pending, b"]}"))
+        )
+
+
+def _join(models: Sequence[WireModel], old: _Cache, new: _Cache) -> bytes:
+    """The models' JSON, comma-separated; each encoded unless `old` has it (kept in
+    `new`)."""
+    parts = []
+    for model in models:
+        entry = old.get(id(model))
+        if entry is None or entry[0] is not model:  # an id may be reused by a new object
+            entry = (model, json.dumps(model.to_wire()).encode())
+        new[id(model)] = entry
+        parts.append(entry[1])
+    return b", ".join(parts)

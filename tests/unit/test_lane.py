@@ -371,3 +371,35 @@ def test_the_joined_turn_list_answer_is_the_models_own_encoding() -> None:
         encoded = listing.result(turns, [])
         expected = TurnListResult(turns=turns, inquiries=[]).to_wire()
         assert json.loads(encoded.json) == expected
+
+
+def test_the_joined_answer_lists_questions_as_they_are_now() -> None:
+    """A question's JSON is kept while its object lives; a changed question is a new
+    object (wire models are frozen), listed as it is now."""
+    from datetime import UTC, datetime
+
+    from jpd.protocol.server_requests import PendingInfo
+    from jpd.protocol.summaries import TurnInfo
+    from jpd.protocol.turn_requests import TurnListResult
+    from jpd.rpc.turn_listing import TurnListing
+
+    now = datetime(2026, 11, 27, 7, 0, tzinfo=UTC)
+    turn = TurnInfo(turn_id="t-1", conversation_id="c-1", model="m", started_at=now)
+    asked = [
+        PendingInfo(
+            inquiry_id=f"i-{n}",
+            kind="inquiry",
+            conversation_id="c-1",
+            turn_id="t-1",
+            tool_name="asker",
+            deferred=True,
+            asked_at=now,
+        )
+        for n in range(3)
+    ]
+    offered = asked[1].model_copy(update={"deferred": False})
+    listing = TurnListing()
+    for inquiries in (asked, [asked[0], offered, asked[2]], [offered], []):
+        encoded = listing.result([turn], inquiries)
+        expected = TurnListResult(turns=[turn], inquiries=inquiries).to_wire()
+        assert json.loads(encoded.json) == expected
