@@ -297,6 +297,12 @@ class EventHub:
     async def settle(self, conversation_id: str) -> None:
         """If no client follows the conversation, move its replay buffer to its file and
         free its memory (the caller knows that no turn runs in it)."""
+        channel = self._channels.get(conversation_id)
+        if channel is None or channel.subscribers or not channel.durable:
+            # Nothing to file (checked again under the lock otherwise): a followed
+            # conversation's turn ends without the lock's checkpoints. Its follower's
+            # detach or disconnect settles it.
+            return
         async with self._filing:
             channel = self._channels.get(conversation_id)
             if channel is None or channel.subscribers or not channel.durable:

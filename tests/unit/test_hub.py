@@ -133,6 +133,27 @@ async def test_events_published_while_filing_stay_in_memory(tmp_path: Path) -> N
     assert reader.seqs() == [1, 2, 3, 4]
 
 
+async def test_a_followed_conversation_settles_without_waiting_for_a_filing(
+    tmp_path: Path,
+) -> None:
+    hub, files = make_hub(tmp_path)
+    follower = FakeLink(1)
+    hub.subscribe("c-followed", follower)
+    turn(hub, "t-1", "a", cid="c-followed")
+    turn(hub, "t-2", "b", cid="c-idle")
+    async with hub._filing:  # another conversation's events are being filed
+        with anyio.fail_after(5):
+            await hub.settle("c-followed")  # nothing to file: no wait
+    assert [p.seq for p in hub._channels["c-followed"].buffer] == [1, 2]  # kept
+    # Its follower leaves: the settle that follows files its events.
+    hub.unsubscribe("c-followed", follower)
+    await hub.settle("c-followed")
+    await hub.settle("c-idle")
+    assert "c-followed" not in hub._channels and "c-idle" not in hub._channels
+    assert [e["seq"] for e in files.read("c-followed", 0)] == [1, 2]
+    assert files.read_mark("c-followed") == (3, 1)
+
+
 async def test_a_disconnected_client_is_dropped_everywhere(tmp_path: Path) -> None:
     hub, _ = make_hub(tmp_path)
     link = FakeLink(1)

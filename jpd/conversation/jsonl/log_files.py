@@ -44,9 +44,11 @@ class LogFiles:
                 state.fh.flush()
                 os.fsync(state.fh.fileno())
         self.states.close_handle(cid, state)
-        if state.dirty and state.loaded and (self.dir / cid).is_dir():
+        if state.dirty and state.loaded:
             self.write_meta(cid, state)
-        if not (self.dir / cid).is_dir():
+            if not state.dirty:
+                return
+        if not os.path.isdir(os.path.join(self.dir, cid)):
             state.dirty = state.dir_sync_pending = False  # deleted: nothing left to write
 
     def fsync_entries(self, cid: str) -> None:

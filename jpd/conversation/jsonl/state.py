@@ -70,6 +70,13 @@ class LogState:
         self.created_at, self.updated_at = aware(record.created_at), aware(record.updated_at)
         self.loaded = True
 
+    def start_empty(self, created: datetime) -> None:
+        """The record of a log just created (no event yet)."""
+        self.title = self.workspace = None
+        self.event_count = self.log_size = 0
+        self.created_at = self.updated_at = created
+        self.loaded = True
+
     def note_append(self, event: Event, size: int) -> None:
         """Count `event`, just appended to the log as `size` bytes, into the record."""
         self.log_size += size

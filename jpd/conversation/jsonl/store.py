@@ -59,7 +59,6 @@ from jpd.conversation.logfile import (
 )
 from jpd.conversation.metadata import (
     ConversationMeta,
-    MetaRecord,
 )
 from jpd.conversation.paths import (
     EVENTS_FILE,
@@ -141,19 +140,23 @@ class ConversationStore:
         """Create an empty conversation; raise `ConversationExists` if it has a log."""
         cid = validate_id(conversation_id)
         with self._states.locked(cid) as state:
-            directory = self._dir / cid
-            directory.mkdir(parents=True, exist_ok=True)
+            directory = os.path.join(self._dir, cid)
+            try:
+                os.mkdir(directory)  # one system call when it is new (it is, nearly always)
+            except FileExistsError:
+                pass  # a directory without a log (a crash mid-create) is created over
+            except FileNotFoundError:
+                os.makedirs(directory, exist_ok=True)  # the data dir's first conversation
             self._states.close_handle(cid, state)
             try:
-                fd = os.open(directory / EVENTS_FILE, _CREATE_LOG, 0o666)
+                fd = os.open(os.path.join(directory, EVENTS_FILE), _CREATE_LOG, 0o666)
             except FileExistsError:
                 raise ConversationExists(f"conversation already exists: {cid}") from None
             # Kept open for the turn's first appends: opening it again from the event
             # loop cost more than creating it here, in the creator's worker thread.
             state.fh = os.fdopen(fd, "ab")
             self._states.track_handle(cid, state)
-            created = now()
-            state.adopt(MetaRecord(id=cid, created_at=created, updated_at=created, log_size=0))
+            state.start_empty(now())
             state.dir_sync_pending = True
             state.dirty = True  # metadata.json is written when the conversation goes idle
 
@@ -295,6 +298,16 @@ class ConversationStore:
         with self._states.locked(cid) as state:
             self._files.settle(cid, state, fsync=False)
 
+    def release_all(self, conversation_ids: Iterable[str]) -> dict[str, Exception]:
+        """`release` of several conversations; the error of each that failed, by id."""
+        errors: dict[str, Exception] = {}
+        for conversation_id in conversation_ids:
+            try:
+                self.release(conversation_id)
+            except Exception as exc:  # handed to that conversation's caller
+                errors[conversation_id] = exc
+        return errors
+
     def close(self) -> None:
         """Flush, fsync and close every open log, writing pending metadata.
 
@@ -309,10 +322,10 @@ class ConversationStore:
     def lock_turn(self, conversation_id: str) -> TurnLock | None:
         """Take the conversation's turn lock; None if a live daemon holds it. Raises
         `ConversationNotFound` if the conversation does not exist."""
-        directory = self.conversation_dir(conversation_id)
-        if not (directory / EVENTS_FILE).is_file():
-            raise ConversationNotFound(conversation_id)
-        return try_lock(directory)
+        try:
+            return try_lock(self.conversation_dir(conversation_id))  # the lock is on the log
+        except (FileNotFoundError, NotADirectoryError):
+            raise ConversationNotFound(conversation_id) from None
 
     def last_turn(self, conversation_id: str) -> tuple[bool, TurnStart | None]:
         """See `port.ConversationStorage.last_turn`: one tail read of the log."""

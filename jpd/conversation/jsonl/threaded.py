@@ -8,6 +8,8 @@ hop would cost more than the call: `exists` (a stat), `lock_turn` (an open and a
 non-blocking `flock`), a lock's release (a close), `append` (a flushed write), and `create`
 (a directory and an empty log): with a thousand turns starting, a hop cost more loop
 time than those calls (the limiter's and the queue's bookkeeping, a wake-up each way).
+Two calls that turns started or ended together make at once share a hop
+(`shared_hop.SharedHop`): `sync_entries` and `release`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import anyio.to_thread
 from jpd.conversation.attributes import Attributes
 from jpd.conversation.events import Event, TurnStart
 from jpd.conversation.jsonl.no_fleet import NoFleet
+from jpd.conversation.jsonl.shared_hop import SharedHop
 from jpd.conversation.jsonl.store import ConversationStore
 from jpd.conversation.jsonl.turn_lock import TurnLock
 from jpd.conversation.metadata import ConversationMeta
@@ -51,20 +54,6 @@ class AsyncTurnLock:
         """Nothing to record."""
 
 
-class _EntryBatch:
-    """Conversations whose `sync_entries` share one hop."""
-
-    def __init__(self, ids: builtins.list[str]) -> None:
-        self.ids = ids
-        self.done = anyio.Event()
-        self.errors: dict[str, Exception] = {}
-
-
-def _not_synced(conversation_id: str) -> Exception:
-    # Its entries stay pending: the end-of-turn `sync` makes them durable.
-    return RuntimeError(f"the entries of {conversation_id} were not synced (cancelled)")
-
-
 async def _hop(call: Callable[[], T]) -> T:
     return await anyio.to_thread.run_sync(call)
 
@@ -75,9 +64,8 @@ class ThreadedStore(NoFleet):
     def __init__(self, root: Path, max_open: int | None = None) -> None:
         # None: `state.default_max_open`, sized for a thousand logs appended to in turn.
         self.files = ConversationStore(root, max_open)
-        self._entries: _EntryBatch | None = None
-        """`sync_entries` calls waiting for the next hop."""
-        self._entries_hop = anyio.Lock()
+        self._entries = SharedHop(self.files.sync_entries_of)
+        self._releases = SharedHop(self.files.release_all)
 
     @property
     def root(self) -> Path:
@@ -102,30 +90,8 @@ class ThreadedStore(NoFleet):
         await _hop(functools.partial(self.files.sync, conversation_id))
 
     async def sync_entries(self, conversation_id: str) -> None:
-        """Joins the batch that waits for the next hop: turns started at once share a
-        hop and an fsync of `conversations/` (one hop runs at a time)."""
-        batch = self._entries
-        if batch is not None:
-            batch.ids.append(conversation_id)
-            await batch.done.wait()
-        else:
-            batch = self._entries = _EntryBatch([conversation_id])
-            try:
-                async with self._entries_hop:  # the batch fills while the last one runs
-                    self._entries = None
-                    batch.errors = await _hop(
-                        functools.partial(self.files.sync_entries_of, batch.ids)
-                    )
-            except Exception as exc:  # each caller of the batch learns it
-                batch.errors = dict.fromkeys(batch.ids, exc)
-            finally:
-                if self._entries is batch:  # cancelled before its hop: the next takes them
-                    self._entries = None
-                    batch.errors = {cid: _not_synced(cid) for cid in batch.ids}
-                batch.done.set()
-        error = batch.errors.get(conversation_id)
-        if error is not None:
-            raise error
+        """Turns started at once share a hop and an fsync of `conversations/`."""
+        await self._entries.run(conversation_id)
 
     async def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
         return await _hop(functools.partial(self.files.load, conversation_id, sanitized=sanitized))
@@ -140,9 +106,10 @@ class ThreadedStore(NoFleet):
         return await _hop(functools.partial(self.files.metadata, conversation_id))
 
     async def release(self, conversation_id: str) -> None:
-        # A hop still: turns that started together end together, and a thousand
-        # metadata.json writes in one pass of the loop held control requests back.
-        await _hop(functools.partial(self.files.release, conversation_id))
+        # Off the loop: turns that started together end together, and a thousand
+        # metadata.json writes in one pass of the loop held control requests back. Those
+        # turns share a hop (they paid one each).
+        await self._releases.run(conversation_id)
 
     async def close(self) -> None:
         await _hop(self.files.close)
