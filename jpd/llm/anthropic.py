@@ -12,6 +12,7 @@ failure and is retried like a 5xx.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +101,30 @@ class AnthropicProvider(HttpProvider):
         )
 
 
+_WS = "[ \t]*"
+"""JSON's white space as a `data` line may hold it (no line ends)."""
+_TEXT_DELTA = re.compile(
+    _WS.join(
+        (
+            "", r"\{", '"type"', ":", '"content_block_delta"', ",",
+            '"index"', ":", "-?(?:0|[1-9][0-9]*)", ",",
+            '"delta"', ":", r"\{", '"type"', ":", '"text_delta"', ",",
+            '"text"', ":", r'"([^"\\\x00-\x1f\ud800-\udfff]*)"', r"\}", r"\}", "",
+        )
+    )
+)  # fmt: skip
+"""A text delta as the API sends it (its keys in this order), its text free of escapes:
+the text is the match's group, with no JSON parse (once per token). Anything else (an
+escape in the text, other keys or order) goes through the JSON parser."""
+
+
+def text_delta(data: str) -> str | None:
+    """The text of a `content_block_delta` event's `text_delta` when `data` is one in
+    the common shape (what `json` would read from it); None otherwise (parse it)."""
+    match = _TEXT_DELTA.fullmatch(data)
+    return match.group(1) if match is not None else None
+
+
 def _reasoning_active(request: ModelRequest) -> bool:
     return thinking_budget(request) is not None
 
@@ -126,6 +151,11 @@ class _StreamState:
     def feed(self, data: str, out: Batch) -> bool:
         """One SSE event's data into `out` (a `stream_reader.Handler`); returns whether
         the response is complete."""
+        text = text_delta(data)
+        if text is not None:
+            if text:
+                out.text(text)
+            return self.done
         event = event_json("anthropic", data, self.secrets)
         if type(event) is not dict:
             return self.done

@@ -76,7 +76,13 @@ class SSEDecoder:
         """As `feed`, but only each event's data: all a model provider's stream needs,
         taken once per token without building the events of a common-shape run."""
         buffer, run_end = self._run(text)
-        data = _DATA.findall(buffer, 0, run_end) if run_end else []
+        if not run_end:
+            return [event.data for event in self._lines(buffer)]
+        data: list[str] = _DATA.findall(buffer, 0, run_end)
+        if run_end == len(buffer):
+            # All of it common-shape events (a token's chunk): no line parser, nothing left.
+            self._buffer = ""
+            return data
         return data + [event.data for event in self._lines(buffer[run_end:])]
 
     def _run(self, text: str) -> tuple[str, int]:
