@@ -101,21 +101,14 @@ class AnthropicProvider(HttpProvider):
         )
 
 
-_WS = "[ \t]*"
-"""JSON's white space as a `data` line may hold it (no line ends)."""
 _TEXT_DELTA = re.compile(
-    _WS.join(
-        (
-            "", r"\{", '"type"', ":", '"content_block_delta"', ",",
-            '"index"', ":", "-?(?:0|[1-9][0-9]*)", ",",
-            '"delta"', ":", r"\{", '"type"', ":", '"text_delta"', ",",
-            '"text"', ":", r'"([^"\\\x00-\x1f\ud800-\udfff]*)"', r"\}", r"\}", "",
-        )
-    )
-)  # fmt: skip
-"""A text delta as the API sends it (its keys in this order), its text free of escapes:
-the text is the match's group, with no JSON parse (once per token). Anything else (an
-escape in the text, other keys or order) goes through the JSON parser."""
+    r'\{"type": ?"content_block_delta", ?"index": ?(?:0|[1-9][0-9]*), ?'
+    r'"delta": ?\{"type": ?"text_delta", ?"text": ?"([^"\\\x00-\x1f\ud800-\udfff]*)"\}\}'
+)
+"""A text delta as the API sends it (compact, or as `json.dumps` spaces it; its keys in
+this order), its text free of escapes: the text is the match's group, read without a JSON
+parse (once per token, in half its time). Anything else (an escape in the text, other
+keys, order or spacing) goes through the JSON parser."""
 
 
 def text_delta(data: str) -> str | None:
@@ -151,9 +144,9 @@ class _StreamState:
     def feed(self, data: str, out: Batch) -> bool:
         """One SSE event's data into `out` (a `stream_reader.Handler`); returns whether
         the response is complete."""
-        text = text_delta(data)
-        if text is not None:
-            if text:
+        match = _TEXT_DELTA.fullmatch(data)  # `text_delta`, inlined: once per token
+        if match is not None:
+            if text := match.group(1):
                 out.text(text)
             return self.done
         event = event_json("anthropic", data, self.secrets)
