@@ -90,9 +90,9 @@ class SSEDecoder:
         """As `feed`, but only each event's data: all a model provider's stream needs,
         taken once per token without building the events of a common-shape run."""
         if not (self._buffer or self._data or self._event or self._retry is not None):
-            data = _one_event(text)
-            if data is not None:
-                return [data]
+            one = _one_event(text)
+            if one is not None:
+                return [one]
         buffer, run_end = self._run(text)
         if not run_end:
             return [event.data for event in self._lines(buffer)]
