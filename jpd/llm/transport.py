@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -351,14 +351,23 @@ def _aiohttp_content(response: httpx.Response) -> Any:
 
 
 async def _aiohttp_body(response: httpx.Response, content: Any) -> AsyncIterator[bytes]:
-    from httpx._exceptions import request_context
     from httpx_aiohttp.transport import map_aiohttp_exceptions
+
+    try:  # httpx's errors name their request, as `aiter_raw`'s do
+        from httpx._exceptions import request_context
+    except ImportError:  # pragma: no cover - a private helper of httpx's
+        request_context = _no_context
 
     read = content.readany
     with request_context(request=response.request), map_aiohttp_exceptions():
         while chunk := await read():
             yield chunk
     await response.aclose()  # as `aiter_raw` does at the end of the body
+
+
+@contextmanager
+def _no_context(request: httpx.Request | None = None) -> Iterator[None]:
+    yield
 
 
 def _describe(exc: BaseException) -> str:
