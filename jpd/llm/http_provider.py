@@ -23,13 +23,14 @@ from typing import Literal, Protocol
 import httpx
 
 from jpd.llm.base import EventStream, ModelRequest, StreamEvent
+from jpd.llm.body_chunks import body_chunks
 from jpd.llm.errors import ContextOverflow, ProviderError, ProviderUnavailable
 from jpd.llm.ndjson import NDJSONDecoder
 from jpd.llm.overflow import as_overflow
 from jpd.llm.readahead import Readahead, read_ahead
 from jpd.llm.retry import RetryableError, RetryPolicy, run_with_retries
 from jpd.llm.stream_reader import Batch, stream_events
-from jpd.llm.transport import StreamingPost, body_chunks, read_api_key
+from jpd.llm.transport import StreamingPost, read_api_key
 
 
 class WireParser(Protocol):

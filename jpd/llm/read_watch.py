@@ -1,6 +1,6 @@
 """A stalled response body, found by one timer per event loop instead of one per chunk.
 
-aiohttp (httpx's transport for model calls, `transport.http_client`) re-arms its read
+aiohttp (httpx's transport for model calls, `http_client.http_client`) re-arms its read
 timeout on every chunk it receives: a timer cancelled, made and scheduled again, which
 with a thousand streams of a token per chunk was a twentieth of the daemon's time. So a
 model call is sent without a read timeout once its headers are in (they have one

@@ -117,18 +117,20 @@ async def stream_events(
     if decoder is None:
         decoder = SSEDecoder()
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    split = False
+    """The incremental decoder holds the start of a character cut by a chunk's end."""
     out = Batch()
     text_sent = False
     first_chunk = True
-    last = time.perf_counter()
+    clock = time.perf_counter
+    last = now = clock()
     reader = aiter(chunks)
     ended = False
     while not ended:
         try:
-            asked = time.perf_counter()
             chunk = await anext(reader)
-            got = time.perf_counter()
-            if got - asked >= WAITED:
+            got = clock()
+            if got - now >= WAITED:  # `now`: just before the read (below)
                 # The read waited (a slow stream: the next token was not there yet), so
                 # every other task had its turn meanwhile: no extra step for them below.
                 last = got
@@ -137,7 +139,15 @@ async def stream_events(
             batch = decoder.feed_data(utf8.decode(b"", final=True))
             batch += decoder.close_data()
         else:
-            text = utf8.decode(chunk)
+            try:
+                # Nearly every chunk is whole characters: one C call, not the codec's.
+                text = utf8.decode(chunk) if split else chunk.decode()
+            except UnicodeDecodeError:  # cut in a character (or invalid): the codec's
+                text = utf8.decode(chunk)
+                split = bool(utf8.getstate()[0])
+            else:
+                if split:
+                    split = bool(utf8.getstate()[0])
             if first_chunk and text:
                 # A leading byte-order mark is not part of the first field name.
                 text = text.removeprefix("\ufeff")
@@ -160,7 +170,7 @@ async def stream_events(
                 for event in out.take():
                     yield event
                 await anyio.lowlevel.checkpoint()
-                last = time.perf_counter()
+                last = clock()
         for event in out.take():
             yield event
         if failure is not None:
@@ -168,10 +178,10 @@ async def stream_events(
         if complete:
             await _drain(reader)
             return
-        now = time.perf_counter()
+        now = clock()
         if now - last >= interval:
             await anyio.lowlevel.checkpoint()
-            last = time.perf_counter()
+            last = now = clock()
 
 
 async def _drain(reader: AsyncIterator[bytes]) -> None:

@@ -19,6 +19,7 @@ from pydantic import SecretStr
 from pydantic_core import from_json
 
 from jpd.llm.errors import ContextOverflow, ProviderError, ProviderUnavailable
+from jpd.llm.http_client import aiohttp_transport, has_aiohttp, http_client, httpx_error_of
 from jpd.llm.read_watch import BodyWatch, unwatch, watch
 from jpd.llm.retry import RetryableError, parse_retry_after, status_is_retryable
 
@@ -151,61 +152,6 @@ def _is_overflow(code: str | None, message: str | None) -> bool:
     return any(word in text for word in _OVERFLOW_WORDS)
 
 
-MAX_CONNECTIONS = 10_000
-"""Connections one client may open: a daemon streams thousands of turns at once."""
-MAX_IDLE_CONNECTIONS = 1_000
-"""Idle connections one client keeps for the next model calls."""
-
-
-def http_client() -> httpx.AsyncClient:
-    """A client for model calls: httpx's API on aiohttp's transport when `httpx-aiohttp`
-    is installed, else httpx's own. Measured (`python -m bench --only turns`), httpx's
-    pool spends CPU per request and per closed response in proportion to its open
-    connections, so with a thousand streams it costs several times what aiohttp's does
-    per token; aiohttp's stays flat. Imported here, on first use: nothing of aiohttp is
-    loaded at start-up or for a daemon without a hosted model."""
-    if not _has_aiohttp():  # pragma: no cover - a dependency; kept optional for packagers
-        return httpx.AsyncClient(limits=_limits())
-    return httpx.AsyncClient(transport=aiohttp_transport())
-
-
-def aiohttp_transport() -> httpx.AsyncBaseTransport:
-    """`http_client`'s transport (`httpx-aiohttp` must be installed)."""
-    from httpx_aiohttp import AiohttpTransport
-
-    return AiohttpTransport(limits=_limits())
-
-
-def _limits() -> httpx.Limits:
-    return httpx.Limits(
-        max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_IDLE_CONNECTIONS
-    )
-
-
-def _has_aiohttp() -> bool:
-    try:
-        import httpx_aiohttp  # noqa: F401
-    except ImportError:  # pragma: no cover
-        return False
-    return True
-
-
-def _aiohttp_class(exc: httpx.TimeoutException) -> httpx.HTTPError:
-    """`exc` as httpx's own transport would class it. `httpx-aiohttp` raises
-    `ConnectTimeout` for every failed connection (refused, reset, closed by the server),
-    which would read as "no response within 600s"; its cause says what happened."""
-    cause = exc.__cause__
-    if cause is None or isinstance(cause, TimeoutError) or type(cause).__module__ == "httpcore":
-        return exc
-    import aiohttp  # loaded already: the cause is one of its errors
-
-    if isinstance(cause, aiohttp.ClientConnectorError):
-        return httpx.ConnectError(str(cause))
-    if isinstance(cause, aiohttp.ClientConnectionError):
-        return httpx.ReadError(str(cause) or type(cause).__name__)
-    return exc
-
-
 class StreamingPost:
     """POSTs a JSON body and hands back the streaming response, mapping every failure.
 
@@ -236,7 +182,7 @@ class StreamingPost:
         self._seconds = timeout
         self._key_env = key_env
         self._owned = client is None
-        self._watched = client is None and _has_aiohttp()
+        self._watched = client is None and has_aiohttp()
         self._transport: httpx.AsyncBaseTransport | None = None
         """The transport requests go to directly (None: through `_client`)."""
         if self._watched:
@@ -326,7 +272,7 @@ class StreamingPost:
                 if isinstance(exc, TimeoutError) and reads is None and self._watched:
                     raise httpx.ReadTimeout("no response headers") from exc
                 if isinstance(exc, httpx.TimeoutException):
-                    mapped = _aiohttp_class(exc)
+                    mapped = httpx_error_of(exc)
                     if mapped is not exc:
                         raise mapped from exc
                 raise
@@ -357,15 +303,6 @@ class StreamingPost:
         """Close the HTTP client if this object created it."""
         if self._owned:
             await self._client.aclose()
-
-
-def body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The streamed body's bytes: as they came when the server sent them uncompressed
-    (one generator and decoder less per network chunk; an SSE body has a chunk per
-    token), decoded otherwise."""
-    if response.headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
-        return response.aiter_raw()
-    return response.aiter_bytes()
 
 
 def _describe(exc: BaseException) -> str:

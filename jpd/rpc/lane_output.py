@@ -181,7 +181,10 @@ class ThreadedOutput:
                 self._bytes += len(self._rest)
             if self._queued():
                 self._run_thread()
-            self._cond.notify()
+                self._cond.notify()
+            elif self._closed:
+                self._cond.notify()  # it waited for this write to end: it ends now
+            # Else the thread has nothing to do: no wake-up (and GIL hand-over) per write.
         if self.broken:
             raise BrokenPipeError("the client's output broke")
         return True

@@ -15,7 +15,7 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jpd.llm.sse import SSEDecoder, SSEEvent
+from jpd.llm.sse import SSEDecoder, SSEEvent, _one_event
 
 PROFILE = settings(
     max_examples=400,
@@ -164,3 +164,13 @@ def test_an_id_set_before_carries_into_the_fast_path() -> None:
     decoder = SSEDecoder()
     assert decoder.feed("id: 9\ndata: a\n\n") == [SSEEvent("message", "a", "9")]
     assert decoder.feed("data: b\n\n") == [SSEEvent("message", "b", "9")]
+
+
+@PROFILE
+@given(st.one_of(COMMON, OTHER, streams(), st.text(alphabet="data:evnt \n\r", max_size=30)))
+def test_a_lone_event_taken_by_string_search_is_what_the_rules_give(text: str) -> None:
+    """`_one_event` (a chunk that is one common-shape event) answers only when the rules
+    give exactly one event, and then its data."""
+    one = _one_event(text)
+    if one is not None:
+        assert [event.data for event in reference(text)] == [one]

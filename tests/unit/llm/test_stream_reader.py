@@ -102,6 +102,28 @@ async def test_a_body_split_anywhere_decodes_utf8_and_drops_a_leading_bom() -> N
     assert seen == ["h\u00e9llo"]
 
 
+async def test_any_split_of_any_bytes_decodes_as_the_whole_body_does() -> None:
+    # Whole chunks are decoded in one call, cut characters by the incremental decoder:
+    # either way the text is the whole body's, invalid bytes replaced.
+    raw = (
+        "data: a\u00e9\U0001f600b\n\n".encode()
+        + b"data: \xff\xe2\x82 x\xc3\n\n"
+        + "data: \u20ac\n\n".encode()
+    )
+    expected = [line[6:] for line in raw.decode(errors="replace").split("\n\n")[:-1]]
+    for cuts in itertools.combinations(range(1, len(raw)), 2):
+        bounds = (0, *cuts, len(raw))
+        chunks = [raw[a:b] for a, b in itertools.pairwise(bounds)]
+        seen: list[str] = []
+
+        def handle(data: str, out: Batch, seen: list[str] = seen) -> bool:
+            seen.append(data)
+            return False
+
+        assert [e async for e in stream_events(_chunks(*chunks), handle)] == []
+        assert seen == expected, chunks
+
+
 async def test_other_tasks_run_while_chunks_already_read_are_handled() -> None:
     """A body whose chunks are all buffered never suspends the reader: the loop must still
     run other tasks (the writer to clients) between them."""
