@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import operator
 from typing import TYPE_CHECKING
 
 import anyio
@@ -48,6 +49,10 @@ class RunningTurns:
         self._infos: dict[str, TurnInfo] = {}
         """Each running turn as `running` lists it, made once (a thousand turns are
         listed on every `turn/list`)."""
+        self._changes = 0
+        """Bumped after each change of `_infos` (see `running`)."""
+        self._listed: tuple[int, list[TurnInfo]] = (-1, [])
+        """`running`'s last answer, and the `_changes` it was made at."""
         self._locks: dict[str, TurnLease] = {}
         self.relay: ClientLink | None = None
         """In a fleet: follows every turn here, for other members' clients (core.follow)."""
@@ -80,6 +85,7 @@ class RunningTurns:
         self._released[turn.turn_id] = anyio.Event()
         self._turns[turn.turn_id] = turn
         self._infos[turn.turn_id] = turn_info(turn)
+        self._changes += 1
         cid = turn.conversation_id
         self._running_in[cid] = self._running_in.get(cid, 0) + 1
         pace_while_running(self)  # the collector, while turns run (jpd.core.gc_pacer)
@@ -108,6 +114,7 @@ class RunningTurns:
         finally:
             letting_go = self._letting_go[turn.conversation_id] = anyio.Event()
             self._infos.pop(turn.turn_id, None)
+            self._changes += 1
             if self._turns.pop(turn.turn_id, None) is not None:
                 cid = turn.conversation_id
                 left = self._running_in.pop(cid) - 1
@@ -189,11 +196,18 @@ class RunningTurns:
         return turn.stop_reason
 
     def running(self) -> list[TurnInfo]:
-        """Turns currently running, oldest first."""
+        """Turns currently running, oldest first (the list is shared: not to be changed)."""
+        # Kept until a turn starts or ends: a client may list a thousand turns every
+        # 50 ms. The count is read before the snapshot and bumped after each change, so
+        # a list kept under a count is never older than the turns at that count.
+        changes, (listed_at, listed) = self._changes, self._listed
+        if listed_at == changes:
+            return listed
         # A snapshot first (`list` of a dict is one step under the GIL): the connection's
         # reader thread lists turns while the loop starts and ends them.
         infos = list(self._infos.values())
-        infos.sort(key=lambda t: t.started_at)
+        infos.sort(key=_started_at)
+        self._listed = (changes, infos)
         return infos
 
     def has(self, turn_id: str) -> bool:
@@ -207,3 +221,6 @@ class RunningTurns:
             turn.cancel()
         for turn in turns:
             await turn.done.wait()
+
+
+_started_at = operator.attrgetter("started_at")

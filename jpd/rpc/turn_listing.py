@@ -21,6 +21,7 @@ from jpd.protocol.summaries import TurnInfo
 from jpd.rpc.pygls_private import EncodedResult
 
 _Cache = dict[int, tuple[WireModel, bytes]]
+_EMPTY = EncodedResult(b'{"turns": [], "inquiries": []}')
 
 
 class TurnListing:
@@ -29,16 +30,26 @@ class TurnListing:
 
     def __init__(self) -> None:
         self._encoded: _Cache = {}
+        self._last: tuple[list[WireModel], list[WireModel], EncodedResult] = ([], [], _EMPTY)
+        """The last answer and what it listed."""
 
     def result(self, turns: Sequence[TurnInfo], inquiries: Sequence[PendingInfo]) -> EncodedResult:
+        # The same objects as last time (lists compare by identity first, in C): the
+        # same answer, not joined again from a thousand pieces.
+        listed, pending = list[WireModel](turns), list[WireModel](inquiries)
+        last_turns, last_pending, last = self._last
+        if listed == last_turns and pending == last_pending:
+            return last
         old: _Cache = self._encoded
         new: _Cache = {}
-        listed = _join(turns, old, new)
-        pending = _join(inquiries, old, new)
+        joined = _join(turns, old, new)
+        waiting = _join(inquiries, old, new)
         self._encoded = new
-        return EncodedResult(
-            b"".join((b'{"turns": [', listed, b'], "inquiries": [', pending, b"]}"))
+        answer = EncodedResult(
+            b"".join((b'{"turns": [', joined, b'], "inquiries": [', waiting, b"]}"))
         )
+        self._last = (listed, pending, answer)
+        return answer
 
 
 def _join(models: Sequence[WireModel], old: _Cache, new: _Cache) -> bytes:
