@@ -17,16 +17,14 @@ NOW = datetime(2026, 11, 27, 7, 0, tzinfo=UTC)
 
 
 def test_the_joined_turn_list_answer_is_the_models_own_encoding() -> None:
-
     from jpd.protocol.turn_requests import TurnListResult
 
-    now = datetime(2026, 11, 27, 7, 0, tzinfo=UTC)
     infos = [
-        TurnInfo(turn_id=f"t-{n}", conversation_id=f"c-{n}", model="m/x", started_at=now)
+        TurnInfo(turn_id=f"t-{n}", conversation_id=f"c-{n}", model="m/x", started_at=NOW)
         for n in range(3)
     ]
     resumable = TurnInfo(
-        turn_id="t-r", conversation_id="c-r", model="m/\u00e9", started_at=now, resumable=True
+        turn_id="t-r", conversation_id="c-r", model="m/\u00e9", started_at=NOW, resumable=True
     )
     listing = TurnListing()
     for turns in ([*infos, resumable], [infos[2], resumable], [], [infos[0], infos[0]]):
@@ -38,12 +36,10 @@ def test_the_joined_turn_list_answer_is_the_models_own_encoding() -> None:
 def test_the_joined_answer_lists_questions_as_they_are_now() -> None:
     """A question's JSON is kept while its object lives; a changed question is a new
     object (wire models are frozen), listed as it is now."""
-
     from jpd.protocol.server_requests import PendingInfo
     from jpd.protocol.turn_requests import TurnListResult
 
-    now = datetime(2026, 11, 27, 7, 0, tzinfo=UTC)
-    turn = TurnInfo(turn_id="t-1", conversation_id="c-1", model="m", started_at=now)
+    turn = TurnInfo(turn_id="t-1", conversation_id="c-1", model="m", started_at=NOW)
     asked = [
         PendingInfo(
             inquiry_id=f"i-{n}",
@@ -52,7 +48,7 @@ def test_the_joined_answer_lists_questions_as_they_are_now() -> None:
             turn_id="t-1",
             tool_name="asker",
             deferred=True,
-            asked_at=now,
+            asked_at=NOW,
         )
         for n in range(3)
     ]
