@@ -181,10 +181,12 @@ class _Inbox:
     async def stop(self) -> None:
         """Stop the reader and wait until it has (at once if it already ended)."""
         self.scope.cancel()
+        task = self.task
         with anyio.CancelScope(shield=True):
             await self.done.wait()
-        task = self.task
-        if task is not None and task.done() and not task.cancelled():
+            if task is not None:
+                await asyncio.wait((task,))  # it returns right after `end`
+        if task is not None and not task.cancelled():
             # What `_read` does not hand over (not an `Exception`: a `KeyboardInterrupt`,
             # say) is raised here, as leaving a task group would have raised it.
             error = task.exception()
