@@ -21,22 +21,27 @@ first `OPENING` chunks of a body: the response's opening events and its first te
 (or reasoning) are among them, and a reader would otherwise hold that text while it
 reads on through whatever else the same network read brought.
 
-The reader runs in the task group of a `read_ahead` block, which the stream's consumer
-enters (`async with provider.stream(request) as events`): a task group must not stay
-open across an async generator's `yield` (PEP 789), so it cannot live inside the
-provider's generators.
+The reader's lifetime is bound to a `read_ahead` block, which the stream's consumer
+enters (`async with provider.stream(request) as events`): leaving the block stops every
+reader and waits until it has. A task group must not stay open across an async
+generator's `yield` (PEP 789), so none lives inside the provider's generators; and since
+most model calls never start a reader, the block opens no task group either (one costs
+tens of microseconds per model call, and a thousand turns make several calls each): a
+reader is a task of its own, started only when needed, which the generator reading it
+stops (cancels) and waits for whenever it ends, however it ends.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
-from contextlib import aclosing, asynccontextmanager, suppress
+from collections.abc import AsyncGenerator, AsyncIterable, Callable
+from contextlib import suppress
+from types import TracebackType
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import TaskGroup
 
 from jpd.llm.base import StreamEvent
 from jpd.llm.read_watch import BodyWatch
@@ -51,10 +56,9 @@ WAITED = 0.0002
 
 
 class Readahead:
-    """Starts body readers in the task group of one `read_ahead` block."""
+    """Starts the body readers of one `read_ahead` block."""
 
-    def __init__(self, task_group: TaskGroup) -> None:
-        self._tg = task_group
+    def __init__(self) -> None:
         self.opened: list[AsyncGenerator[bytes, None]] = []
         """Every `batches` generator: `read_ahead` closes them as it ends, as it stops
         their reader tasks (a body read directly has no task to stop)."""
@@ -96,7 +100,9 @@ class Readahead:
             await _close(reader)  # as the reader task does when it stops
             raise
         inbox = _Inbox()
-        self._tg.start_soon(_read, reader, inbox, reads, OPENING)
+        # A task of its own, not a task group's: `inbox.stop` (below, however this
+        # generator ends) cancels it and waits for it, as leaving a group would.
+        inbox.task = asyncio.get_running_loop().create_task(_read(reader, inbox, reads, OPENING))
         try:
             while data := await inbox.take():
                 yield data
@@ -104,26 +110,37 @@ class Readahead:
             await inbox.stop()
 
 
-@asynccontextmanager
-async def read_ahead(
-    events: Callable[[Readahead], AsyncGenerator[StreamEvent, None]],
-) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-    """The events of `events(readahead)`, whose body readers run in this block's task
-    group. Errors come out as they are, not wrapped in an exception group."""
-    failure: Exception | None = None
-    async with anyio.create_task_group() as tg:
-        readahead = Readahead(tg)
+class read_ahead:  # lower case: used as a function, `async with read_ahead(...)`
+    """The events of `events(readahead)`, whose body readers stop when this block ends.
+
+    A class, not `asynccontextmanager`: entered once per model call, it costs no
+    generator of its own. Errors come out as they are.
+    """
+
+    __slots__ = ("_events", "_readahead", "_stream")
+
+    def __init__(self, events: Callable[[Readahead], AsyncGenerator[StreamEvent, None]]) -> None:
+        self._events = events
+        self._readahead = Readahead()
+        self._stream: AsyncGenerator[StreamEvent, None] | None = None
+
+    async def __aenter__(self) -> AsyncGenerator[StreamEvent, None]:
+        self._stream = self._events(self._readahead)
+        return self._stream
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         try:
-            async with aclosing(events(readahead)) as stream:
-                yield stream
-        except Exception as exc:  # re-raised below, not wrapped in an ExceptionGroup
-            failure = exc
+            if self._stream is not None:
+                await self._stream.aclose()
         finally:
-            for pieces in readahead.opened:
+            for pieces in self._readahead.opened:
                 with anyio.CancelScope(shield=True):
                     await pieces.aclose()
-    if failure is not None:
-        raise failure
 
 
 class _Inbox:
@@ -138,6 +155,8 @@ class _Inbox:
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.waiting: anyio.Event | None = None
+        self.task: asyncio.Task[None] | None = None
+        """The reader (kept here too: the event loop holds its tasks weakly)."""
 
     def end(self, error: Exception | None) -> None:
         self.ended, self.error = True, error
@@ -162,8 +181,17 @@ class _Inbox:
     async def stop(self) -> None:
         """Stop the reader and wait until it has (at once if it already ended)."""
         self.scope.cancel()
+        task = self.task
         with anyio.CancelScope(shield=True):
             await self.done.wait()
+            if task is not None:
+                await asyncio.wait((task,))  # it returns right after `end`
+        if task is not None and not task.cancelled():
+            # What `_read` does not hand over (not an `Exception`: a `KeyboardInterrupt`,
+            # say) is raised here, as leaving a task group would have raised it.
+            error = task.exception()
+            if error is not None:
+                raise error
 
     def wake(self) -> None:
         """Let the parser waiting in `take` go on."""
