@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from jpd.conversation.events import ChatRequest, Event, TurnStart
+from jpd.conversation.in_place import write_over
 from jpd.conversation.logfile import drop_sliced, parse_log
 from jpd.conversation.paths import EVENTS_FILE, METADATA_FILE
 
@@ -123,14 +123,7 @@ def write_record(path: Path, record: MetaRecord) -> bool:
     """
     payload = record.model_dump_json(indent=2).encode()
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            written = 0
-            while written < len(payload):
-                written += os.pwrite(fd, payload[written:], written)
-            os.ftruncate(fd, len(payload))  # a longer record's tail
-        finally:
-            os.close(fd)
+        write_over(path, payload)
     except OSError as exc:
         log.warning("cannot write %s: %s", path, exc)
         return False

@@ -26,6 +26,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from jpd.conversation.in_place import write_over
 from jpd.conversation.paths import validate_id
 
 log = logging.getLogger(__name__)
@@ -120,14 +121,7 @@ class ReplayFiles:
         # (a quarter of a millisecond of CPU on the benched machine). A crash mid-write
         # leaves a file no mark vouches for (`_unvouch`), which the next run drops.
         data = "".join(lines[first:]).encode()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            written = 0
-            while written < len(data):
-                written += os.pwrite(fd, data[written:], written)
-            os.ftruncate(fd, len(data))  # a longer file's tail
-        finally:
-            os.close(fd)
+        write_over(path, data)
         return int((kept + new)[first]["seq"])
 
     def _unvouch(self, conversation_id: str) -> None:
