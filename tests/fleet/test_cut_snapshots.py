@@ -4,8 +4,10 @@ also the change of the tool the crash cut, whose snapshot is shared before it wr
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from pathlib import Path
+from typing import Any
 
 from tests.e2e.sockets import Daemons, add_config, wait_for
 from tests.e2e.tools import tool_call
@@ -72,7 +74,14 @@ async def test_the_change_of_a_tool_cut_after_it_wrote_is_undone_on_the_member_t
 
         await wait_for(changed, "the edit to be stored")
         assert "a + b" in (workspace / "calc.py").read_text()
-        assert (await client_a.request("inquiry/list"))["inquiries"][0]["kind"] == "permission"
+        # The permission for the result is asked after the change is stored.
+        inquiries: list[dict[str, Any]] = []
+        for _ in range(1000):
+            inquiries = (await client_a.request("inquiry/list"))["inquiries"]
+            if inquiries:
+                break
+            await asyncio.sleep(0.02)
+        assert inquiries and inquiries[0]["kind"] == "permission"
         daemon_a.process.send_signal(signal.SIGKILL)
         await daemon_a.wait_exit()
 
