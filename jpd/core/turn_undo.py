@@ -98,6 +98,7 @@ class TurnUndo:
 
         check_id(conversation_id)
         parts = self._parts
+        await parts.turns.let_go(conversation_id)  # a turn that just ended here, as turn/start
         parts.turns.check_idle(conversation_id)
         lock = await parts.conversations.lock_turn(conversation_id)
         try:

@@ -14,6 +14,16 @@ from tests.e2e.tools import tool_call
 from tests.fleet.test_takeover import kill_runs, member, start, stored
 
 
+async def no_turn_running(client: Any) -> None:
+    """Wait until `client`'s member lists no running turn."""
+    for _ in range(1000):
+        listed = (await client.request("turn/list"))["turns"]
+        if not [t for t in listed if not t.get("resumable")]:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("a turn still runs")
+
+
 async def test_a_taken_over_turn_is_undone_on_the_member_that_finished_it(
     tmp_path: Path, pg_url: str, daemons: Daemons
 ) -> None:
@@ -40,6 +50,7 @@ async def test_a_taken_over_turn_is_undone_on_the_member_that_finished_it(
             return bool(events) and events[-1].get("stop_reason") == "end_turn"
 
         await wait_for(finished, "B to finish the turn")
+        await no_turn_running(client_b)  # its end is stored before B lets the turn go
         undone = await client_b.request("turn/undo", {"conversationId": cid, "turnId": turn})
         assert [Path(p).name for p in undone["restored"]] == ["calc.py"]
         assert (workspace / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
