@@ -91,15 +91,23 @@ class ReplayFiles:
         events: list[dict[str, Any]],
         keep_from: int,
         max_bytes: int | None = None,
+        *,
+        fresh: bool = False,
     ) -> int:
         """Add `events` (in seq order, after what the file holds); drop seqs < `keep_from`,
-        and the oldest while the file would exceed `max_bytes`.
+        and the oldest while the file would exceed `max_bytes`. `fresh`: the caller knows
+        the conversation has no file and no mark vouching for one (it named it in this
+        run and never filed it), so neither is read.
 
         Returns the oldest seq the file holds afterwards (`keep_from` when it is empty
         by the count; past the newest event when the bytes bound emptied it).
         """
         path = self._path(conversation_id)
-        kept = [e for e in self.read(conversation_id, keep_from - 1) if e["seq"] < _first(events)]
+        kept = (
+            []
+            if fresh
+            else [e for e in self.read(conversation_id, keep_from - 1) if e["seq"] < _first(events)]
+        )
         new = [e for e in events if e["seq"] >= keep_from]
         if not kept and not new:
             self.forget(conversation_id)
@@ -114,7 +122,8 @@ class ReplayFiles:
             if first == len(lines):
                 self.forget(conversation_id)
                 return int((kept + new)[-1]["seq"]) + 1
-        self._unvouch(conversation_id)
+        if not fresh:
+            self._unvouch(conversation_id)
         # Appending would be cheaper, but one rewrite per idle transition keeps the file
         # bounded by the replay limits without a second pass. Written over in place, as
         # marks are: a new file renamed over it cost a file creation per idle transition
@@ -123,6 +132,20 @@ class ReplayFiles:
         data = "".join(lines[first:]).encode()
         write_over(path, data)
         return int((kept + new)[first]["seq"])
+
+    def write_many(
+        self, jobs: list[tuple[str, list[dict[str, Any]], int, bool]], max_bytes: int | None
+    ) -> list[int | OSError]:
+        """`write` of several conversations (id, events, keep_from, fresh) in one call
+        (conversations that went idle together share a worker-thread hop): the oldest
+        seq of each, or the error of each that failed."""
+        done: list[int | OSError] = []
+        for conversation_id, events, keep_from, fresh in jobs:
+            try:
+                done.append(self.write(conversation_id, events, keep_from, max_bytes, fresh=fresh))
+            except OSError as exc:  # that conversation's caller learns it
+                done.append(exc)
+        return done
 
     def _unvouch(self, conversation_id: str) -> None:
         """Before the replay file changes, make sure its mark does not vouch for it

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anyio
+from anyio.abc import TaskGroup
 
 from jpd.conversation.paths import InvalidConversationId
 from jpd.conversation.port import (
@@ -63,6 +64,10 @@ class Conversations:
         self.resumable: dict[str, TurnInfo] = {}
         # Set once the start-up recovery has run.
         self.recovered = anyio.Event()
+        # New conversations whose directory entries wait for `_sync_created`'s next
+        # round, and whether that task runs (see `sync_entries_soon`).
+        self._created: list[str] = []
+        self._syncing = False
 
     async def list(self) -> list[ConversationSummary]:
         """All conversations, most recently updated first."""
@@ -220,6 +225,38 @@ class Conversations:
             await self.store.sync_entries(conversation_id)
         except Exception:  # the end-of-turn sync does it then
             log.exception("could not sync the directory of conversation %s", conversation_id)
+
+    def sync_entries_soon(self, conversation_id: str, task_group: TaskGroup) -> None:
+        """`sync_entries` in the background, with the conversations created meanwhile:
+        one task (started in `task_group` when none runs) syncs them in rounds, rather
+        than a task per new conversation (a thousand turns starting at once paid a task
+        each, which cost more than the hop they share)."""
+        self._created.append(conversation_id)
+        if not self._syncing:
+            self._syncing = True
+            task_group.start_soon(self._sync_created)
+
+    async def _sync_created(self) -> None:
+        many = getattr(self.store, "sync_entries_many", None)
+        try:
+            while self._created:
+                batch, self._created = self._created, []
+                if many is None:
+                    for conversation_id in batch:
+                        await self.sync_entries(conversation_id)
+                    continue
+                try:
+                    errors: dict[str, Exception] = await many(batch)
+                except Exception as exc:  # the end-of-turn syncs do it then
+                    errors = dict.fromkeys(batch, exc)
+                for conversation_id, error in errors.items():
+                    log.error(
+                        "could not sync the directory of conversation %s: %s",
+                        conversation_id,
+                        error,
+                    )
+        finally:
+            self._syncing = False
 
     async def lock_turn(self, conversation_id: str) -> TurnLease:
         """The conversation's turn lock, held while this daemon runs a turn there."""

@@ -26,7 +26,14 @@ from typing import Any, Protocol
 import anyio
 
 from jpd.conversation.replay import ReplayFiles
-from jpd.core.hub_channel import REPLAY_BYTES, RESERVE_BLOCK, Channel, event_size
+from jpd.core.hub_channel import (
+    REPLAY_BYTES,
+    RESERVE_BLOCK,
+    Channel,
+    Settling,
+    event_size,
+    to_file,
+)
 from jpd.protocol.client_port import ClientLink, Notification
 from jpd.protocol.turn_events import TurnEvent, TurnEventParams
 from jpd.protocol.turn_notes import DeltaKind, DeltaNotes, TurnEventNote
@@ -61,6 +68,11 @@ class EventHub:
         self._idle: dict[str, tuple[int, int | None]] = {}
         # Moving events between memory and files, and replaying them, never interleave.
         self._filing = anyio.Lock()
+        self._settling: Settling | None = None
+        """The conversations waiting for the next filing hop (`settle`)."""
+        self._fresh: set[str] = set()
+        """Conversations named here that have never been filed: no replay file, and no
+        mark that vouches for one (`ReplayFiles.write`'s `fresh`)."""
         self.gate: HoldGate | None = None
         """In a fleet: holds each event until the appends made before it are committed
         (`jpd.core.append_gate`), so that a client sees only what the store has."""
@@ -109,6 +121,7 @@ class EventHub:
         (its seqs start at 1), and no file is touched before its first turn starts."""
         if conversation_id not in self._channels:
             self._idle[conversation_id] = (1, None)
+            self._fresh.add(conversation_id)
 
     async def prepare(self, conversation_id: str) -> None:
         """Read a conversation's seq mark in a worker thread before it is used.
@@ -296,40 +309,84 @@ class EventHub:
 
     async def settle(self, conversation_id: str) -> None:
         """If no client follows the conversation, move its replay buffer to its file and
-        free its memory (the caller knows that no turn runs in it)."""
-        channel = self._channels.get(conversation_id)
-        if channel is None or channel.subscribers or not channel.durable:
+        free its memory (the caller knows that no turn runs in it); raises the `OSError`
+        of its file. Conversations settled meanwhile (turns that ended together) share
+        the next worker-thread hop, rather than paying one each."""
+        if not to_file(self._channels.get(conversation_id)):
             # Nothing to file (checked again under the lock otherwise): a followed
             # conversation's turn ends without the lock's checkpoints. Its follower's
             # detach or disconnect settles it.
             return
-        async with self._filing:
+        batch = self._settling
+        if batch is not None:
+            batch.ids.append(conversation_id)
+        else:
+            batch = self._settling = Settling([conversation_id])
+            with anyio.CancelScope(shield=True):  # the callers that joined count on it
+                try:
+                    async with self._filing:  # the batch fills while the last one runs
+                        self._settling = None
+                        await self._file(batch)
+                finally:
+                    if self._settling is batch:  # not reached (an error taking the lock)
+                        self._settling = None
+                    batch.done.set()
+        await batch.done.wait()
+        error = batch.errors.get(conversation_id)
+        if error is not None:
+            raise error
+
+    async def _file(self, batch: Settling) -> None:
+        """`settle` the conversations of `batch` (the caller holds `_filing`)."""
+        jobs: list[tuple[str, Channel, list[dict[str, Any]], int, bool]] = []
+        max_bytes = self._replay_bytes()
+        for conversation_id in dict.fromkeys(batch.ids):
             channel = self._channels.get(conversation_id)
-            if channel is None or channel.subscribers or not channel.durable:
-                return
+            if channel is None or not to_file(channel):
+                continue
             if channel.buffer:
                 events = [note.wire for note in channel.buffer]
-                keep_from = self._keep_from(channel)
-                oldest = await anyio.to_thread.run_sync(
-                    self._files.write, conversation_id, events, keep_from, self._replay_bytes()
-                )
-                if self._channels.get(conversation_id) is not channel:
-                    return  # forgotten meanwhile
-                # A new turn may have added events meanwhile: drop only what was filed.
-                last_filed = events[-1]["seq"]
-                while channel.buffer and channel.buffer[0].seq <= last_filed:
-                    channel.pop_oldest()
-                channel.filed_from = oldest if oldest <= last_filed else None
-            if not channel.buffer and not channel.subscribers:
-                # The exact mark, in the same step as the channel goes: no publish can
-                # slip between (a tiny write, like a reservation).
-                try:
-                    self._files.write_mark(conversation_id, channel.next_seq, channel.filed_from)
-                except OSError as exc:
-                    log.warning("could not write the seq mark of %s: %s", conversation_id, exc)
-                    return
-                del self._channels[conversation_id]
-                self._idle[conversation_id] = (channel.next_seq, channel.filed_from)
+                fresh = conversation_id in self._fresh
+                jobs.append((conversation_id, channel, events, self._keep_from(channel), fresh))
+            else:
+                self._idle_now(conversation_id, channel)
+        if not jobs:
+            return
+        try:
+            filing = [(job[0], job[2], job[3], job[4]) for job in jobs]
+            results = await anyio.to_thread.run_sync(self._files.write_many, filing, max_bytes)
+        except Exception as exc:  # each caller of the batch learns it
+            batch.errors.update((job[0], exc) for job in jobs)
+            return
+        for (conversation_id, channel, events, _keep, _fresh), oldest in zip(
+            jobs, results, strict=True
+        ):
+            self._fresh.discard(conversation_id)
+            if isinstance(oldest, OSError):
+                batch.errors[conversation_id] = oldest
+                continue
+            if self._channels.get(conversation_id) is not channel:
+                continue  # forgotten meanwhile
+            # A new turn may have added events meanwhile: drop only what was filed.
+            last_filed = events[-1]["seq"]
+            while channel.buffer and channel.buffer[0].seq <= last_filed:
+                channel.pop_oldest()
+            channel.filed_from = oldest if oldest <= last_filed else None
+            self._idle_now(conversation_id, channel)
+
+    def _idle_now(self, conversation_id: str, channel: Channel) -> None:
+        """Drop a channel whose events are all filed and that no client follows."""
+        if channel.buffer or channel.subscribers:
+            return
+        # The exact mark, in the same step as the channel goes: no publish can slip
+        # between (a tiny write, like a reservation).
+        try:
+            self._files.write_mark(conversation_id, channel.next_seq, channel.filed_from)
+        except OSError as exc:
+            log.warning("could not write the seq mark of %s: %s", conversation_id, exc)
+            return
+        del self._channels[conversation_id]
+        self._idle[conversation_id] = (channel.next_seq, channel.filed_from)
 
     async def close(self) -> None:
         """The daemon stops (no turn runs any more): file every conversation's events and
@@ -363,6 +420,7 @@ class EventHub:
         async with self._filing:
             channel = self._channels.pop(conversation_id, None)
             self._idle.pop(conversation_id, None)
+            self._fresh.discard(conversation_id)
             if channel is None or channel.durable:
                 await anyio.to_thread.run_sync(self._files.forget_all, conversation_id)
 

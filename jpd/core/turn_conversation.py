@@ -80,7 +80,7 @@ async def launch(
             tg.start_soon(turns.share_blobs, conversation_id)
     if is_new:
         # Durable while the model call runs, not on the way to turn_completed.
-        tg.start_soon(conversations.sync_entries, conversation_id)
+        conversations.sync_entries_soon(conversation_id, tg)
     conversations.remember_history(conversation_id, turn.transcript.history)
     conversations.resumable.pop(conversation_id, None)  # no longer the last turn, or resumed
     turns.run(turn, lock, link)

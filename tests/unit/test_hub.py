@@ -120,10 +120,10 @@ async def test_events_published_while_filing_stay_in_memory(tmp_path: Path) -> N
     turn(hub, "t-1", "a")
     real_write = files.write
 
-    def slow_write(*args: Any) -> int:
+    def slow_write(*args: Any, **kwargs: Any) -> int:
         # A new turn publishes while the old one's events are being written.
         anyio.from_thread.run_sync(turn, hub, "t-2", "b")
-        return real_write(*args)
+        return real_write(*args, **kwargs)
 
     files.write = slow_write  # type: ignore[method-assign]
     await hub.settle(CID)

@@ -93,6 +93,11 @@ class ThreadedStore(NoFleet):
         """Turns started at once share a hop and an fsync of `conversations/`."""
         await self._entries.run(conversation_id)
 
+    async def sync_entries_many(self, conversation_ids: builtins.list[str]) -> dict[str, Exception]:
+        """`sync_entries` of several conversations in one hop (`Conversations` gathers
+        the ones created meanwhile); the error of each that failed, by id."""
+        return await _hop(functools.partial(self.files.sync_entries_of, conversation_ids))
+
     async def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
         return await _hop(functools.partial(self.files.load, conversation_id, sanitized=sanitized))
 
