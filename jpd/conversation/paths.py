@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +32,20 @@ def default_data_dir(env: Mapping[str, str]) -> Path:
 
 def new_conversation_id() -> str:
     """A fresh id, sortable by creation time: `c-<utc yyyymmddThhmmss>-<8 hex>`."""
-    return f"c-{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(4)}"
+    return f"c-{_utc_stamp(int(time.time()))}-{secrets.token_hex(4)}"
+
+
+_STAMP: list[tuple[int, str]] = [(-1, "")]
+
+
+def _utc_stamp(second: int) -> str:
+    """`yyyymmddThhmmss` of `second` (UTC), formatted once per second: a thousand
+    conversations created at once share it."""
+    at, stamp = _STAMP[0]
+    if at != second:
+        stamp = datetime.fromtimestamp(second, UTC).strftime("%Y%m%dT%H%M%S")
+        _STAMP[0] = (second, stamp)
+    return stamp
 
 
 def is_valid_id(conversation_id: object) -> bool:

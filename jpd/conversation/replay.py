@@ -41,6 +41,8 @@ class ReplayFiles:
 
     def __init__(self, directory: Path) -> None:
         self._dir = directory
+        self._dir_name = os.fspath(directory)
+        """`directory` as a string: the mark's name is joined to it twice per turn."""
 
     def reset(self) -> None:
         """Forget every file of an earlier run (tests start from nothing)."""
@@ -77,9 +79,12 @@ class ReplayFiles:
         one renamed over it) cost a quarter of a millisecond of CPU. A write this small
         lands whole (one sector, one page); a longer one is followed by a shorter one
         only when seqs reach 40 digits, and `read_mark` reads the first line."""
-        data = json.dumps({"next": next_seq, "replayFrom": replay_from}).encode()
+        # What `json.dumps` makes of {"next": next_seq, "replayFrom": replay_from}.
+        since = "null" if replay_from is None else str(int(replay_from))
+        data = f'{{"next": {int(next_seq)}, "replayFrom": {since}}}'.encode()
         line = data.ljust(MARK_BYTES - 1) + b"\n"
-        fd = os.open(self._mark_path(conversation_id), os.O_WRONLY | os.O_CREAT, 0o600)
+        name = os.path.join(self._dir_name, validate_id(conversation_id) + ".seq")
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT, 0o600)
         try:
             os.pwrite(fd, line, 0)
         finally:

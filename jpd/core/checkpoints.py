@@ -42,6 +42,8 @@ class Checkpointer:
         self._pending = 0
         self._written = False
         self._since = clock()
+        self._ticker: _Ticker | None = None
+        """The ticker joined (`join`), kept for `leave`: a run variable costs a lookup."""
 
     def start_call(self) -> None:
         """A model call begins: nothing of it is saved yet."""
@@ -88,11 +90,14 @@ class Checkpointer:
         until `leave`. One timer serves the calls streaming on this event loop
         (`_Ticker`): a thousand turns cost two wake-ups a second, not two thousand, and
         a call starts no task for it."""
-        _Ticker.current().add(self)
+        self._ticker = _Ticker.current()
+        self._ticker.add(self)
 
     def leave(self) -> None:
         """The model call ended (however): no more checkpoints on the timer."""
-        _Ticker.current().remove(self)
+        ticker, self._ticker = self._ticker, None
+        if ticker is not None:
+            ticker.remove(self)
 
     def due(self) -> None:
         """Save if output waited `INTERVAL` seconds (the ticker's check)."""

@@ -210,6 +210,10 @@ class RunningTurns:
         self._listed = (changes, infos)
         return infos
 
+    def info(self, turn: Turn) -> TurnInfo:
+        """`turn_info` of a turn started here: the one made when it started."""
+        return self._infos.get(turn.turn_id) or turn_info(turn)
+
     def has(self, turn_id: str) -> bool:
         """Whether the turn runs (safe from any thread)."""
         return turn_id in self._turns

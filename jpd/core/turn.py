@@ -199,7 +199,7 @@ class Turn:
             self._record(ev.ChatRequest(content=spec.message, images=spec.images or None))
             self._publish(TurnStarted(model=spec.model_id))
         for cycle in range(MAX_CYCLES):
-            choice = spec.first_tool_choice if cycle == 0 else llm.ToolChoiceAuto()
+            choice = spec.first_tool_choice if cycle == 0 else llm.TOOL_CHOICE_AUTO
             reason = await self._call_model(choice)
             if self._forced_call_missed(reason):
                 reason = await self._retry_forced(choice)

@@ -79,21 +79,20 @@ class ModelCall:
         spec = self._spec
         schema = spec.response_schema
         reasoning = reasoning and schema is None  # a structured answer is one forced call
-        request = llm.ModelRequest(
+        # Every field comes from the turn's validated config, its tools' definitions and
+        # events validated where they entered: built as is, not validated again on every
+        # model call (of a long conversation, or of a thousand turns starting at once).
+        request = llm.ModelRequest.model_construct(
             model=spec.model_id.split("/", 1)[1],
             system=with_schema(spec.system, schema),
-            messages=(),
-            tools=spec.tools.definitions() if schema is None else (),
-            tool_choice=tool_choice if schema is None else llm.ToolChoiceAuto(),
+            messages=tuple(self._history.messages()),
+            tools=tuple(spec.tools.definitions()) if schema is None else (),
+            tool_choice=tool_choice if schema is None else llm.TOOL_CHOICE_AUTO,
             response_schema=schema,
             max_tokens=spec.max_tokens,
             temperature=spec.temperature,
             reasoning_effort=spec.reasoning_effort if reasoning else "off",
             reasoning_budget=spec.reasoning_budget if reasoning else None,
-        ).model_copy(
-            # The messages come from events validated where they entered: copied in, not
-            # validated again one by one on every model call of a long conversation.
-            update={"messages": tuple(self._history.messages())}
         )
         if self._context is not None:
             request = await self._context.fit(request)

@@ -8,10 +8,10 @@ from jpd.context.setup import keeper_factory
 from jpd.core.transcript import Transcript
 from jpd.core.turn import TurnSpec
 from jpd.llm.base import (
+    TOOL_CHOICE_AUTO,
     Provider,
     ToolChoice,
     ToolChoiceAny,
-    ToolChoiceAuto,
     ToolChoiceNone,
     ToolChoiceTool,
     ToolDefinition,
@@ -68,7 +68,7 @@ class _Only:
 def tool_choice(value: str, tools: tuple[ToolDefinition, ...]) -> ToolChoice:
     """Read `assistant.tool_choice`; a tool name must be one of the turn's tools."""
     if value == "auto":
-        return ToolChoiceAuto()
+        return TOOL_CHOICE_AUTO
     if value == "none":
         return ToolChoiceNone()
     names = [t.name for t in tools]

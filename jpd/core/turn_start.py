@@ -16,7 +16,6 @@ from jpd.conversation.paths import new_conversation_id
 from jpd.conversation.port import ConversationNotFound
 from jpd.core.conversations import check_id
 from jpd.core.parts import DaemonParts
-from jpd.core.running_turns import turn_info
 from jpd.core.turn_assembly import assemble, turn_provider
 from jpd.core.turn_attachments import attach
 from jpd.core.turn_conversation import launch, start_history
@@ -160,7 +159,7 @@ class TurnStarter:
         first = is_new or (lease is not None and history.last_start is None)
         if first and title_model(cfg) is not None:
             self._tg.start_soon(title_after_first_turn, self._parts, turn, cfg, providers)
-        return turn_info(turn)
+        return self._parts.turns.info(turn)
 
     async def resume(
         self,
@@ -221,4 +220,4 @@ class TurnStarter:
         )
         turn.spec.first_tool_choice = ToolChoiceAuto()  # the turn's first call was made
         await launch(self._parts, self._tg, turn, link, is_new=False, lease=lease)
-        return turn_info(turn)
+        return self._parts.turns.info(turn)

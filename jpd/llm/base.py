@@ -105,6 +105,9 @@ ToolChoice = Annotated[
     ToolChoiceAuto | ToolChoiceNone | ToolChoiceAny | ToolChoiceTool, Field(discriminator="type")
 ]
 
+TOOL_CHOICE_AUTO = ToolChoiceAuto()
+"""`auto`, made once: the choices are frozen, and most model calls use this one."""
+
 
 class ModelRequest(_Model):
     """Everything a provider needs for one model call."""
