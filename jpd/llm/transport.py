@@ -8,12 +8,12 @@ from any text a server echoes back before it reaches an error message.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 import httpx
 from pydantic import SecretStr
 from pydantic_core import from_json
@@ -198,6 +198,8 @@ class StreamingPost:
         """The client's default headers (accept, accept-encoding, user-agent, ...)."""
         self._urls: dict[str, httpx.URL] = {}
         """Each URL parsed once: httpx parses a string again for every request."""
+        self._made: dict[tuple[str, tuple[tuple[str, str], ...]], httpx.Headers] = {}
+        """Each request's headers but its length, by URL and the headers given (`_headers`)."""
 
     def _url(self, url: str) -> httpx.URL:
         parsed = self._urls.get(url)
@@ -207,6 +209,25 @@ class StreamingPost:
             parsed = self._urls[url] = httpx.URL(url)
         return parsed
 
+    def _headers(self, url: str, given: Mapping[str, str]) -> httpx.Headers:
+        """The client's default headers, each overridden by a header of the same name
+        given here, and `Host`: normalised once per URL and headers (the same for every
+        model call of a provider and key), not for every request."""
+        key = (url, tuple(given.items()))
+        found = self._made.get(key)
+        if found is None:
+            names = {name.lower() for name in given}
+            merged: list[tuple[Any, Any]] = [
+                (name, value) for name, lower, value in self._defaults if lower not in names
+            ]
+            merged += given.items()
+            made = httpx.Request("POST", self._url(url), headers=merged).headers
+            made.pop("content-length", None)  # each request's own
+            if len(self._made) >= 64:  # keys rotate, or many URLs: start over
+                self._made.clear()
+            found = self._made[key] = made
+        return found
+
     async def _send(self, url: str, headers: Mapping[str, str], body: bytes) -> httpx.Response:
         """The response, its body not read yet (the caller closes it)."""
         transport = self._transport
@@ -215,20 +236,16 @@ class StreamingPost:
                 "POST", self._url(url), content=body, headers=dict(headers), timeout=self._timeout
             )
             return await self._client.send(request, stream=True)
-        # The client's defaults, each overridden by a header of the same name given here.
-        given = {name.lower() for name in headers}
-        merged: list[tuple[Any, Any]] = [
-            (name, value) for name, lower, value in self._defaults if lower not in given
-        ]
-        merged += headers.items()
         request = httpx.Request(
             "POST",
             self._url(url),
-            headers=merged,
+            headers=self._headers(url, headers),
             content=body,
             extensions=dict(self._extensions),
         )
-        with anyio.fail_after(self._seconds):
+        # The loop's own timeout: the transport needs asyncio, and an anyio cancel
+        # scope cost more than the rest of sending the request.
+        async with asyncio.timeout(self._seconds):
             response = await transport.handle_async_request(request)
         response.request = request
         return response
