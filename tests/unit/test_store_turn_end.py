@@ -16,7 +16,7 @@ import pytest
 from jpd.conversation.events import ChatRequest, TurnEnd, TurnStart
 from jpd.conversation.jsonl.shared_hop import SharedHop
 from jpd.conversation.jsonl.store import ConversationNotFound, ConversationStore
-from jpd.conversation.jsonl.threaded import ThreadedStore
+from jpd.conversation.jsonl.threaded import SYNC_HOPS, ThreadedStore
 from jpd.conversation.jsonl.turn_lock import try_lock
 from jpd.conversation.metadata import read_record
 
@@ -224,3 +224,50 @@ def test_a_cancelled_opener_does_not_cost_the_callers_that_joined_it() -> None:
     anyio.run(run)
     assert ran == ["first", "opener", "joined"]
     assert done == ["first", "joined"]
+
+
+def test_turns_that_end_together_share_hops_for_their_fsyncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ThreadedStore(tmp_path)
+    ids = [f"c{i:03d}" for i in range(40)]
+    hops: list[list[str]] = []
+    real = store.files.sync_all
+
+    def counting(conversation_ids: list[str]) -> dict[str, Exception]:
+        hops.append(list(conversation_ids))
+        return real(conversation_ids)
+
+    store._syncs = SharedHop(counting, hops=SYNC_HOPS)
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    async def run() -> None:
+        for cid in ids:
+            await store.create(cid)
+            store.append(cid, TurnStart(turn_id="t-" + cid))
+        monkeypatch.setattr(os, "fsync", fsync)
+        async with anyio.create_task_group() as tg:
+            for cid in ids:
+                tg.start_soon(store.sync, cid)
+        with pytest.raises(ConversationNotFound):
+            await store.sync("c-never")  # its own error, as without sharing
+
+    anyio.run(run)
+    assert sorted(c for hop in hops for c in hop) == sorted([*ids, "c-never"])
+    assert len(hops) <= SYNC_HOPS + 2  # a hop each while few run, then together
+    for cid in ids:  # every log was fsynced
+        assert os.stat(store.conversation_dir(cid) / "events.jsonl").st_ino in synced
+
+
+def test_sync_all_gives_each_conversation_its_own_error(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path)
+    store.create("c-a")
+    store.append("c-a", TurnStart(turn_id="t-1"))
+    errors = store.sync_all(["c-a", "c-missing", "c-a"])
+    assert list(errors) == ["c-missing"]
+    assert isinstance(errors["c-missing"], ConversationNotFound)

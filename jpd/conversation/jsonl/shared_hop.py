@@ -21,14 +21,17 @@ class _Batch:
 
 
 class SharedHop:
-    """`run(id)` joins the batch that waits for the next hop; one hop runs at a time and
-    the next batch fills meanwhile. `call_many` runs in the worker thread with the ids
-    of a batch (an id may come twice) and returns the error of each id that failed."""
+    """`run(id)` joins the batch that waits for the next hop; up to `hops` hops run at
+    once and the next batch fills meanwhile (while fewer run, a call has a hop of its
+    own at once). `call_many` runs in the worker thread with the ids of a batch (an id
+    may come twice) and returns the error of each id that failed."""
 
-    def __init__(self, call_many: Callable[[list[str]], dict[str, Exception]]) -> None:
+    def __init__(
+        self, call_many: Callable[[list[str]], dict[str, Exception]], hops: int = 1
+    ) -> None:
         self._call_many = call_many
         self._waiting: _Batch | None = None
-        self._hop = anyio.Lock()
+        self._hop = anyio.Semaphore(hops)
 
     async def run(self, conversation_id: str) -> None:
         """Wait until a hop ran the call for `conversation_id`; raise its error, if any.

@@ -209,6 +209,17 @@ class ConversationStore:
                 self._files.fsync_entries(cid)
                 state.dir_sync_pending = False
 
+    def sync_all(self, conversation_ids: Iterable[str]) -> dict[str, Exception]:
+        """`sync` of several conversations, one after the other; the error of each
+        conversation that failed, by id."""
+        errors: dict[str, Exception] = {}
+        for conversation_id in dict.fromkeys(conversation_ids):
+            try:
+                self.sync(conversation_id)
+            except Exception as exc:  # handed to that conversation's caller
+                errors[conversation_id] = exc
+        return errors
+
     def sync_entries(self, conversation_id: str) -> None:
         """Make a created conversation's directory entries durable (its directory in
         `conversations/`, its log in its directory), unless that is done already.

@@ -8,8 +8,8 @@ hop would cost more than the call: `exists` (a stat), `lock_turn` (an open and a
 non-blocking `flock`), a lock's release (a close), `append` (a flushed write), and `create`
 (a directory and an empty log): with a thousand turns starting, a hop cost more loop
 time than those calls (the limiter's and the queue's bookkeeping, a wake-up each way).
-Two calls that turns started or ended together make at once share a hop
-(`shared_hop.SharedHop`): `sync_entries` and `release`.
+Calls that turns started or ended together make at once share a hop
+(`shared_hop.SharedHop`): `sync`, `sync_entries` and `release`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ from jpd.conversation.jsonl.turn_lock import TurnLock
 from jpd.conversation.metadata import ConversationMeta
 
 T = TypeVar("T")
+
+SYNC_HOPS = 4
+"""Worker-thread hops of `sync` running at once (see `ThreadedStore.__init__`)."""
 
 
 class AsyncTurnLock:
@@ -66,6 +69,9 @@ class ThreadedStore(NoFleet):
         self.files = ConversationStore(root, max_open)
         self._entries = SharedHop(self.files.sync_entries_of)
         self._releases = SharedHop(self.files.release_all)
+        # Turns that end together share hops for their fsyncs; a few run at once, so
+        # that a batch's fsyncs (one after the other in its thread) never wait for long.
+        self._syncs = SharedHop(self.files.sync_all, hops=SYNC_HOPS)
 
     @property
     def root(self) -> Path:
@@ -87,7 +93,7 @@ class ThreadedStore(NoFleet):
         return self.files.exists(conversation_id)
 
     async def sync(self, conversation_id: str) -> None:
-        await _hop(functools.partial(self.files.sync, conversation_id))
+        await self._syncs.run(conversation_id)
 
     async def sync_entries(self, conversation_id: str) -> None:
         """Turns started at once share a hop and an fsync of `conversations/`."""
