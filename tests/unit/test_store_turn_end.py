@@ -271,3 +271,26 @@ def test_sync_all_gives_each_conversation_its_own_error(tmp_path: Path) -> None:
     errors = store.sync_all(["c-a", "c-missing", "c-a"])
     assert list(errors) == ["c-missing"]
     assert isinstance(errors["c-missing"], ConversationNotFound)
+
+
+def test_new_conversations_synced_together_share_the_fsync_of_their_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jpd.conversation.jsonl.store as store_module
+
+    store = ConversationStore(tmp_path)
+    ids = ["c-a", "c-b", "c-c"]
+    for cid in ids:
+        store.create(cid)
+        store.append(cid, TurnStart(turn_id="t-" + cid))
+    store.create("c-old")
+    store.sync("c-old")  # its entries are durable already
+    store.append("c-old", TurnStart(turn_id="t-old"))
+    dirs: list[Path] = []
+    monkeypatch.setattr(store_module, "fsync_dir", dirs.append)
+    assert store.sync_all([*ids, "c-old"]) == {}
+    parent = tmp_path / "conversations"
+    assert dirs == [parent / cid for cid in ids] + [parent]  # the parent once
+    dirs.clear()
+    assert store.sync_all(ids) == {}
+    assert dirs == []  # nothing pending any more

@@ -192,9 +192,35 @@ class ConversationStore:
 
     def sync(self, conversation_id: str) -> None:
         """Make every appended event durable (fsync); metadata.json waits for `release`."""
-        cid = validate_id(conversation_id)
+        error = self.sync_all([conversation_id]).get(conversation_id)
+        if error is not None:
+            raise error
+
+    def sync_all(self, conversation_ids: Iterable[str]) -> dict[str, Exception]:
+        """`sync` of several conversations, with one fsync of `conversations/` for the
+        new ones among them (turns that end together share it); the error of each
+        conversation that failed, by id."""
+        errors: dict[str, Exception] = {}
+        new: list[str] = []
+        for conversation_id in dict.fromkeys(conversation_ids):
+            try:
+                cid = validate_id(conversation_id)
+                if self._sync_log(cid):
+                    new.append(cid)
+            except Exception as exc:  # handed to that conversation's caller
+                errors[conversation_id] = exc
+        if new:
+            for cid in new:
+                fsync_dir(self._dir / cid)  # the log's entry
+            fsync_dir(self._dir)  # the conversation directories' entries
+            for cid in new:
+                with self._states.locked(cid) as state:
+                    state.dir_sync_pending = False
+        return errors
+
+    def _sync_log(self, cid: str) -> bool:
+        """fsync the log; whether its directory entries wait for a sync too."""
         with self._states.locked(cid) as state:
-            directory = self._dir / cid
             if state.fh is not None:
                 state.fh.flush()
                 os.fsync(state.fh.fileno())
@@ -202,23 +228,10 @@ class ConversationStore:
                 # The handle may have been closed (`release`, or pushed out by newer
                 # ones) after appends the OS has not written yet.
                 try:
-                    fsync_file(directory / EVENTS_FILE)
+                    fsync_file(self._dir / cid / EVENTS_FILE)
                 except FileNotFoundError:
                     raise ConversationNotFound(cid) from None
-            if state.dir_sync_pending:
-                self._files.fsync_entries(cid)
-                state.dir_sync_pending = False
-
-    def sync_all(self, conversation_ids: Iterable[str]) -> dict[str, Exception]:
-        """`sync` of several conversations, one after the other; the error of each
-        conversation that failed, by id."""
-        errors: dict[str, Exception] = {}
-        for conversation_id in dict.fromkeys(conversation_ids):
-            try:
-                self.sync(conversation_id)
-            except Exception as exc:  # handed to that conversation's caller
-                errors[conversation_id] = exc
-        return errors
+            return state.dir_sync_pending
 
     def sync_entries(self, conversation_id: str) -> None:
         """Make a created conversation's directory entries durable (its directory in
