@@ -164,7 +164,10 @@ class EventHub:
         params = TurnEventParams(
             conversation_id=conversation_id, turn_id=turn_id, seq=channel.next_seq, event=event
         )
-        self._deliver(channel, TurnEventNote(params), event_size(params))
+        note = TurnEventNote(params)
+        # Its size is its encoded message's, encoded once for every subscriber (as a
+        # delta's), not the event encoded once more only to be measured.
+        self._deliver(channel, note, len(note.body))
         return params
 
     def delta_sender(self, conversation_id: str, turn_id: str) -> Callable[[DeltaKind, str], None]:
@@ -189,7 +192,8 @@ class EventHub:
         if params.seq < channel.next_seq and channel.live:
             return False
         self._jump(channel, params.seq)
-        self._deliver(channel, TurnEventNote(params), event_size(params))
+        note = TurnEventNote(params)
+        self._deliver(channel, note, len(note.body))
         return True
 
     def raise_floor(self, conversation_id: str, floor: int) -> None:

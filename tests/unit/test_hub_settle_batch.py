@@ -117,3 +117,17 @@ def test_write_many_reports_each_result(tmp_path: Path, fresh: bool) -> None:
     assert done[0] == 1
     assert isinstance(done[1], OSError)
     assert files.read("c-a", 0) == events
+
+
+def test_an_event_is_counted_by_its_encoded_message_even_with_a_lone_surrogate(
+    tmp_path: Path,
+) -> None:
+    from jpd.protocol.turn_events import TurnCompleted
+
+    hub, _files = make_hub(tmp_path)
+    follower = FakeLink(1)
+    hub.subscribe("c-s", follower)
+    hub.publish("c-s", "t-1", TurnCompleted(stop_reason="error", error="bad \ud800 text"))
+    channel = hub._channels["c-s"]
+    assert channel.size == len(channel.buffer[0].body) > 0
+    assert follower.received[0]["event"]["error"] == "bad \ud800 text"
