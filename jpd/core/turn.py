@@ -165,6 +165,17 @@ class Turn:
         self._log.append(self.conversation_id, event)
         self._history.add(event)  # only what reached the log
 
+    def _record_all(self, *events: ev.Event) -> None:
+        """`_record` of events recorded together: in one write where the store can."""
+        append_many = getattr(self._log, "append_many", None)
+        if append_many is None:
+            for event in events:
+                self._record(event)
+            return
+        append_many(self.conversation_id, events)
+        for event in events:
+            self._history.add(event)
+
     async def _written(self) -> None:
         """A fleet's store writes appends in a task of its own: tools act only once
         their calls are in the log (a member taking the turn over must see them)."""
@@ -184,7 +195,7 @@ class Turn:
         if spec.resume is not None:
             await self._resume(spec.resume)
         else:
-            self._record(
+            self._record_all(
                 ev.TurnStart(
                     turn_id=spec.turn_id,
                     model=spec.model_id,
@@ -194,9 +205,9 @@ class Turn:
                     config=spec.kept_config,
                     instructions=spec.instruction_files or None,
                     attachments=spec.attachments or None,
-                )
+                ),
+                ev.ChatRequest(content=spec.message, images=spec.images or None),
             )
-            self._record(ev.ChatRequest(content=spec.message, images=spec.images or None))
             self._publish(TurnStarted(model=spec.model_id))
         for cycle in range(MAX_CYCLES):
             choice = spec.first_tool_choice if cycle == 0 else llm.TOOL_CHOICE_AUTO

@@ -294,3 +294,26 @@ def test_new_conversations_synced_together_share_the_fsync_of_their_parent(
     dirs.clear()
     assert store.sync_all(ids) == {}
     assert dirs == []  # nothing pending any more
+
+
+def test_events_recorded_together_are_one_write_of_their_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ConversationStore(tmp_path)
+    store.create("c-a")
+    store.append("c-a", TurnStart(turn_id="t-0"))  # the handle is open now
+    fh = store._states["c-a"].fh
+    assert fh is not None
+    writes: list[bytes] = []
+    real_write = fh.write
+    monkeypatch.setattr(fh, "write", lambda data: writes.append(bytes(data)) or real_write(data))
+    store.append_many("c-a", (TurnStart(turn_id="t-1"), ChatRequest(content="hi")))
+    assert len(writes) == 1 and writes[0].count(b"\n") == 2
+    events = store.load("c-a", sanitized=False)
+    assert [type(e).__name__ for e in events] == ["TurnStart", "TurnStart", "ChatRequest"]
+    meta = store.metadata("c-a")
+    assert meta.event_count == 3 and meta.title == "hi"
+    size = os.path.getsize(store.conversation_dir("c-a") / "events.jsonl")
+    store.release("c-a")
+    record = read_record(store.conversation_dir("c-a") / "metadata.json")
+    assert record is not None and record.log_size == size

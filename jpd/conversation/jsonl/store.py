@@ -29,7 +29,7 @@ import builtins
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -147,7 +147,8 @@ class ConversationStore:
                 pass  # a directory without a log (a crash mid-create) is created over
             except FileNotFoundError:
                 os.makedirs(directory, exist_ok=True)  # the data dir's first conversation
-            self._states.close_handle(cid, state)
+            if state.fh is not None:  # a state of its own: a new conversation has none
+                self._states.close_handle(cid, state)
             try:
                 fd = os.open(os.path.join(directory, EVENTS_FILE), _CREATE_LOG, 0o666)
             except FileExistsError:
@@ -169,11 +170,18 @@ class ConversationStore:
 
         Raises `ConversationNotFound` if the conversation was never created.
         """
+        self.append_many(conversation_id, (event,))
+
+    def append_many(self, conversation_id: str, events: Sequence[Event]) -> None:
+        """`append` of events recorded together (a turn's start and its message), one
+        line each, in one write."""
         cid = validate_id(conversation_id)
-        unknown = unknown_value(event)
-        if unknown is not None:  # read-only: only a newer daemon writes what this one cannot
-            raise ValueError(f"refusing to write unknown {unknown}")
-        data = (dump_event(event) + "\n").encode()
+        lines: builtins.list[bytes] = []
+        for event in events:
+            unknown = unknown_value(event)
+            if unknown is not None:  # read-only: only a newer daemon writes what it cannot
+                raise ValueError(f"refusing to write unknown {unknown}")
+            lines.append((dump_event(event) + "\n").encode())
         with self._states.locked(cid) as state:
             if state.fh is None:
                 fh = self._files.open_log(cid, state)
@@ -181,14 +189,15 @@ class ConversationStore:
                 fh = state.fh
                 self._states.track_handle(cid, state)
             try:
-                fh.write(data)
+                fh.write(lines[0] if len(lines) == 1 else b"".join(lines))
                 fh.flush()
             except OSError:
                 # The file may now end mid-line; reopening re-checks it and the metadata.
                 self._states.close_handle(cid, state)
                 state.loaded = False
                 raise
-            state.note_append(event, len(data))
+            for event, line in zip(events, lines, strict=True):
+                state.note_append(event, len(line))
 
     def sync(self, conversation_id: str) -> None:
         """Make every appended event durable (fsync); metadata.json waits for `release`."""

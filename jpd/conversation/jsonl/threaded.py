@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import builtins
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -85,6 +85,9 @@ class ThreadedStore(NoFleet):
 
     def append(self, conversation_id: str, event: Event) -> None:
         self.files.append(conversation_id, event)
+
+    def append_many(self, conversation_id: str, events: Sequence[Event]) -> None:
+        self.files.append_many(conversation_id, events)
 
     async def create(self, conversation_id: str) -> None:
         self.files.create(conversation_id)
