@@ -161,7 +161,9 @@ class EventHub:
         channel = self._channel(conversation_id)
         if channel.durable and channel.next_seq >= channel.reserved:
             self._reserve(conversation_id, channel)
-        params = TurnEventParams(
+        # Its fields are the daemon's own, `event` a model built already: not validated
+        # again for each of a turn's events.
+        params = TurnEventParams.model_construct(
             conversation_id=conversation_id, turn_id=turn_id, seq=channel.next_seq, event=event
         )
         note = TurnEventNote(params)

@@ -131,3 +131,19 @@ def test_an_event_is_counted_by_its_encoded_message_even_with_a_lone_surrogate(
     channel = hub._channels["c-s"]
     assert channel.size == len(channel.buffer[0].body) > 0
     assert follower.received[0]["event"]["error"] == "bad \ud800 text"
+
+
+def test_a_published_event_goes_out_as_its_validated_params_would(tmp_path: Path) -> None:
+    import json
+
+    from jpd.protocol.turn_events import TurnCompleted, TurnEventParams, TurnStarted
+
+    hub, _files = make_hub(tmp_path)
+    follower = FakeLink(1)
+    hub.subscribe("c-w", follower)
+    for event in (TurnStarted(model="test/m"), TurnCompleted(stop_reason="end_turn")):
+        params = hub.publish("c-w", "t-1", event)
+        checked = TurnEventParams(conversation_id="c-w", turn_id="t-1", seq=params.seq, event=event)
+        assert params.to_wire() == checked.to_wire() == follower.received[-1]
+        body = json.loads(hub._channels["c-w"].buffer[-1].body)
+        assert body["params"] == checked.to_wire()
