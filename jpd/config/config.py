@@ -15,7 +15,6 @@ from jpd.config.models import (
     ModelId,
     PartialAssistantConfig,
     ProvidersConfig,
-    sub_table,
 )
 from jpd.config.prices import Price
 from jpd.config.tools import ToolConfig
@@ -66,15 +65,15 @@ class TitleGenerateConfig(ConfigModel):
 
 
 class TitleConfig(ConfigModel):
-    generate: TitleGenerateConfig = sub_table()
+    generate: TitleGenerateConfig = TitleGenerateConfig()
 
 
 class ConversationConfig(ConfigModel):
     tools: dict[str, ToolConfig] = Field(default_factory=dict)
-    protected_paths: ProtectedPathsConfig = sub_table()
-    title: TitleConfig = sub_table()
-    inquiry: InquiryConfig = sub_table()
-    context: ContextConfig = sub_table()
+    protected_paths: ProtectedPathsConfig = ProtectedPathsConfig()
+    title: TitleConfig = TitleConfig()
+    inquiry: InquiryConfig = InquiryConfig()
+    context: ContextConfig = ContextConfig()
 
 
 def _check_alias(name: str) -> str:
@@ -89,11 +88,11 @@ AliasName = Annotated[str, AfterValidator(_check_alias)]
 class Config(ConfigModel):
     """The effective configuration: every key has a default."""
 
-    assistant: AssistantConfig = sub_table()
-    providers: ProvidersConfig = sub_table()
-    conversation: ConversationConfig = sub_table()
-    daemon: DaemonConfig = sub_table()
-    mcp: McpConfig = sub_table()
+    assistant: AssistantConfig = AssistantConfig()
+    providers: ProvidersConfig = ProvidersConfig()
+    conversation: ConversationConfig = ConversationConfig()
+    daemon: DaemonConfig = DaemonConfig()
+    mcp: McpConfig = McpConfig()
     aliases: dict[AliasName, ModelId] = Field(default_factory=dict)
     """`[aliases] fast = "anthropic/claude-haiku-4-5"`: short names for `turn/start` `model`."""
     config_load_paths: list[ConfigPath] = Field(default_factory=list)

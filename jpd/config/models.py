@@ -27,14 +27,6 @@ class ConfigModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
 
-def sub_table() -> Any:
-    """The default of a sub-table field: `{}`, validated by the enclosing model's
-    validator. A default instance (`ModelConfig()`) would build that model's own
-    validator when the module loads, and its parent's again, and so on up to `Config`:
-    one build for the whole tree instead of one per level (on the first turn of every daemon)."""
-    return Field(default={}, validate_default=True)
-
-
 def _resolve_path(value: Path, info: ValidationInfo) -> Path:
     value = value.expanduser()
     context = info.context
@@ -69,7 +61,7 @@ class ModelParameters(ConfigModel):
 
 class ModelConfig(ConfigModel):
     id: ModelId = "local/smollm2"
-    parameters: ModelParameters = sub_table()
+    parameters: ModelParameters = ModelParameters()
     context_window: Annotated[int, Field(gt=0)] | None = None
     """The model's context window in tokens (default: built in for known models;
     `providers.local.n_ctx` for the embedded one; protocol.md 12.5)."""
@@ -159,8 +151,8 @@ class AssistantConfig(ConfigModel):
     agents_files: list[Annotated[str, AfterValidator(_check_file_name)]] = ["AGENTS.md"]
     """Project instruction files read into the system prompt: each name at the
     workspace root and in every folder down to the working one (empty: none)."""
-    model: ModelConfig = sub_table()
-    reasoning: ReasoningConfig = sub_table()
+    model: ModelConfig = ModelConfig()
+    reasoning: ReasoningConfig = ReasoningConfig()
     tool_choice: Annotated[str, Field(min_length=1)] = "auto"
     """For the first model call of a turn: `auto`, `none`, `any` (some tool), or a
     tool name (that tool). Later calls of the turn use `auto`."""
@@ -242,13 +234,13 @@ class OpenAICompatibleProviderConfig(ConfigModel):
 
 
 class ProvidersConfig(ConfigModel):
-    test: TestProviderConfig = sub_table()
-    local: LocalProviderConfig = sub_table()
-    anthropic: AnthropicProviderConfig = sub_table()
-    openai: OpenAIProviderConfig = sub_table()
-    openai_compatible: OpenAICompatibleProviderConfig = sub_table()
-    google: GoogleProviderConfig = sub_table()
-    ollama: OllamaProviderConfig = sub_table()
+    test: TestProviderConfig = TestProviderConfig()
+    local: LocalProviderConfig = LocalProviderConfig()
+    anthropic: AnthropicProviderConfig = AnthropicProviderConfig()
+    openai: OpenAIProviderConfig = OpenAIProviderConfig()
+    openai_compatible: OpenAICompatibleProviderConfig = OpenAICompatibleProviderConfig()
+    google: GoogleProviderConfig = GoogleProviderConfig()
+    ollama: OllamaProviderConfig = OllamaProviderConfig()
 
     def api_key_variables(self) -> frozenset[str]:
         """The environment variables that hold provider API keys (kept from tools)."""
@@ -294,8 +286,8 @@ class FleetConfig(ConfigModel):
 
 
 class DaemonConfig(ConfigModel):
-    store: StoreConfig = sub_table()
-    fleet: FleetConfig = sub_table()
+    store: StoreConfig = StoreConfig()
+    fleet: FleetConfig = FleetConfig()
     idle_timeout: Annotated[float, Field(ge=0)] = 600.0
     """Seconds without clients or running turns before the daemon exits; 0 = never."""
     log_level: Annotated[str, AfterValidator(_check_log_level)] = "WARNING"

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Discriminator, Field, Tag
 
-from jpd.config.models import ConfigModel, PartialAssistantConfig, sub_table
+from jpd.config.models import ConfigModel, PartialAssistantConfig
 from jpd.protocol.detached import DetachedFallback, DetachedKind, DetachedMode
 
 AllowToggle = Literal["any", "never", "if_named", "if_named_or_group"]
@@ -194,7 +194,7 @@ class ToolConfig(ConfigModel):
     max_output: Annotated[int, Field(ge=1024)] = 1_000_000
     """Bytes of a local tool's stdout kept: beyond it, its first and last halves."""
     options: dict[str, Any] = {}
-    style: StyleConfig = sub_table()
+    style: StyleConfig = StyleConfig()
     questions: dict[str, QuestionConfig] = {}
     detached: DetachedSetting | None = None
     detached_timeout: Annotated[float, Field(gt=0)] = DEFAULT_DETACHED_TIMEOUT
