@@ -65,5 +65,7 @@ def test_a_plain_turn_loads_no_attachment_reader(tmp_path: Path) -> None:
     )
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "jpd.core.turn" in loaded  # the turn did run here
-    crept = [m for m in loaded if any(m == p or m.startswith(p + ".") for p in NOT_FOR_A_PLAIN_TURN)]
+    crept = [
+        m for m in loaded if any(m == p or m.startswith(p + ".") for p in NOT_FOR_A_PLAIN_TURN)
+    ]
     assert crept == [], f"loaded by a turn without attachments: {crept}"
