@@ -10,8 +10,6 @@ repo root; `--check` exits 1 when that file is stale. A unit test runs the check
 a change to a wire model cannot go unnoticed by protocol.md.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import sys

@@ -128,6 +128,10 @@ class Follower:
         self._cancel_sent = False
         self._questions_seen: set[str] = set()
         self._questions_checked = time.monotonic()
+        self._saw_start = False
+        """The followed turn's `turn_started` was shown: its tool calls were all seen."""
+        self._ran_tools = False
+        """A tool call of the followed turn was seen (or events may have been missed)."""
 
     def run(self, backlog: Iterable[Notification] = ()) -> int:
         """Show `backlog`, then live events, until the turn completes; the exit code.
@@ -213,6 +217,10 @@ class Follower:
             self._waiting = ""
         elif kind in ("tool_call", "tool_result"):
             self._waiting = "running tools"
+        if mine and kind == "turn_started":
+            self._saw_start = True
+        elif mine and kind in ("tool_call", "tool_result"):
+            self._ran_tools = True
         if kind == "turn_completed" and mine:
             self._finish()
             if self.renderer is not None and self.json_lines is None:
@@ -226,6 +234,7 @@ class Follower:
         where the daemon says; what was already shown is skipped by its seq."""
         if params.get("conversationId") != self.follow.conversation_id:
             return
+        self._ran_tools = True  # what was missed may have held tool calls
         from_seq = params.get("fromSeq")
         attach: dict[str, Any] = {"conversationId": self.follow.conversation_id}
         if isinstance(from_seq, int):
@@ -344,6 +353,10 @@ class Follower:
 
         if self.follow.turn_id is None or not self.follow.live:
             return  # a turn shown from its backlog only: not "the end of a turn"
+        if self._saw_start and not self._ran_tools:
+            # Only tools change files (each change is a tool call's): seen from its
+            # start without one, the turn changed none. Saves a request at every end.
+            return
         try:
             result = turn_changes(self.connection, self.follow.conversation_id, self.follow.turn_id)
         except (RpcError, OSError):

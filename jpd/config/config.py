@@ -1,7 +1,5 @@
 """The root `Config` model and the lookups others make on it."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import AfterValidator, Field, ValidationError
@@ -125,7 +123,7 @@ class Config(ConfigModel):
         """
         return self.assistant.apply(self.conversation.inquiry.assistant, target)
 
-    def with_model(self, model_id: str, *, source: str = "model") -> Config:
+    def with_model(self, model_id: str, *, source: str = "model") -> "Config":
         """A copy with `assistant.model.id` replaced; a bad id raises `ConfigError`."""
         layer = {"assistant": {"model": {"id": model_id}}}
         try:

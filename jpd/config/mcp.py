@@ -6,8 +6,6 @@ way to run (`command` or `url`, not both) is checked where it is used, on the me
 config.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field

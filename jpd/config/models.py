@@ -6,8 +6,6 @@ which arrive as strings. Relative paths resolve against the directory of the fil
 that set them: the loader passes it as the validation context `base_dir`.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -159,7 +157,7 @@ class AssistantConfig(ConfigModel):
     """For the first model call of a turn: `auto`, `none`, `any` (some tool), or a
     tool name (that tool). Later calls of the turn use `auto`."""
 
-    def apply(self, *partials: PartialAssistantConfig | None) -> AssistantConfig:
+    def apply(self, *partials: PartialAssistantConfig | None) -> "AssistantConfig":
         """Lay `partials` over this config, each over the previous (None is skipped)."""
         data: dict[str, Any] = self.model_dump(exclude_unset=True)
         for partial in partials:

@@ -1,8 +1,6 @@
 """`[prices."<provider>/<model>"]`: what a model's tokens cost, for the cost shown after
 each turn and per conversation (protocol.md section 13, `prices`)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import Field

@@ -5,8 +5,6 @@ layer set (`model_fields_set`), see `jpd.config.merge`. Defaults below are what 
 consumer sees when no layer set the field.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -84,8 +82,8 @@ class ParameterConfig(ConfigModel):
     """A JSON Schema type, or a list of them (e.g. `["boolean", "string"]`)."""
     required: bool = False
     enum: list[Any] | None = None
-    items: ParameterConfig | None = None
-    properties: dict[str, ParameterConfig] | None = None
+    items: "ParameterConfig | None" = None
+    properties: "dict[str, ParameterConfig] | None" = None
     default: Any = None
     description: str | None = None
 

@@ -3,8 +3,6 @@ opposed to what its log says: a title, labels, archived, pinned, an expiry
 (protocol.md 5.26). Unlike `metadata.json` it is not derived from the log and cannot be
 rebuilt, so it is written atomically and fsynced."""
 
-from __future__ import annotations
-
 import contextlib
 import logging
 import os

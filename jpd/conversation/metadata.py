@@ -1,7 +1,5 @@
 """`metadata.json`: a rebuildable summary cache of one conversation's log."""
 
-from __future__ import annotations
-
 import logging
 from datetime import UTC, datetime
 from pathlib import Path

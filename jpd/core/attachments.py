@@ -26,7 +26,6 @@ import glob
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 
 import anyio
@@ -85,43 +84,6 @@ def binaries(attachments: list[Attachment]) -> list[ImageInput]:
         for a in attachments
         if a.mime_type is not None
     ]
-
-
-class _Text(HTMLParser):
-    """An HTML page's visible text (scripts, styles and the like left out)."""
-
-    SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head"})
-    BLOCK = frozenset({"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre"})
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self._skipping = 0
-
-    def handle_starttag(self, tag: str, attrs: object) -> None:
-        if tag in self.SKIP:
-            self._skipping += 1
-        elif tag in self.BLOCK:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self.SKIP and self._skipping:
-            self._skipping -= 1
-
-    def handle_data(self, data: str) -> None:
-        if not self._skipping:
-            self.parts.append(data)
-
-    def text(self) -> str:
-        lines = (" ".join(line.split()) for line in "".join(self.parts).splitlines())
-        return "\n".join(line for line in lines if line)
-
-
-def html_text(html: str) -> str:
-    parser = _Text()
-    parser.feed(html)
-    parser.close()
-    return parser.text()
 
 
 def _files(specs: list[str], root: Path) -> list[tuple[str, Path]]:
@@ -203,6 +165,8 @@ async def _fetch(url: str) -> Attachment:
         return Attachment(url, "", binary, bytes(body))
     text = bytes(body).decode(encoding, errors="replace")
     if "html" in kind:
+        from jpd.core.html_text import html_text  # loads with the first web page
+
         text = html_text(text)
     elif not kind.startswith("text/") and "json" not in kind and "xml" not in kind:
         raise InvalidParams(f"attachment {url}: {kind or 'unknown content'} is not text")

@@ -28,16 +28,15 @@ async def attach(
     the images and PDFs among them, to go with the message: a kept one only while
     the model's messages do not already hold that content (sent once, and again
     after it changed or a compaction dropped it)."""
-    from jpd.core.attachments import binaries, conversation_reader, render, resolve
-    from jpd.llm.base import UserMessage
-
     kept: list[str] = []
     if conversation_id is not None:
         store = parts.store
         found_kept = await store.attributes(conversation_id)
         kept = list(found_kept.attachments)
     if not kept and not given:
-        return []
+        return []  # the common case: nothing of the attachments' readers loads
+    from jpd.core.attachments import binaries, conversation_reader, render, resolve
+    from jpd.llm.base import UserMessage
 
     conversation_text = conversation_reader(parts.store)
     spec = turn.spec

@@ -15,8 +15,6 @@ later resolver loses: an answer then gets -32001 as if the question were gone. T
 then applies the claim (`inquiry/resolved` to every client, the asker woken).
 """
 
-from __future__ import annotations
-
 import logging
 import threading
 from collections.abc import Callable

@@ -4,8 +4,6 @@ Every provider (test, local, anthropic, openai) implements `Provider` and yields
 the events defined here, so the turn loop never sees a wire format.
 """
 
-from __future__ import annotations
-
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable

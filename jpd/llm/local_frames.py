@@ -8,8 +8,6 @@ travel in `Events` frames, several per frame when they were produced together, a
 with exactly one `Done` or `Failed`; a `CountTokens` ends with one `Count` or `Failed`.
 """
 
-from __future__ import annotations
-
 import logging
 import struct
 from typing import Annotated, Literal

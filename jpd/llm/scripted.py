@@ -21,8 +21,6 @@ table `{"<inquiry id>": "<answer>", ...}`, the entry for that id. The call comes
 after one `delay_ms` pause (after any text), so side requests can be made slow.
 """
 
-from __future__ import annotations
-
 import json
 import re
 import tomllib

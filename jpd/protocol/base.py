@@ -1,7 +1,5 @@
 """Base classes for JSON-RPC wire models: camelCase on the wire, snake_case in Python."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict

@@ -4,8 +4,6 @@ talk, keyed by entries of the method table (`jpd.protocol.method_table`).
 The rpc layer implements `ClientLink`; the core never sees a transport or a method name.
 """
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -48,7 +46,7 @@ class Notification:
         self._body: bytes | None = None
 
     @classmethod
-    def from_wire(cls, method: ServerNotification[Any], wire: dict[str, Any]) -> Notification:
+    def from_wire(cls, method: ServerNotification[Any], wire: dict[str, Any]) -> "Notification":
         """A notification this daemon dumped before (e.g. filed for replay), sent as it is."""
         note = cls.__new__(cls)
         note.method, note._params, note._wire, note._body = method, None, wire, None

@@ -1,8 +1,6 @@
 """Params and result of `config/show`: the effective config, key by key, with
 where each value came from (protocol.md 5.22; camelCase on the wire)."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import Field

@@ -2,8 +2,6 @@
 5.25-5.28): listing, reading, deleting, compacting, attributes, forks and search
 (camelCase on the wire)."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Annotated, Any, Literal
 

@@ -1,7 +1,5 @@
 """Results of `daemon/status` and `daemon/stop` (protocol.md 5.18, 5.19; camelCase on the wire)."""
 
-from __future__ import annotations
-
 from jpd.protocol.base import WireModel
 from jpd.protocol.summaries import TurnInfo
 

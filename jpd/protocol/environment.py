@@ -1,7 +1,5 @@
 """The `environment` a client sends with a request (protocol.md 5.5 "Client environment")."""
 
-from __future__ import annotations
-
 from pydantic import Field, field_validator
 
 from jpd.protocol.base import WireParams

@@ -1,8 +1,6 @@
 """Params and result of `initialize` (protocol.md 5.1): the version, the client's
 and the daemon's names and capabilities (camelCase on the wire)."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -7,8 +7,6 @@ method names; `jpd.schemas` exports a schema for each. A method exists on the wi
 exactly when it has an entry here.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 

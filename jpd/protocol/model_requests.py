@@ -1,8 +1,6 @@
 """Params and result of `model/list`: the default model, aliases and providers
 (protocol.md 5.20; camelCase on the wire)."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from jpd.protocol.base import WireModel, WireParams

@@ -16,8 +16,6 @@ assistant is told to write one (section 10.4). Adding one means a class and its 
 `AnswerTypeName`.
 """
 
-from __future__ import annotations
-
 import json
 import math
 from typing import Annotated, Any, Literal, get_args
@@ -166,7 +164,7 @@ class NumberAnswer(_Model):
     integer: bool = False
 
     @model_validator(mode="after")
-    def _bounds(self) -> NumberAnswer:
+    def _bounds(self) -> "NumberAnswer":
         if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
             raise ValueError(f"minimum {self.minimum} is above maximum {self.maximum}")
         return self
@@ -226,7 +224,7 @@ class MultiSelectAnswer(_Model):
     max_items: Annotated[int, Field(ge=1)] | None = None
 
     @model_validator(mode="after")
-    def _counts(self) -> MultiSelectAnswer:
+    def _counts(self) -> "MultiSelectAnswer":
         if len(set(self.options)) != len(self.options):
             raise ValueError("options must not repeat a choice")
         low, high = self.min_items, self.max_items

@@ -1,7 +1,5 @@
 """Wire payloads of the inquiry and permission methods (camelCase on the wire)."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Any, Literal
 

@@ -1,7 +1,5 @@
 """Results the daemon core returns; they double as wire payloads (camelCase)."""
 
-from __future__ import annotations
-
 from datetime import datetime
 
 from jpd.protocol.base import WireModel

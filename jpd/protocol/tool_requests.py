@@ -1,8 +1,6 @@
 """Params and results of `tool/list` and `tool/call` (protocol.md 5.14, 5.15;
 camelCase on the wire)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

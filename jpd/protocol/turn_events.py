@@ -3,8 +3,6 @@
 These are the live progress of a turn, distinct from persisted conversation events.
 """
 
-from __future__ import annotations
-
 from json.encoder import encode_basestring_ascii
 from typing import Annotated, Any, Literal
 

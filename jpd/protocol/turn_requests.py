@@ -1,8 +1,6 @@
 """Params and results of the `turn/*` methods (protocol.md 5.5-5.10, 5.21, 5.23,
 5.24), camelCase on the wire."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -2,8 +2,6 @@
 `chat_response` (field names, snake_case) and the `usage` turn event (camelCase on the
 wire, through `WireModel.to_wire()`)."""
 
-from __future__ import annotations
-
 from pydantic import AliasGenerator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 

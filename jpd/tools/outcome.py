@@ -8,8 +8,6 @@ Outcome models ignore unknown keys: a tool written against a newer protocol shou
 still be understood by this build rather than rejected over a field it adds.
 """
 
-from __future__ import annotations
-
 import functools
 import json
 import signal

@@ -145,7 +145,8 @@ def test_a_conversation_keeps_the_assistant_part_only() -> None:
 
 
 async def test_bad_attachment_specs_are_invalid_params(tmp_path: Path) -> None:
-    from jpd.core.attachments import html_text, resolve
+    from jpd.core.attachments import resolve
+    from jpd.core.html_text import html_text
     from jpd.protocol.errors import InvalidParams
 
     for spec, said in (

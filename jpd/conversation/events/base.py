@@ -1,7 +1,5 @@
 """The base of every persisted event, and the clock new events are stamped with."""
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -2,8 +2,6 @@
 checkpoints while it streams), and the retry of a forced tool choice (protocol.md 12.1,
 12.4, 9.2)."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict

@@ -1,8 +1,6 @@
 """Compaction: what the model is sent from now on leaves out part of the log
 (protocol.md 12.5)."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict

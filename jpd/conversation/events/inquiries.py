@@ -3,8 +3,6 @@ the one question model (`jpd.protocol.question`), stored by field name (snake_ca
 Unknown cancellation reasons and outcomes (`UnknownOutcome`) are kept verbatim so newer
 logs still load."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator

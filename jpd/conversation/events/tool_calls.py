@@ -1,8 +1,6 @@
 """A tool call, what it returned, whether it was allowed, and an MCP server's sampling
 during it (protocol.md 12.1, 10.5, 9.7)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -1,7 +1,5 @@
 """Events that open, continue and close a turn (protocol.md 12.1, 12.4)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from jpd.conversation.events.base import EventBase

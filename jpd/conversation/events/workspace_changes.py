@@ -1,8 +1,6 @@
 """Changes tools made to the workspace's files, and their undoing (protocol.md,
 "Workspace tools")."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field
