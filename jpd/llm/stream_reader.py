@@ -75,7 +75,7 @@ class Batch:
             return
         text = self._pieces[0] if len(self._pieces) == 1 else "".join(self._pieces)
         self._pieces = []
-        run = TextDelta(text=text) if self._kind == "text" else ReasoningDelta(text=text)
+        run = TextDelta.of(text) if self._kind == "text" else ReasoningDelta(text=text)
         self._events.append(run)
 
 
