@@ -222,20 +222,21 @@ class EventHub:
         max_bytes = self._bytes if self._bytes is not None else self._replay_bytes()
         while buffer and (len(buffer) > limit or channel.size > max_bytes):
             channel.dropped_through = channel.pop_oldest().seq
-        if channel.subscribers:
+        subscribers = channel.subscribers
+        if subscribers:
             # Encoded once, on the first send, for every subscriber.
             gate = self.gate
             if gate is not None and gate.hold(note.conversation_id, note, seq):
                 return  # sent once what was appended before it is in the store
+            if len(subscribers) == 1 and not channel.seen:  # the common case, per token
+                for link in subscribers.values():
+                    link.send(note)  # a dict changed by `send` ends no loop: it returns
+                    return
             self._send(channel, note, seq)
 
     @staticmethod
     def _send(channel: Channel, note: Notification, seq: int) -> None:
         seen, subscribers = channel.seen, channel.subscribers
-        if len(subscribers) == 1 and not seen:  # the common case, once per token
-            for link in subscribers.values():
-                link.send(note)  # a dict changed by `send` ends no loop here: it returns
-                return
         for link in list(subscribers.values()):
             if seen and seen.get(link.link_id, 0) >= seq:
                 continue
