@@ -120,10 +120,13 @@ async def test_a_waiting_writer_wakes_for_each_burst_and_misses_no_frame() -> No
     box = Outbox(1 << 20, lagged, lambda: None)
     taken: list[bytes] = []
     seq = 0
+    ended = anyio.Event()
 
     async def writer() -> None:
         while (data := await box.take()) is not None:
             taken.append(data)
+            if data.endswith(b"end"):
+                ended.set()
             await anyio.lowlevel.checkpoint()  # "writing": events may queue meanwhile
 
     async with anyio.create_task_group() as tg:
@@ -136,8 +139,7 @@ async def test_a_waiting_writer_wakes_for_each_burst_and_misses_no_frame() -> No
                 await anyio.lowlevel.checkpoint()
         box.put(b"end")
         with anyio.fail_after(1):
-            while not taken or not taken[-1].endswith(b"end"):
-                await anyio.sleep(0.001)
+            await ended.wait()
         box.close()
     expected = b"".join(event(n, 1) for n in range(1, seq + 1)) + b"end"
     assert b"".join(taken) == expected
