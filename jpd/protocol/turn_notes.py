@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from jpd.protocol.client_port import Notification
 from jpd.protocol.method_table import TURN_EVENT
-from jpd.protocol.turn_events import _KIND_HEADS, TurnEventParams, delta_head
+from jpd.protocol.turn_events import DELTA_KIND_HEADS, TurnEventParams, delta_head
 
 DeltaKind = Literal["text_delta", "reasoning_delta"]
 
@@ -56,7 +56,7 @@ class DeltaNote(TurnEventNote):
         self.kind, self.text = kind, text
         # `delta_body`, inlined (once per token).
         self._body = "".join(
-            (head, str(seq), _KIND_HEADS[kind], encode_basestring_ascii(text), "}}}")
+            (head, str(seq), DELTA_KIND_HEADS[kind], encode_basestring_ascii(text), "}}}")
         ).encode()
 
     @property
