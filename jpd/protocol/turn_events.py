@@ -208,6 +208,7 @@ DELTA_KIND_HEADS = {
     kind: f',"event":{{"kind":{encode_basestring_ascii(kind)},"text":'
     for kind in ("text_delta", "reasoning_delta")
 }
+"""Per delta kind, a delta's JSON between its seq and its escaped text."""
 
 
 def delta_body(head: str, seq: int, kind: str, text: str) -> str:
