@@ -56,7 +56,9 @@ class Checkpointer:
     def text(self, piece: str) -> None:
         """A piece of the answer streamed."""
         self._text.append(piece)
-        self._grow(len(piece))
+        self._pending += len(piece)  # `_grow`, inlined: once per token
+        if self._pending >= SIZE:
+            self.save()
 
     def reasoning(self, piece: str) -> None:
         """A piece of reasoning streamed."""

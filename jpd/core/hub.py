@@ -175,14 +175,17 @@ class EventHub:
     def delta_sender(self, conversation_id: str, turn_id: str) -> Callable[[DeltaKind, str], None]:
         """`publish` for a turn's text and reasoning deltas, which builds no model per
         delta: its notification is spliced into the turn's encoded JSON (`turn_notes`)."""
-        notes = DeltaNotes(conversation_id, turn_id)
+        note = DeltaNotes(conversation_id, turn_id).note
+        channels, deliver = self._channels, self._deliver
 
         def publish_delta(kind: DeltaKind, text: str) -> None:
-            channel = self._channel(conversation_id)
-            if channel.durable and channel.next_seq >= channel.reserved:
+            # Once per token: the channel looked up directly (`_channel` makes a missing one).
+            channel = channels.get(conversation_id) or self._channel(conversation_id)
+            seq = channel.next_seq
+            if seq >= channel.reserved and channel.durable:
                 self._reserve(conversation_id, channel)
-            note = notes.note(channel.next_seq, kind, text)
-            self._deliver(channel, note, len(note.body))
+            delta = note(seq, kind, text)
+            deliver(channel, delta, len(delta.body))
 
         return publish_delta
 
@@ -230,23 +233,30 @@ class EventHub:
         seq = note.seq
         channel.live = True
         channel.next_seq = seq + 1
-        channel.buffer.append(note)
+        buffer = channel.buffer
+        buffer.append(note)
         channel.sizes.append(size)
         channel.size += size
-        limit, max_bytes = self._replay_limit(), self._replay_bytes()
-        while channel.buffer and (len(channel.buffer) > limit or channel.size > max_bytes):
+        limit = self._limit if self._limit is not None else self._replay_limit()
+        max_bytes = self._bytes if self._bytes is not None else self._replay_bytes()
+        while buffer and (len(buffer) > limit or channel.size > max_bytes):
             channel.dropped_through = channel.pop_oldest().seq
-        if channel.subscribers:
+        subscribers = channel.subscribers
+        if subscribers:
             # Encoded once, on the first send, for every subscriber.
             gate = self.gate
             if gate is not None and gate.hold(note.conversation_id, note, seq):
                 return  # sent once what was appended before it is in the store
+            if len(subscribers) == 1 and not channel.seen:  # the common case, per token
+                for link in subscribers.values():
+                    link.send(note)  # a dict changed by `send` ends no loop: it returns
+                    return
             self._send(channel, note, seq)
 
     @staticmethod
     def _send(channel: Channel, note: Notification, seq: int) -> None:
-        seen = channel.seen
-        for link in list(channel.subscribers.values()):
+        seen, subscribers = channel.seen, channel.subscribers
+        for link in list(subscribers.values()):
             if seen and seen.get(link.link_id, 0) >= seq:
                 continue
             link.send(note)

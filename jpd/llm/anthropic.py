@@ -98,6 +98,7 @@ class AnthropicProvider(HttpProvider):
             body=encode_body(body),
             headers=headers,
             parser=lambda: _StreamState(secrets),
+            text_event=TEXT_EVENT,
         )
 
 
@@ -109,6 +110,12 @@ _TEXT_DELTA = re.compile(
 this order), its text free of escapes: the text is the match's group, read without a JSON
 parse (once per token, in half its time). Anything else (an escape in the text, other
 keys, order or spacing) goes through the JSON parser."""
+
+
+TEXT_EVENT = re.compile(rf"(?:event:[^\r\n]*\n)?data: ?{_TEXT_DELTA.pattern}\n\n")
+"""A whole SSE event (any `event` line, LF ends) whose data is such a text delta: a slow
+stream's chunk per token, read by `stream_events` in this one match (its group 1 is the
+text, as `feed` would take it)."""
 
 
 def text_delta(data: str) -> str | None:

@@ -136,6 +136,21 @@ class TextDelta(_Model):
     kind: Literal["text_delta"] = "text_delta"
     text: str
 
+    @classmethod
+    def of(cls, text: str) -> TextDelta:
+        """`TextDelta(text=text)` for a `text` known to be a `str` (a stream's reader
+        made it): built as `model_construct` would, without validation, in a third of
+        the time (once per streamed token)."""
+        delta = _new(cls)
+        _set(delta, "__dict__", {"kind": "text_delta", "text": text})
+        _set(delta, "__pydantic_fields_set__", {"text"})
+        _set(delta, "__pydantic_extra__", None)
+        _set(delta, "__pydantic_private__", None)
+        return delta
+
+
+_new, _set = object.__new__, object.__setattr__
+
 
 class ReasoningDelta(_Model):
     kind: Literal["reasoning_delta"] = "reasoning_delta"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+import re
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -59,6 +60,9 @@ class Call:
     headers: dict[str, str] = field(default_factory=dict)
     """Besides content type, accept and the key's header (added here)."""
     framing: Literal["sse", "ndjson"] = "sse"
+    text_event: re.Pattern[str] | None = None
+    """SSE: a whole event that is only a piece of text, its group 1 the text the parser
+    would take from it (see `stream_events`)."""
 
 
 class HttpProvider:
@@ -181,6 +185,7 @@ class HttpProvider:
                         readahead.batches(body_chunks(response), reads),
                         parser.feed,
                         decoder=decoder,
+                        text_event=call.text_event if decoder is None else None,
                     )
                 ) as events,
             ):

@@ -103,6 +103,16 @@ class SSEDecoder:
             return data
         return data + [event.data for event in self._lines(buffer[run_end:])]
 
+    def match_one(self, text: str, pattern: re.Pattern[str]) -> re.Match[str] | None:
+        """`pattern`'s full match of `text` while nothing is pending (no part of an event
+        held from the text before), else None. For a `pattern` that matches only one
+        whole event of the common shape (an optional `event` line, one `data` line, a
+        blank line, LF ends, no CR), a match means `feed_data(text)` is that event's
+        data alone: a caller reads it from the match without framing (`stream_events`)."""
+        if self._buffer or self._data or self._event or self._retry is not None:
+            return None
+        return pattern.fullmatch(text)
+
     def _run(self, text: str) -> tuple[str, int]:
         """The text to parse (what was pending, then `text`) and the end of the run of
         common-shape events it starts with (0: none; the line parser takes it all)."""

@@ -13,6 +13,8 @@ together be merged). The first text is never held back for the rest of its batch
 from __future__ import annotations
 
 import codecs
+import functools
+import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
 from typing import Literal, Protocol
@@ -75,9 +77,12 @@ class Batch:
             return
         text = self._pieces[0] if len(self._pieces) == 1 else "".join(self._pieces)
         self._pieces = []
-        run = TextDelta(text=text) if self._kind == "text" else ReasoningDelta(text=text)
+        run = TextDelta.of(text) if self._kind == "text" else ReasoningDelta(text=text)
         self._events.append(run)
 
+
+_NONE: list[str] = []
+"""No frame data (never added to)."""
 
 Handler = Callable[[str, Batch], bool]
 """One SSE event's data into the batch; returns whether the response is complete."""
@@ -101,10 +106,17 @@ async def stream_events(
     interval: float = YIELD_INTERVAL,
     *,
     decoder: FrameDecoder | None = None,
+    text_event: re.Pattern[str] | None = None,
 ) -> AsyncGenerator[StreamEvent, None]:
     """Run `handle` over the SSE events of `chunks` (a UTF-8 body, e.g. the batches of
     `Readahead.batches`) and yield what it makes, merged per chunk; stop once `handle`
     says the response is complete. `decoder` frames the body otherwise (NDJSON).
+
+    `text_event` (SSE only): a pattern that fully matches a whole SSE event carrying
+    only a piece of text, its group 1 that text, exactly when `handle` would add just
+    that text for the event's data (`anthropic.TEXT_EVENT`). A chunk that is one such
+    event (a slow stream's chunk per token) is then read in one match, without framing
+    and `handle` (property tests check both ways give the same events).
 
     An error `handle` raises is raised after the events before it in the chunk were
     yielded, as when they were handed on one by one.
@@ -114,8 +126,11 @@ async def stream_events(
     yielded, the event loop runs other tasks (among them the writer that forwards the
     deltas to clients).
     """
+    one: Callable[[str], re.Match[str] | None] | None = None
     if decoder is None:
         decoder = SSEDecoder()
+        if text_event is not None:
+            one = functools.partial(decoder.match_one, pattern=text_event)
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     split = False
     """The incremental decoder holds the start of a character cut by a chunk's end."""
@@ -152,9 +167,21 @@ async def stream_events(
                 # A leading byte-order mark is not part of the first field name.
                 text = text.removeprefix("\ufeff")
                 first_chunk = False
-            batch = decoder.feed_data(text)
+            if one is not None and (match := one(text)) is not None:
+                # One text event (once per token): its text, without framing or `handle`.
+                if piece := match[1]:
+                    out.text(piece)
+                batch = _NONE
+            else:
+                batch = decoder.feed_data(text)
         complete = False
         failure: Exception | None = None
+        if not text_sent and out.text_seen and not batch:  # from a text event's match
+            text_sent = True
+            for event in out.take():
+                yield event
+            await anyio.lowlevel.checkpoint()
+            last = clock()
         for data in batch:
             try:
                 complete = handle(data, out)

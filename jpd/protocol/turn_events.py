@@ -202,16 +202,17 @@ def delta_head(method: str, conversation_id: str, turn_id: str) -> str:
     )  # fmt: skip
 
 
-_KIND_HEADS = {
+DELTA_KIND_HEADS = {
     kind: f',"event":{{"kind":{encode_basestring_ascii(kind)},"text":'
     for kind in ("text_delta", "reasoning_delta")
 }
+"""Per delta kind, a delta's JSON between its seq and its escaped text."""
 
 
 def delta_body(head: str, seq: int, kind: str, text: str) -> str:
     """A delta notification's JSON, byte for byte what `json.dumps` (compact, ASCII) makes of
     it: the escaped text spliced into the turn's `delta_head`."""
-    return "".join((head, str(seq), _KIND_HEADS[kind], encode_basestring_ascii(text), "}}}"))
+    return "".join((head, str(seq), DELTA_KIND_HEADS[kind], encode_basestring_ascii(text), "}}}"))
 
 
 class TurnLaggedParams(WireModel):

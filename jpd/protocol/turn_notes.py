@@ -11,11 +11,14 @@ every other notification (`tests/unit/test_turn_notes.py` checks them against th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from json.encoder import encode_basestring_ascii
 from typing import Any, Literal
 
 from jpd.protocol.client_port import Notification
 from jpd.protocol.method_table import TURN_EVENT
-from jpd.protocol.turn_events import TurnEventParams, delta_body, delta_head
+from jpd.protocol.turn_events import DELTA_KIND_HEADS, TurnEventParams, delta_head
 
 DeltaKind = Literal["text_delta", "reasoning_delta"]
 
@@ -51,7 +54,10 @@ class DeltaNote(TurnEventNote):
         self.method, self._params, self._wire = TURN_EVENT, None, None
         self.conversation_id, self.turn_id, self.seq = conversation_id, turn_id, seq
         self.kind, self.text = kind, text
-        self._body = delta_body(head, seq, kind, text).encode()
+        # `delta_body`, inlined (once per token).
+        self._body = "".join(
+            (head, str(seq), DELTA_KIND_HEADS[kind], encode_basestring_ascii(text), "}}}")
+        ).encode()
 
     @property
     def wire(self) -> dict[str, Any]:
@@ -68,12 +74,14 @@ class DeltaNote(TurnEventNote):
 class DeltaNotes:
     """Makes the delta notifications of one turn."""
 
-    __slots__ = ("_head", "conversation_id", "turn_id")
+    __slots__ = ("conversation_id", "note", "turn_id")
 
     def __init__(self, conversation_id: str, turn_id: str) -> None:
         self.conversation_id = conversation_id
         self.turn_id = turn_id
-        self._head = delta_head(TURN_EVENT.name, conversation_id, turn_id)
-
-    def note(self, seq: int, kind: DeltaKind, text: str) -> DeltaNote:
-        return DeltaNote(self._head, self.conversation_id, self.turn_id, seq, kind, text)
+        head = delta_head(TURN_EVENT.name, conversation_id, turn_id)
+        self.note: Callable[[int, DeltaKind, str], DeltaNote] = partial(
+            DeltaNote, head, conversation_id, turn_id
+        )
+        """`note(seq, kind, text)`: a delta's notification (a partial: no frame of its
+        own, once per token)."""

@@ -203,7 +203,8 @@ async def serve_connection(
     def send_notification(notification: Notification) -> None:
         # Notifications arrive encoded (once for all subscribers): frame them directly
         # rather than through pygls' attrs/cattrs path.
-        frame = encode_frame(notification.body)
+        body = notification.body
+        frame = b"".join((b"Content-Length: %d\r\n\r\n" % len(body), body))  # `encode_frame`
         if notification.method is not TURN_EVENT:
             outbox.put(frame)
             return

@@ -64,6 +64,8 @@ class Outbox:
         self._answers: deque[bytes] = deque()
         """Frames that go out before `_frames` (answers to requests)."""
         self._wake = anyio.Event()
+        self._woken = False
+        """`_wake` is set: the writer will take what is queued (no set per frame)."""
         self._room = anyio.Event()
         self._closed = False
         self.queued = 0
@@ -106,6 +108,7 @@ class Outbox:
             return
         self._answers.append(frame)
         self.queued += len(frame)
+        self._woken = True
         self._wake.set()
         self._check_stuck()
 
@@ -127,7 +130,11 @@ class Outbox:
             )
             return False
         self._last_seq[conversation_id] = seq
-        self._append(frame)
+        self._frames.append(frame)  # `_append`, inlined: once per token
+        self.queued += len(frame)
+        if not self._woken:
+            self._woken = True
+            self._wake.set()
         return True
 
     def reattached(self, conversation_id: str) -> None:
@@ -154,6 +161,7 @@ class Outbox:
                 return None
             await self._wake.wait()
             self._wake = anyio.Event()
+            self._woken = False
         chunks: list[bytes] = []
         while self._answers:
             frame = self._answers.popleft()
@@ -178,4 +186,5 @@ class Outbox:
     def _append(self, frame: bytes) -> None:
         self._frames.append(frame)
         self.queued += len(frame)
+        self._woken = True
         self._wake.set()

@@ -42,6 +42,8 @@ class Session:
         self.initialized = False
         self.shutdown_requested = False
         self.closed = anyio.Event()
+        self._open = True
+        """`closed` not set yet (a plain flag: `send` reads it once per token)."""
         self.exit_code = 1
         self.peer_verified_ = False
         """Whether the transport vouched that the peer is an unsandboxed process of the
@@ -74,7 +76,7 @@ class Session:
 
     def send(self, notification: Notification) -> None:
         """Queue a prepared notification; its encoded body is shared with other clients."""
-        if self.closed.is_set():
+        if not self._open:
             return
         try:
             self._send_notification(notification)
@@ -89,4 +91,5 @@ class Session:
     def close(self, exit_code: int) -> None:
         """Mark the connection finished (after `exit` or end of input)."""
         self.exit_code = exit_code
+        self._open = False
         self.closed.set()

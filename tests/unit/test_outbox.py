@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from jpd.rpc.outbox import HARD_FACTOR, Outbox
@@ -111,3 +112,34 @@ async def test_answers_count_towards_a_stuck_client() -> None:
     assert stuck == [True]
     box.put_answer(b"after")  # closed: dropped
     assert await box.take() is not None and await box.take() is None
+
+
+async def test_a_waiting_writer_wakes_for_each_burst_and_misses_no_frame() -> None:
+    """The writer is woken once per burst of events (not once per event): every burst
+    still reaches it, whether it was waiting, writing, or about to wait again."""
+    box = Outbox(1 << 20, lagged, lambda: None)
+    taken: list[bytes] = []
+    seq = 0
+    ended = anyio.Event()
+
+    async def writer() -> None:
+        while (data := await box.take()) is not None:
+            taken.append(data)
+            if data.endswith(b"end"):
+                ended.set()
+            await anyio.lowlevel.checkpoint()  # "writing": events may queue meanwhile
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer)
+        for burst in (1, 3, 1, 5, 2):
+            for _ in range(burst):
+                seq += 1
+                assert box.put_event("c1", seq, event(seq, 1))
+            for _ in range(burst % 3):
+                await anyio.lowlevel.checkpoint()
+        box.put(b"end")
+        with anyio.fail_after(1):
+            await ended.wait()
+        box.close()
+    expected = b"".join(event(n, 1) for n in range(1, seq + 1)) + b"end"
+    assert b"".join(taken) == expected
