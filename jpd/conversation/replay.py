@@ -32,6 +32,9 @@ from jpd.conversation.paths import validate_id
 log = logging.getLogger(__name__)
 
 
+Filed = tuple[int, bytes]
+"""One event of a replay file: its seq and its line (compact JSON, no line end)."""
+
 MARK_BYTES = 64
 """The width of a seq mark's line: every mark of a conversation overwrites the last."""
 
@@ -93,7 +96,7 @@ class ReplayFiles:
     def write(
         self,
         conversation_id: str,
-        events: list[dict[str, Any]],
+        events: list[Filed],
         keep_from: int,
         max_bytes: int | None = None,
         *,
@@ -108,25 +111,26 @@ class ReplayFiles:
         by the count; past the newest event when the bytes bound emptied it).
         """
         path = self._path(conversation_id)
+        first_new = events[0][0] if events else 1 << 62
         kept = (
             []
             if fresh
-            else [e for e in self.read(conversation_id, keep_from - 1) if e["seq"] < _first(events)]
+            else [e for e in self._lines(conversation_id, keep_from - 1) if e[0] < first_new]
         )
-        new = [e for e in events if e["seq"] >= keep_from]
-        if not kept and not new:
+        lines = kept + [e for e in events if e[0] >= keep_from]
+        if not lines:
             self.forget(conversation_id)
             return keep_from
-        lines = [json.dumps(e, separators=(",", ":")) + "\n" for e in kept + new]
         first = 0
         if max_bytes is not None:
-            total = sum(len(line) for line in lines)
+            # Counted as the JSON's size with its line end, as the bound always was.
+            total = sum(len(line) + 1 for _seq, line in lines)
             while first < len(lines) and total > max_bytes:
-                total -= len(lines[first])
+                total -= len(lines[first][1]) + 1
                 first += 1
             if first == len(lines):
                 self.forget(conversation_id)
-                return int((kept + new)[-1]["seq"]) + 1
+                return lines[-1][0] + 1
         if not fresh:
             self._unvouch(conversation_id)
         # Appending would be cheaper, but one rewrite per idle transition keeps the file
@@ -134,12 +138,12 @@ class ReplayFiles:
         # marks are: a new file renamed over it cost a file creation per idle transition
         # (a quarter of a millisecond of CPU on the benched machine). A crash mid-write
         # leaves a file no mark vouches for (`_unvouch`), which the next run drops.
-        data = "".join(lines[first:]).encode()
+        data = b"".join(line + b"\n" for _seq, line in lines[first:])
         write_over(path, data)
-        return int((kept + new)[first]["seq"])
+        return lines[first][0]
 
     def write_many(
-        self, jobs: list[tuple[str, list[dict[str, Any]], int, bool]], max_bytes: int | None
+        self, jobs: list[tuple[str, list[Filed], int, bool]], max_bytes: int | None
     ) -> list[int | OSError]:
         """`write` of several conversations (id, events, keep_from, fresh) in one call
         (conversations that went idle together share a worker-thread hop): the oldest
@@ -163,20 +167,24 @@ class ReplayFiles:
 
     def read(self, conversation_id: str, after: int) -> list[dict[str, Any]]:
         """The events with `seq > after`, oldest first ([] when there is no file)."""
+        return [json.loads(line) for _seq, line in self._lines(conversation_id, after)]
+
+    def _lines(self, conversation_id: str, after: int) -> list[Filed]:
+        """The lines of events with `seq > after` as `filed` gives them, oldest first."""
         try:
-            text = self._path(conversation_id).read_text(encoding="utf-8")
+            data = self._path(conversation_id).read_bytes()
         except FileNotFoundError:
             return []
-        events: list[dict[str, Any]] = []
-        for line in text.splitlines():
+        lines: list[Filed] = []
+        for line in data.splitlines():
             try:
-                event = json.loads(line)
-            except ValueError:
+                seq = json.loads(line)["seq"]
+            except (ValueError, KeyError, TypeError):
                 log.warning("skipping an unreadable line of %s's replay file", conversation_id)
                 continue
-            if event["seq"] > after:
-                events.append(event)
-        return events
+            if isinstance(seq, int) and seq > after:
+                lines.append((seq, line))
+        return lines
 
     def forget(self, conversation_id: str) -> None:
         """Remove the conversation's replay file, if any (its seq mark stays)."""
@@ -196,5 +204,7 @@ class ReplayFiles:
         return self._dir / f"{validate_id(conversation_id)}.jsonl"
 
 
-def _first(events: list[dict[str, Any]]) -> int:
-    return int(events[0]["seq"]) if events else 1 << 62
+def filed(event: dict[str, Any]) -> Filed:
+    """An event's line for a replay file: its seq and its compact JSON (ASCII, as
+    notifications are encoded: `Notification.params_json` gives the same bytes)."""
+    return int(event["seq"]), json.dumps(event, separators=(",", ":")).encode()

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from jpd.conversation.replay import ReplayFiles
+from jpd.conversation.replay import Filed, ReplayFiles
 from jpd.core.hub_channel import (
     REPLAY_BYTES,
     RESERVE_BLOCK,
@@ -354,14 +354,14 @@ class EventHub:
 
     async def _file(self, batch: Settling) -> None:
         """`settle` the conversations of `batch` (the caller holds `_filing`)."""
-        jobs: list[tuple[str, Channel, list[dict[str, Any]], int, bool]] = []
+        jobs: list[tuple[str, Channel, list[Filed], int, bool]] = []
         max_bytes = self._replay_bytes()
         for conversation_id in dict.fromkeys(batch.ids):
             channel = self._channels.get(conversation_id)
             if channel is None or not to_file(channel):
                 continue
             if channel.buffer:
-                events = [note.wire for note in channel.buffer]
+                events = [(note.seq, note.params_json()) for note in channel.buffer]
                 fresh = conversation_id in self._fresh
                 jobs.append((conversation_id, channel, events, self._keep_from(channel), fresh))
             else:
@@ -384,7 +384,7 @@ class EventHub:
             if self._channels.get(conversation_id) is not channel:
                 continue  # forgotten meanwhile
             # A new turn may have added events meanwhile: drop only what was filed.
-            last_filed = events[-1]["seq"]
+            last_filed = events[-1][0]
             while channel.buffer and channel.buffer[0].seq <= last_filed:
                 channel.pop_oldest()
             channel.filed_from = oldest if oldest <= last_filed else None

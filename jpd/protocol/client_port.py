@@ -4,6 +4,7 @@ talk, keyed by entries of the method table (`jpd.protocol.method_table`).
 The rpc layer implements `ClientLink`; the core never sees a transport or a method name.
 """
 
+import functools
 import json
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -69,6 +70,16 @@ class Notification:
             body = self._body = self._encode()
         return body
 
+    def params_json(self) -> bytes:
+        """The params' JSON as sent: `json.dumps` of `wire`, compact and ASCII (a slice
+        of `body`, which holds it already: no second encoding, e.g. to file the event
+        for replay)."""
+        body = self.body
+        head = _params_head(self.method.name)
+        if body.startswith(head) and body.endswith(b"}"):
+            return body[len(head) : -1]
+        return _compact(self.wire).encode()
+
     def _encode(self) -> bytes:
         params = self._params
         if type(params) is TurnEventParams:
@@ -77,6 +88,12 @@ class Notification:
                 return delta
         message = {"jsonrpc": "2.0", "method": self.method.name, "params": self.wire}
         return _compact(message).encode()
+
+
+@functools.cache
+def _params_head(method: str) -> bytes:
+    """What precedes the params in the body of a `method` notification."""
+    return b'{"jsonrpc":"2.0","method":' + _compact(method).encode() + b',"params":'
 
 
 class ClientLink(Protocol):

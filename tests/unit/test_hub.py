@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from jpd.conversation.replay import ReplayFiles
+from jpd.conversation.replay import ReplayFiles, filed
 from jpd.core.hub import EventHub
 from jpd.protocol.base import WireModel
 from jpd.protocol.client_port import ClientCapabilities, Notification
@@ -175,7 +176,7 @@ async def test_forget_removes_the_file_and_restarts_seqs(tmp_path: Path) -> None
 def test_reset_forgets_an_earlier_run(tmp_path: Path) -> None:
     files = ReplayFiles(tmp_path / "replay")
     files.reset()
-    files.write(CID, [{"seq": 1, "event": {}}], 1)
+    files.write(CID, [filed({"seq": 1, "event": {}})], 1)
     assert len(files.read(CID, 0)) == 1
     ReplayFiles(tmp_path / "replay").reset()
     assert files.read(CID, 0) == []
@@ -186,3 +187,26 @@ def test_replay_files_refuse_unsafe_ids(tmp_path: Path, bad: str) -> None:
     files = ReplayFiles(tmp_path / "replay")
     with pytest.raises(ValueError):
         files.read(bad, 0)
+
+
+def test_a_filed_line_is_the_params_as_sent(tmp_path: Path) -> None:
+    """The replay file holds each event's params exactly as its notification sent them
+    (sliced from the sent bytes, not encoded again): a delta, another event, and text
+    that needs escaping."""
+    from jpd.protocol.turn_events import TurnEventParams
+    from jpd.protocol.turn_notes import DeltaNotes, TurnEventNote
+
+    delta = DeltaNotes(CID, "t-1").note(1, "text_delta", 'é "q" \u2028 \ud800')
+    other = TurnEventNote(
+        TurnEventParams.model_validate(
+            {
+                "conversationId": CID,
+                "turnId": "t-1",
+                "seq": 2,
+                "event": {"kind": "turn_started", "model": "a/é"},
+            }
+        )
+    )
+    for note in (delta, other):
+        assert note.params_json() == filed(note.wire)[1]
+        assert json.loads(note.body)["params"] == json.loads(note.params_json())

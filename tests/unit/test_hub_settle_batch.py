@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from jpd.conversation.replay import ReplayFiles
+from jpd.conversation.replay import ReplayFiles, filed
 from jpd.core.hub import EventHub
 from tests.unit.test_hub import FakeLink, make_hub, turn
 
@@ -113,7 +113,8 @@ def test_write_many_reports_each_result(tmp_path: Path, fresh: bool) -> None:
     files.reset()
     (tmp_path / "replay" / "c-bad.jsonl").mkdir()  # cannot be written
     events = [{"seq": 1, "event": {"kind": "turn_started"}}]
-    done = files.write_many([("c-a", events, 1, fresh), ("c-bad", events, 1, fresh)], None)
+    lines = [filed(e) for e in events]
+    done = files.write_many([("c-a", lines, 1, fresh), ("c-bad", lines, 1, fresh)], None)
     assert done[0] == 1
     assert isinstance(done[1], OSError)
     assert files.read("c-a", 0) == events

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jpd.conversation.replay import MARK_BYTES, ReplayFiles
+from jpd.conversation.replay import MARK_BYTES, ReplayFiles, filed
 
 CID = "c-mark"
 
@@ -61,11 +61,11 @@ def test_a_torn_mark_refuses_every_old_cursor(tmp_path: Path) -> None:
 def test_a_replay_file_is_written_over_in_place(tmp_path: Path) -> None:
     replay = files(tmp_path)
     events = [{"seq": seq, "event": {"kind": "text_delta", "text": "x" * seq}} for seq in (1, 2)]
-    assert replay.write(CID, events, keep_from=1) == 1
+    assert replay.write(CID, [filed(e) for e in events], keep_from=1) == 1
     path = tmp_path / "replay" / f"{CID}.jsonl"
     inode = path.stat().st_ino
     # Fewer bytes the second time (the oldest dropped): the old tail does not stay.
-    assert replay.write(CID, [{"seq": 3, "event": {"kind": "x"}}], keep_from=3) == 3
+    assert replay.write(CID, [filed({"seq": 3, "event": {"kind": "x"}})], keep_from=3) == 3
     assert path.stat().st_ino == inode
     assert [e["seq"] for e in replay.read(CID, 0)] == [3]
     assert sorted(p.name for p in path.parent.iterdir()) == [f"{CID}.jsonl"]  # no temporary
@@ -75,7 +75,7 @@ def test_no_mark_vouches_for_a_replay_file_while_it_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     replay = files(tmp_path)
-    replay.write(CID, [{"seq": 1, "event": {}}], keep_from=1)
+    replay.write(CID, [filed({"seq": 1, "event": {}})], keep_from=1)
     replay.write_mark(CID, 2, 1)  # an exact mark: the file holds seq 1 and on
     real_pwrite = os.pwrite
 
@@ -86,6 +86,6 @@ def test_no_mark_vouches_for_a_replay_file_while_it_is_written(
 
     monkeypatch.setattr(os, "pwrite", crash)
     with pytest.raises(OSError):
-        replay.write(CID, [{"seq": 2, "event": {}}], keep_from=1)
+        replay.write(CID, [filed({"seq": 2, "event": {}})], keep_from=1)
     # The next run reads a mark that does not vouch for the file, and drops it.
     assert replay.read_mark(CID) == (2, None)
