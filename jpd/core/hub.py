@@ -34,6 +34,7 @@ from jpd.core.hub_channel import (
     event_size,
     to_file,
 )
+from jpd.core.hub_marks import SeqMarks
 from jpd.protocol.client_port import ClientLink, Notification
 from jpd.protocol.turn_events import TurnEvent, TurnEventParams
 from jpd.protocol.turn_notes import DeltaKind, DeltaNotes, TurnEventNote
@@ -64,15 +65,11 @@ class EventHub:
         self._bytes_source = replay_bytes
         self._bytes: int | None = replay_bytes if isinstance(replay_bytes, int) else None
         self._channels: dict[str, Channel] = {}
-        # Idle conversations: (next seq, oldest seq in the replay file or None).
-        self._idle: dict[str, tuple[int, int | None]] = {}
+        self._marks = SeqMarks(files)
         # Moving events between memory and files, and replaying them, never interleave.
         self._filing = anyio.Lock()
         self._settling: Settling | None = None
         """The conversations waiting for the next filing hop (`settle`)."""
-        self._fresh: set[str] = set()
-        """Conversations named here that have never been filed: no replay file, and no
-        mark that vouches for one (`ReplayFiles.write`'s `fresh`)."""
         self.gate: HoldGate | None = None
         """In a fleet: holds each event until the appends made before it are committed
         (`jpd.core.append_gate`), so that a client sees only what the store has."""
@@ -96,32 +93,15 @@ class EventHub:
     def _channel(self, conversation_id: str) -> Channel:
         channel = self._channels.get(conversation_id)
         if channel is None:
-            next_seq, filed_from = self._idle_state(conversation_id)
-            del self._idle[conversation_id]
+            next_seq, filed_from = self._marks.take(conversation_id)
             channel = self._channels[conversation_id] = Channel(next_seq, filed_from)
         return channel
-
-    def _idle_state(self, conversation_id: str) -> tuple[int, int | None]:
-        """(next seq, replay file start) of a conversation without a channel, read from
-        its mark the first time in this run (`prepare` does that off the event loop)."""
-        state = self._idle.get(conversation_id)
-        if state is None:
-            state = self._idle[conversation_id] = self._load(conversation_id)
-        return state
-
-    def _load(self, conversation_id: str) -> tuple[int, int | None]:
-        next_seq, replay_from = self._files.read_mark(conversation_id)
-        if replay_from is None:
-            # The file (if any) does not reach the mark: its tail died with a daemon.
-            self._files.forget(conversation_id)
-        return next_seq, replay_from
 
     def prepare_new(self, conversation_id: str) -> None:
         """`prepare` a conversation this daemon has just named: it has no mark to read
         (its seqs start at 1), and no file is touched before its first turn starts."""
         if conversation_id not in self._channels:
-            self._idle[conversation_id] = (1, None)
-            self._fresh.add(conversation_id)
+            self._marks.name_new(conversation_id)
 
     async def prepare(self, conversation_id: str) -> None:
         """Read a conversation's seq mark in a worker thread before it is used.
@@ -131,36 +111,20 @@ class EventHub:
         """
         if conversation_id in self._channels:
             return
-        cached = self._idle.get(conversation_id)
-        if cached is None:
-            state = await anyio.to_thread.run_sync(self._load, conversation_id)
-        else:
-            state = await anyio.to_thread.run_sync(self._files.read_mark, conversation_id)
-            if state[0] <= cached[0]:
-                state = cached
+        state = await self._marks.refresh(conversation_id)
         if conversation_id not in self._channels:
-            self._idle[conversation_id] = state
+            self._marks.idle[conversation_id] = state
 
     def ephemeral(self, channel_id: str) -> None:
         """Open a channel that is never marked nor filed (a `tool/call` without
         conversation; `discard` ends it)."""
         self._channels[channel_id] = Channel(durable=False)
 
-    def _reserve(self, conversation_id: str, channel: Channel) -> None:
-        # Written before the seq is sent; a tiny write once per block, on the loop so that
-        # no seq can go out ahead of its mark.
-        reserved = channel.next_seq + RESERVE_BLOCK
-        try:
-            self._files.write_mark(conversation_id, reserved, None)
-        except OSError as exc:
-            log.warning("could not write the seq mark of %s: %s", conversation_id, exc)
-        channel.reserved = reserved
-
     def publish(self, conversation_id: str, turn_id: str, event: TurnEvent) -> TurnEventParams:
         """Number `event`, keep it for replay and send it to every subscriber."""
         channel = self._channel(conversation_id)
         if channel.durable and channel.next_seq >= channel.reserved:
-            self._reserve(conversation_id, channel)
+            self._marks.reserve(conversation_id, channel)
         # Its fields are the daemon's own, `event` a model built already: not validated
         # again for each of a turn's events.
         params = TurnEventParams.model_construct(
@@ -183,7 +147,7 @@ class EventHub:
             channel = channels.get(conversation_id) or self._channel(conversation_id)
             seq = channel.next_seq
             if seq >= channel.reserved and channel.durable:
-                self._reserve(conversation_id, channel)
+                self._marks.reserve(conversation_id, channel)
             delta = note(seq, kind, text)
             deliver(channel, delta, len(delta.body))
 
@@ -224,7 +188,7 @@ class EventHub:
         channel = self._channels.get(conversation_id)
         if channel is not None:
             return channel.next_seq
-        state = self._idle.get(conversation_id)
+        state = self._marks.idle.get(conversation_id)
         if state is None:
             raise KeyError(conversation_id)
         return state[0]
@@ -319,7 +283,7 @@ class EventHub:
             filed_from = channel.filed_from
             first = filed_from if filed_from is not None else channel.first_in_memory()
             return max(first, self._keep_from(channel))
-        next_seq, filed_from = self._idle_state(conversation_id)
+        next_seq, filed_from = self._marks.state(conversation_id)
         first = filed_from if filed_from is not None else next_seq
         return max(first, next_seq - self._replay_limit())
 
@@ -362,7 +326,7 @@ class EventHub:
                 continue
             if channel.buffer:
                 events = [(note.seq, note.params_json()) for note in channel.buffer]
-                fresh = conversation_id in self._fresh
+                fresh = conversation_id in self._marks.fresh
                 jobs.append((conversation_id, channel, events, self._keep_from(channel), fresh))
             else:
                 self._idle_now(conversation_id, channel)
@@ -377,7 +341,7 @@ class EventHub:
         for (conversation_id, channel, events, _keep, _fresh), oldest in zip(
             jobs, results, strict=True
         ):
-            self._fresh.discard(conversation_id)
+            self._marks.fresh.discard(conversation_id)
             if isinstance(oldest, OSError):
                 batch.errors[conversation_id] = oldest
                 continue
@@ -396,13 +360,8 @@ class EventHub:
             return
         # The exact mark, in the same step as the channel goes: no publish can slip
         # between (a tiny write, like a reservation).
-        try:
-            self._files.write_mark(conversation_id, channel.next_seq, channel.filed_from)
-        except OSError as exc:
-            log.warning("could not write the seq mark of %s: %s", conversation_id, exc)
-            return
-        del self._channels[conversation_id]
-        self._idle[conversation_id] = (channel.next_seq, channel.filed_from)
+        if self._marks.go_idle(conversation_id, channel):
+            del self._channels[conversation_id]
 
     async def close(self) -> None:
         """The daemon stops (no turn runs any more): file every conversation's events and
@@ -435,8 +394,7 @@ class EventHub:
         """Drop a deleted conversation's events, replay file and subscribers."""
         async with self._filing:
             channel = self._channels.pop(conversation_id, None)
-            self._idle.pop(conversation_id, None)
-            self._fresh.discard(conversation_id)
+            self._marks.forget(conversation_id)
             if channel is None or channel.durable:
                 await anyio.to_thread.run_sync(self._files.forget_all, conversation_id)
 
