@@ -25,12 +25,12 @@ from typing import Any, Protocol
 
 import anyio
 
+from jpd.conversation.batched import Batched
 from jpd.conversation.replay import Filed, ReplayFiles
 from jpd.core.hub_channel import (
     REPLAY_BYTES,
     RESERVE_BLOCK,
     Channel,
-    Settling,
     event_size,
     to_file,
 )
@@ -68,7 +68,7 @@ class EventHub:
         self._marks = SeqMarks(files)
         # Moving events between memory and files, and replaying them, never interleave.
         self._filing = anyio.Lock()
-        self._settling: Settling | None = None
+        self._settling = Batched(self._file, self._filing)
         """The conversations waiting for the next filing hop (`settle`)."""
         self.gate: HoldGate | None = None
         """In a fleet: holds each event until the appends made before it are committed
@@ -297,30 +297,15 @@ class EventHub:
             # conversation's turn ends without the lock's checkpoints. Its follower's
             # detach or disconnect settles it.
             return
-        batch = self._settling
-        if batch is not None:
-            batch.ids.append(conversation_id)
-        else:
-            batch = self._settling = Settling([conversation_id])
-            with anyio.CancelScope(shield=True):  # the callers that joined count on it
-                try:
-                    async with self._filing:  # the batch fills while the last one runs
-                        self._settling = None
-                        await self._file(batch)
-                finally:
-                    if self._settling is batch:  # not reached (an error taking the lock)
-                        self._settling = None
-                    batch.done.set()
-        await batch.done.wait()
-        error = batch.errors.get(conversation_id)
-        if error is not None:
-            raise error
+        await self._settling.run(conversation_id)
 
-    async def _file(self, batch: Settling) -> None:
-        """`settle` the conversations of `batch` (the caller holds `_filing`)."""
+    async def _file(self, ids: list[str]) -> dict[str, Exception]:
+        """`settle` the conversations `ids` (run holding `_filing`); the error of each
+        that failed."""
         jobs: list[tuple[str, Channel, list[Filed], int, bool]] = []
+        errors: dict[str, Exception] = {}
         max_bytes = self._replay_bytes()
-        for conversation_id in dict.fromkeys(batch.ids):
+        for conversation_id in dict.fromkeys(ids):
             channel = self._channels.get(conversation_id)
             if channel is None or not to_file(channel):
                 continue
@@ -331,19 +316,18 @@ class EventHub:
             else:
                 self._idle_now(conversation_id, channel)
         if not jobs:
-            return
+            return errors
+        filing = [(job[0], job[2], job[3], job[4]) for job in jobs]
         try:
-            filing = [(job[0], job[2], job[3], job[4]) for job in jobs]
             results = await anyio.to_thread.run_sync(self._files.write_many, filing, max_bytes)
-        except Exception as exc:  # each caller of the batch learns it
-            batch.errors.update((job[0], exc) for job in jobs)
-            return
+        except Exception as exc:  # each caller with events to file learns it
+            return dict.fromkeys((job[0] for job in jobs), exc)
         for (conversation_id, channel, events, _keep, _fresh), oldest in zip(
             jobs, results, strict=True
         ):
             self._marks.fresh.discard(conversation_id)
             if isinstance(oldest, OSError):
-                batch.errors[conversation_id] = oldest
+                errors[conversation_id] = oldest
                 continue
             if self._channels.get(conversation_id) is not channel:
                 continue  # forgotten meanwhile
@@ -353,6 +337,7 @@ class EventHub:
                 channel.pop_oldest()
             channel.filed_from = oldest if oldest <= last_filed else None
             self._idle_now(conversation_id, channel)
+        return errors
 
     def _idle_now(self, conversation_id: str, channel: Channel) -> None:
         """Drop a channel whose events are all filed and that no client follows."""

@@ -7,7 +7,6 @@ import json
 from collections import deque
 from dataclasses import dataclass, field
 
-import anyio
 from pydantic_core import PydanticSerializationError
 
 from jpd.protocol.client_port import ClientLink
@@ -65,12 +64,3 @@ class Channel:
 def to_file(channel: Channel | None) -> bool:
     """Whether `settle` has something to do for `channel`."""
     return channel is not None and not channel.subscribers and channel.durable
-
-
-class Settling:
-    """Conversations whose `settle` waits for the next filing hop."""
-
-    def __init__(self, ids: list[str]) -> None:
-        self.ids = ids
-        self.done = anyio.Event()
-        self.errors: dict[str, OSError | Exception] = {}
