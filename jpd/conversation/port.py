@@ -303,6 +303,10 @@ class ConversationStorage(Protocol):
     async def sync_entries(self, conversation_id: str) -> None:
         """Make a created conversation itself durable, ahead of its first `sync`."""
 
+    async def sync_entries_many(self, conversation_ids: builtins.list[str]) -> dict[str, Exception]:
+        """`sync_entries` of several conversations at once (turns started together);
+        the error of each that failed, by id."""
+
     async def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
         """All events, oldest first (passed through `sanitize` unless told not to)."""
 

@@ -218,35 +218,24 @@ class Conversations:
         except StoreUnreachable as exc:
             raise StoreUnavailableError(str(exc)) from None
 
-    async def sync_entries(self, conversation_id: str) -> None:
-        """Make a new conversation's directory entries durable, in a worker thread: the
-        end-of-turn sync then has only the log to fsync (protocol.md 7.2)."""
-        try:
-            await self.store.sync_entries(conversation_id)
-        except Exception:  # the end-of-turn sync does it then
-            log.exception("could not sync the directory of conversation %s", conversation_id)
-
     def sync_entries_soon(self, conversation_id: str, task_group: TaskGroup) -> None:
-        """`sync_entries` in the background, with the conversations created meanwhile:
-        one task (started in `task_group` when none runs) syncs them in rounds, rather
-        than a task per new conversation (a thousand turns starting at once paid a task
-        each, which cost more than the hop they share)."""
+        """Make a new conversation's directory entries durable in the background (the
+        end-of-turn sync then has only the log to fsync, protocol.md 7.2), with the
+        conversations created meanwhile: one task (started in `task_group` when none
+        runs) syncs them in rounds, rather than a task per new conversation (a thousand
+        turns starting at once paid a task each, which cost more than the hop they
+        share)."""
         self._created.append(conversation_id)
         if not self._syncing:
             self._syncing = True
             task_group.start_soon(self._sync_created)
 
     async def _sync_created(self) -> None:
-        many = getattr(self.store, "sync_entries_many", None)
         try:
             while self._created:
                 batch, self._created = self._created, []
-                if many is None:
-                    for conversation_id in batch:
-                        await self.sync_entries(conversation_id)
-                    continue
                 try:
-                    errors: dict[str, Exception] = await many(batch)
+                    errors = await self.store.sync_entries_many(batch)
                 except Exception as exc:  # the end-of-turn syncs do it then
                     errors = dict.fromkeys(batch, exc)
                 for conversation_id, error in errors.items():

@@ -167,3 +167,13 @@ class PgAppends(PgConnections):
     async def sync_entries(self, conversation_id: str) -> None:
         """Nothing to do: a created row is as durable as the next `sync` makes it."""
         validate_id(conversation_id)
+
+    async def sync_entries_many(self, conversation_ids: builtins.list[str]) -> dict[str, Exception]:
+        """Nothing to do, as `sync_entries`: only a bad id fails."""
+        errors: dict[str, Exception] = {}
+        for conversation_id in conversation_ids:
+            try:
+                validate_id(conversation_id)
+            except ValueError as exc:
+                errors[conversation_id] = exc
+        return errors
