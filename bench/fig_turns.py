@@ -8,7 +8,10 @@ A fake Anthropic server in its own process streams `TOKENS` text events per answ
   sends `turn/list` every 50 ms on the same connection and times each answer. Measured:
   the daemon's CPU (its threads' run time, `rpcclient.cpu_seconds`) over the batch, per
   streamed token; the p99 of the `turn/list` answers; whether every turn ended with
-  `end_turn` and all of its text.
+  `end_turn` and all of its text. With `BENCH_TURNS_STDIO_CANCEL=1` the largest batch
+  also times `turn/cancel` of a running turn (`bench.turns_cancel`) on that connection:
+  not by default, as each of its turns costs the daemon about a whole turn's CPU (some
+  40 of them would add 3-4% to the batch's); the socket run always times it.
 - the reference readers, in this process, over the same streams: httpx with its default
   transport, and httpx on the aiohttp transport (`httpx-aiohttp`), each reading the
   bodies raw (no SSE parsing) with one client and a pool sized for the count. Their CPU
@@ -43,6 +46,7 @@ if str(ROOT) not in sys.path:
 from bench.bench_jpd_stream import environment, start_server  # noqa: E402
 from bench.report import Row, pct  # noqa: E402
 from bench.rpcclient import cpu_seconds, frame  # noqa: E402
+from bench.turns_cancel import cancel_running  # noqa: E402
 
 TOKENS = 100
 INTERVAL = 0.05
@@ -205,19 +209,23 @@ class Probing:
 
 
 async def _batch(
-    daemon: _Daemon, count: int, probing: Phases | None = None
+    daemon: _Daemon, count: int, probing: Phases | None = None, cancel: bool = False
 ) -> tuple[float, dict[str, Latencies], int, float]:
     """Start `count` turns at once, timing the probes (default: a `turn/list` on the
-    same connection, every `PROBE_EVERY` seconds) from the first `turn/start` to the
-    last turn's end; (daemon CPU, each probe's latencies, turns that ended normally
-    with all their text, wall seconds)."""
+    same connection, every `PROBE_EVERY` seconds, and with `cancel` `turn/cancel` of a
+    turn of its own) from the first `turn/start` to the last turn's end; (daemon CPU,
+    each probe's latencies, turns that ended normally with all their text, wall
+    seconds)."""
     assert daemon.process is not None
     pid = daemon.process.pid
     daemon.ended.clear()
     daemon.text.clear()
     expected = len("".join(f" tok{i}" for i in range(TOKENS)))
     if probing is None:
-        probing = Probing({"turn/list": lambda: daemon.request("turn/list")})
+        probes: dict[str, Probe] = {"turn/list": lambda: daemon.request("turn/list")}
+        if cancel:
+            probes["turn/cancel"] = lambda: cancel_running(daemon)
+        probing = Probing(probes)
     cpu0, start = cpu_seconds(pid), time.perf_counter()
     await probing.start()
     starts = [daemon.send("turn/start", {"message": "bench"}) for _ in range(count)]
@@ -280,8 +288,11 @@ async def _measure(home: Path, base_url: str, counts: list[int]) -> dict[str, di
     daemon = await _Daemon.start(env)
     try:
         await _batch(daemon, 1)  # warm up: the provider, its client, the store
+        cancel = os.environ.get("BENCH_TURNS_STDIO_CANCEL") == "1"
         for count in counts:
-            results["jpd"][count] = await _batch(daemon, count)
+            results["jpd"][count] = await _batch(
+                daemon, count, cancel=cancel and count == max(counts)
+            )
     finally:
         await daemon.close()
     if SOCKET_PROBES:

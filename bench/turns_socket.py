@@ -10,7 +10,9 @@ run, control requests are timed from other connections, each every 50 ms:
   `PENDING` `tool/call`s of a tool that asks one question outstanding; every 200 ms the
   probe answers one whose `inquiry/prompt` it saw (waiting for one is not timed) and
   must be accepted;
-- `inquiry/answer` of an unknown id on the second connection (the lookup only: -32001).
+- `inquiry/answer` of an unknown id on the second connection (the lookup only: -32001);
+- `turn/cancel` of a running turn the second connection started (`bench.turns_cancel`,
+  one every 200 ms at most): it must be cancelled, and end so.
 
 The probes run in a process of their own (`python -m bench.turns_socket --probes
 SOCKET`), told by a pipe when the batch starts, when every turn started, and when it
@@ -35,6 +37,7 @@ from typing import Any
 from bench.fig_turns import INIT, PROBE_EVERY, ROOT, Latencies, Probing, _batch, _Daemon
 from bench.report import Row
 from bench.rpcclient import frame
+from bench.turns_cancel import cancel_running
 
 PENDING = 150
 """Questions asked ahead of the probe that answers them: with a thousand turns running a
@@ -252,6 +255,7 @@ async def _probe_process(path: Path) -> None:
         "initialize": lambda: _initialize_new(path),
         "inquiry/answer": lambda: _answer_pending(asker, other),
         "inquiry/answer unknown": lambda: _answer_unknown(other),
+        "turn/cancel": lambda: cancel_running(other),
     })  # fmt: skip
     loop = asyncio.get_running_loop()
     commands = asyncio.StreamReader()
@@ -277,6 +281,8 @@ def socket_rows(
     rows += probe_rows(high, pending, " of a pending question (another socket connection)")
     unknown = {"inquiry/answer": timed["inquiry/answer unknown"]}
     rows += probe_rows(high, unknown, " of an unknown id (another socket connection)")
+    cancel = {"turn/cancel": timed["turn/cancel"]}
+    rows += probe_rows(high, cancel, " of a running turn (another socket connection)")
     rows.append(
         Row(f"the {high:,}-turn batch on the socket", f"{normal}/{high} turns ended normally,"
             f" {wall:.1f} s", "-", None, "all")

@@ -54,7 +54,8 @@ def test_the_quick_bench_prints_every_figure(tmp_path: Path) -> None:
     assert any(figure.startswith("daemon CPU per token, ") for figure in rows)
     assert any(figure.startswith("turn/list p99 while ") for figure in rows)
     probes = ("turn/list (another socket", "initialize (a new socket")
-    for probe in (*probes, "inquiry/answer of a pending question", "inquiry/answer of an unknown"):
+    probes += ("inquiry/answer of a pending question", "inquiry/answer of an unknown")
+    for probe in (*probes, "turn/cancel of a running turn (another socket"):
         assert any(figure.startswith(probe) for figure in rows), probe
     for figure in FIGURES:
         measured = rows[figure][0]
