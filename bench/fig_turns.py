@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:
 from bench.bench_jpd_stream import environment, start_server  # noqa: E402
 from bench.report import Row, pct  # noqa: E402
 from bench.rpcclient import cpu_seconds, frame  # noqa: E402
-from bench.turns_cancel import cancel_running  # noqa: E402
+from bench.turns_cancel import Canceller  # noqa: E402
 
 TOKENS = 100
 INTERVAL = 0.05
@@ -221,10 +221,11 @@ async def _batch(
     daemon.ended.clear()
     daemon.text.clear()
     expected = len("".join(f" tok{i}" for i in range(TOKENS)))
+    canceller = Canceller(daemon) if cancel else None
     if probing is None:
         probes: dict[str, Probe] = {"turn/list": lambda: daemon.request("turn/list")}
-        if cancel:
-            probes["turn/cancel"] = lambda: cancel_running(daemon)
+        if canceller is not None:
+            probes["turn/cancel"] = canceller.probe
         probing = Probing(probes)
     cpu0, start = cpu_seconds(pid), time.perf_counter()
     await probing.start()
@@ -237,6 +238,8 @@ async def _batch(
     wall = time.perf_counter() - start
     cpu = cpu_seconds(pid) - cpu0
     timed = await probing.finish()
+    if canceller is not None:
+        await canceller.settle()
     if os.environ.get("BENCH_TURNS_TRACE"):
         for name, (starting, streaming) in timed.items():
             print(name, [round(x * 1000) for x in starting + streaming], file=sys.stderr)

@@ -12,7 +12,7 @@ run, control requests are timed from other connections, each every 50 ms:
   must be accepted;
 - `inquiry/answer` of an unknown id on the second connection (the lookup only: -32001);
 - `turn/cancel` of a running turn the second connection started (`bench.turns_cancel`,
-  one every 200 ms at most): it must be cancelled, and end so.
+  every 200 ms): it must be cancelled, and end so.
 
 The probes run in a process of their own (`python -m bench.turns_socket --probes
 SOCKET`), told by a pipe when the batch starts, when every turn started, and when it
@@ -37,7 +37,7 @@ from typing import Any
 from bench.fig_turns import INIT, PROBE_EVERY, ROOT, Latencies, Probing, _batch, _Daemon
 from bench.report import Row
 from bench.rpcclient import frame
-from bench.turns_cancel import cancel_running
+from bench.turns_cancel import Canceller
 
 PENDING = 150
 """Questions asked ahead of the probe that answers them: with a thousand turns running a
@@ -250,12 +250,13 @@ async def _probe_process(path: Path) -> None:
     asked = [await asker.questions.get() for _ in range(PENDING)]
     for inquiry_id in asked:
         asker.questions.put_nowait(inquiry_id)
+    canceller = Canceller(other)
     probing = Probing({
         "turn/list": lambda: other.request("turn/list"),
         "initialize": lambda: _initialize_new(path),
         "inquiry/answer": lambda: _answer_pending(asker, other),
         "inquiry/answer unknown": lambda: _answer_unknown(other),
-        "turn/cancel": lambda: cancel_running(other),
+        "turn/cancel": canceller.probe,
     })  # fmt: skip
     loop = asyncio.get_running_loop()
     commands = asyncio.StreamReader()
@@ -265,7 +266,9 @@ async def _probe_process(path: Path) -> None:
         await commands.readline()
         await step()
     await commands.readline()
-    print(json.dumps(await probing.finish()), flush=True)
+    timed = await probing.finish()
+    await canceller.settle()
+    print(json.dumps(timed), flush=True)
 
 
 def socket_rows(
