@@ -10,8 +10,9 @@ A fake Anthropic server in its own process streams `TOKENS` text events per answ
   streamed token; the p99 of the `turn/list` answers; whether every turn ended with
   `end_turn` and all of its text. With `BENCH_TURNS_STDIO_CANCEL=1` the largest batch
   also times `turn/cancel` of a running turn (`bench.turns_cancel`) on that connection:
-  not by default, as each of its turns costs the daemon about a whole turn's CPU (some
-  40 of them would add 3-4% to the batch's); the socket run always times it.
+  not by default, as each of its turns costs the daemon about a whole turn's CPU (5.6-6.7
+  ms against 7.3 ms) and some 50 in a batch of 1,000 add ~5% to the CPU per token; the
+  socket run always times it.
 - the reference readers, in this process, over the same streams: httpx with its default
   transport, and httpx on the aiohttp transport (`httpx-aiohttp`), each reading the
   bodies raw (no SSE parsing) with one client and a pool sized for the count. Their CPU
