@@ -148,6 +148,16 @@ def _main(argv: list[str] | None) -> int:
         parser.error("--listen-ws and --ws-token-file need --listen")
     restrict_umask()  # before any file is created, the log included
     env = os.environ
+    from jpd.pydantic_plugins import run_without_plugins
+    from jpd.settings import Settings
+
+    # The environment as it is, for the turns and the tools: the plugin switch set just
+    # after is the daemon's own, not theirs.
+    settings = Settings.from_env()
+    # No third-party pydantic plugins (they would see secrets), and none looked for:
+    # before the first validator is built (`daemon.log_level` read below, initialize's
+    # result built as `jpd.rpc.methods` loads), or the lookup imports package metadata.
+    run_without_plugins()
     listening = args.listen is not None
     level = _log_level(args.log_level, env, listening)
     try:
@@ -157,16 +167,10 @@ def _main(argv: list[str] | None) -> int:
     # The daemon's modules load only now, with the collector paused (see `main`).
     import anyio
 
-    from jpd.pydantic_plugins import run_without_plugins
     from jpd.rpc.stdio import claim_stdout
     from jpd.server import create_server
-    from jpd.settings import Settings
 
-    settings = dataclasses.replace(Settings.from_env(), log_file=log_file)
-    # No third-party pydantic plugins (they would see secrets). After `settings` copied
-    # the environment, so the turns' and tools' environments do not inherit the switch.
-    run_without_plugins()
-    server = create_server(settings)
+    server = create_server(dataclasses.replace(settings, log_file=log_file))
     gc.freeze()
     # Young collections every 10,000 allocations rather than 700: a daemon streaming
     # a thousand turns allocates at every token, and each young collection also walks
