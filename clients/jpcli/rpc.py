@@ -226,6 +226,20 @@ class Connection:
             raise pending.error
         return pending.result
 
+    def post(self, method: str, params: Any = None) -> None:
+        """Send a request without waiting for its response (dropped when it comes).
+
+        Raises `ConnectionClosed` if the peer is gone already."""
+        with self._state_lock:
+            if self._closed is not None:
+                raise self._closed
+            request_id = self._next_id
+            self._next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self._send(message)
+
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (no response)."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
