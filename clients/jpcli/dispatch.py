@@ -38,21 +38,26 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
     daemon.launch()  # a private daemon boots while the command's modules load
     from jpcli import admin, commands
     from jpcli.conversations import basic as conversations
+    from jpcli.current import CurrentConversations
 
-    connection = daemon.start()
+    # What needs no answer from the daemon is made before the handshake waits for it
+    # (a private daemon is still booting): not after, between its answer and the turn.
     output = output_for(args)
     out, err = output.out, output.err
     command, action = args.command, getattr(args, "action", None)
-    from jpcli.current import CurrentConversations
-
     current = CurrentConversations(os.environ)
+    environment: dict[str, Any] = {}
+    if command in ("query", "q", "chat"):
+        from jpcli.environment import client_environment
+
+        environment = client_environment()
+    if command in ("query", "q"):
+        from jpcli.conversations.query import prepare
+    connection = daemon.start()
     remote = getattr(daemon, "remote", None)
     if remote is not None:  # remembered per remote machine and workspace, not locally
         current.data_dir, current.workspace = remote.state_key()
     if command in ("query", "q"):
-        from jpcli.conversations.query import prepare
-        from jpcli.environment import client_environment
-
         prepared = prepare(connection, inputs, current, err)
         if isinstance(prepared, int):
             return prepared
@@ -67,19 +72,18 @@ def dispatch(args: argparse.Namespace, inputs: dict[str, Any], daemon: Any, prom
                 **prepared,
                 output=output,
                 prompter=prompter,
-                environment=client_environment(),
+                environment=environment,
                 current=current,
             )
         )
     if command == "chat":
         from jpcli.chat import chat
-        from jpcli.environment import client_environment
 
         return chat(
             connection,
             output=output,
             prompter=prompter,
-            environment=client_environment(),
+            environment=environment,
             current=current,
             env=os.environ,
             model=args.model,
