@@ -50,7 +50,7 @@ class ProtectedPathsConfig(ConfigModel):
 
     names: list[str] = Field(default_factory=lambda: [".git", ".jp", ".vscode", ".idea"])
     """A path with a component named so (at any depth) is protected."""
-    allow: list[str] = Field(default_factory=list)
+    allow: list[str] = []
     """Globs of paths relative to their root (`.vscode/settings.json`) written as any file."""
 
 
@@ -95,7 +95,7 @@ class Config(ConfigModel):
     mcp: McpConfig = McpConfig()
     aliases: dict[AliasName, ModelId] = Field(default_factory=dict)
     """`[aliases] fast = "anthropic/claude-haiku-4-5"`: short names for `turn/start` `model`."""
-    config_load_paths: list[ConfigPath] = Field(default_factory=list)
+    config_load_paths: list[ConfigPath] = []
     """More folders `--cfg NAME` looks in (jpd/config/named.py)."""
     prices: dict[ModelId, Price] = Field(default_factory=dict)
     """`[prices."anthropic/claude-sonnet-4-5"] input = 3.0, output = 15.0`: per million tokens."""

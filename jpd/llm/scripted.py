@@ -58,7 +58,7 @@ class ScriptedResponse(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    tool_calls: list[ScriptedToolCall] = []
     finish: Literal["end_turn", "max_tokens", "tool_use"] | None = None
     usage: TokenUsage | None = None
     chunk: int = Field(default=8, ge=1)

@@ -16,7 +16,7 @@ class ClientEnvironment(WireParams):
     env: dict[str, str] | None = Field(default=None, repr=False)
     """The client's environment variables. When sent, they replace the daemon's for this
     request: `JP_CONFIG`, provider API keys, and the tool subprocesses' environment."""
-    additional_roots: list[str] = Field(default_factory=list)
+    additional_roots: list[str] = []
     """Absolute directories the workspace tools may use besides `cwd` (an editor's
     `additionalDirectories`); config layering still follows `cwd` alone."""
     umask: int | None = Field(default=None, ge=0, le=0o777)

@@ -17,7 +17,7 @@ class ClientInfo(WireParams):
 
 
 class PromptCapability(WireParams):
-    answer_types: list[AnswerTypeName] = Field(default_factory=list)
+    answer_types: list[AnswerTypeName] = []
 
 
 class ClientCapabilitiesParams(WireParams):

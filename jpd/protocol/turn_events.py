@@ -58,7 +58,7 @@ class ToolCallStarted(WireModel):
     itself, never cut; paths relative to the workspace): jpd/tools/titles.py."""
     tool_kind: str = "other"
     """What the call does: `read`, `search`, `edit`, `execute`, ... (jpd/tools/kinds.py)."""
-    locations: list[ToolLocation] = Field(default_factory=list)
+    locations: list[ToolLocation] = []
     diff: FileDiff | None = None
     """For an edit: the whole file before (absent: a new file) and after; the call's own
     fragment when the file could not be read or does not hold the old text."""

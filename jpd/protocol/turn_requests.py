@@ -53,13 +53,13 @@ class TurnStartParams(WireParams):
     """The detached policy for this turn's questions and permissions (overrides config)."""
     mode: PermissionMode = "ask"
     """The turn's permission mode (protocol.md 5.5.1), recorded with the turn."""
-    images: list[ImageInput] = Field(default_factory=list, repr=False)
+    images: list[ImageInput] = Field(default=[], repr=False)
     """Images sent with the message, for a model that takes images."""
-    tools: list[ToolToggle] = Field(default_factory=list)
+    tools: list[ToolToggle] = []
     """Per-turn tool toggles, applied left to right (`-t`/`-T` of `jp query`)."""
     environment: ClientEnvironment | None = Field(default=None, repr=False)
     """The client's working directory and environment for this turn only."""
-    labels: list[Label] = Field(default_factory=list)
+    labels: list[Label] = []
     """Labels added to the conversation (protocol.md 5.26)."""
     title: Title | None = None
     """The conversation's title (a title set so is never replaced by a generated one)."""
@@ -69,9 +69,9 @@ class TurnStartParams(WireParams):
     """False: a new conversation, deleted as soon as this turn ends (`--no-persist`)."""
     response_schema: dict[str, Any] | None = None
     """A JSON schema the turn's final answer must be valid JSON for (`--schema`)."""
-    config_files: list[str] = Field(default_factory=list)
+    config_files: list[str] = []
     """Named config files or paths (`--cfg`, personas) laid under `config`, in order."""
-    attachments: list[Attachment] = Field(default_factory=list)
+    attachments: list[Attachment] = []
     """Files, globs (`!` excludes), `http(s)://`, `cmd://`, `jp://ID`, read before the
     turn starts and sent with the message (protocol.md 5.5)."""
 
@@ -138,7 +138,7 @@ class TurnDetachResult(WireModel):
 
 class TurnListResult(WireModel):
     turns: list[TurnInfo]
-    inquiries: list[PendingInfo] = Field(default_factory=list)
+    inquiries: list[PendingInfo] = []
 
 
 class TurnUndoParams(WireParams):
