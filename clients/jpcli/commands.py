@@ -174,9 +174,11 @@ def query(
         if not isinstance(turn_id, str) or not isinstance(started_conversation, str):
             output.err.write(f"jp: error: unexpected turn/start result: {started!r}\n")
             return EXIT_ERROR
-        from jpcli.configs.warnings import show_once
+        warnings = started.get("configWarnings")
+        if warnings:  # its module (hashlib) loads only for what it shows
+            from jpcli.configs.warnings import show_once
 
-        show_once(started.get("configWarnings"), os.environ, output.err)
+            show_once(warnings, os.environ, output.err)
         if detach:
             if current is not None:
                 current.set(started_conversation)

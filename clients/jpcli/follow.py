@@ -349,14 +349,15 @@ class Follower:
 
     def _changed_files(self) -> None:
         """After the turn: the files it changed, in one line (nothing when none)."""
-        from jpcli.turns.changes import changed_line, turn_changes
-
         if self.follow.turn_id is None or not self.follow.live:
             return  # a turn shown from its backlog only: not "the end of a turn"
         if self._saw_start and not self._ran_tools:
             # Only tools change files (each change is a tool call's): seen from its
-            # start without one, the turn changed none. Saves a request at every end.
+            # start without one, the turn changed none. Saves a request at every end
+            # (and the import below, difflib's, between the turn's end and `jp`'s).
             return
+        from jpcli.turns.changes import changed_line, turn_changes
+
         try:
             result = turn_changes(self.connection, self.follow.conversation_id, self.follow.turn_id)
         except (RpcError, OSError):
