@@ -1,4 +1,5 @@
-"""Empty-list defaults of the models `initialize` and a plain turn build are `[]`, not
+"""Empty-list defaults of the models `initialize` and a plain turn build are `[]` (or,
+for models validated by the thousand, a factory of their own), not
 `default_factory=list`: pydantic reads a default factory's signature, and for `list`
 (a builtin with a text signature) the first read compiles `tokenize`'s patterns, about
 1.5 ms on the start-up path (protocol.md section 4, "Start-up"). `[]` is copied for each
@@ -10,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from jpd.config.config import Config, ProtectedPathsConfig
-from jpd.llm.scripted import ScriptedResponse
+from jpd.llm.scripted import Script, ScriptedResponse
 from jpd.protocol.environment import ClientEnvironment
 from jpd.protocol.initialize import ClientCapabilitiesParams, InitializeParams, PromptCapability
 from jpd.protocol.turn_events import ToolCallStarted
@@ -44,6 +45,9 @@ def test_empty_list_defaults_are_fresh_per_instance() -> None:
     assert first.labels is not second.labels
     assert ClientEnvironment.model_validate({}).additional_roots == []
     assert PromptCapability.model_validate({}).answer_types == []
+    script = Script.model_validate({"responses": [{"text": "a"}, {"text": "b"}]})
+    assert script.responses[0].tool_calls == []
+    assert script.responses[0].tool_calls is not script.responses[1].tool_calls
     one, other = Config(), Config()
     assert one.config_load_paths == [] and one.config_load_paths is not other.config_load_paths
 
