@@ -279,6 +279,37 @@ async def test_a_burst_sent_on_connecting_is_answered_in_order_and_the_client_co
     assert by_id[3]["result"] == {"turns": [], "inquiries": []}
 
 
+async def test_a_client_that_hung_up_is_not_counted_though_the_loop_has_not_seen_it(
+    sock_dir: Path,
+) -> None:
+    """The threads come first (jpd.rpc.loop_yield): `daemon/status` may be answered
+    before the loop ended a session whose client left; its reader saw the end."""
+    core = SocketDaemon()
+    async with listening(core, sock_dir) as (_, connect):
+        busy = await in_thread(connect)
+
+        def scenario() -> tuple[list[int], bool]:
+            busy.call(1, "initialize", INIT)
+            busy.request(2, "conversation/list", {})
+            assert core.blocked.wait(_SAFETY)
+            leaver = connect()
+            assert "result" in leaver.call(1, "initialize", INIT)
+            counted = [busy.call(3, "daemon/status")["result"]["clients"]]
+            leaver.sock.close()
+            for attempt in range(int(_SAFETY / 0.01)):
+                counted.append(busy.call(4 + attempt, "daemon/status")["result"]["clients"])
+                if counted[-1] == 1:
+                    break
+                threading.Event().wait(0.01)
+            released_before = core.release.is_set()
+            core.release.set()
+            busy.receive()
+            return counted, released_before
+
+        counted, released_before = await in_thread(scenario)
+    assert counted[0] == 2 and counted[-1] == 1 and released_before is False
+
+
 async def test_an_initialize_after_a_message_the_loop_holds_waits_its_turn(
     sock_dir: Path,
 ) -> None:
