@@ -27,6 +27,7 @@ import anyio
 import pytest
 
 from jpd.protocol.errors import NotFound
+from jpd.rpc import loop_yield
 from jpd.rpc import socket_lane as socket_lane_module
 from jpd.rpc.framing import encode_frame
 from jpd.rpc.listener import SocketServer
@@ -308,6 +309,33 @@ async def test_a_client_that_hung_up_is_not_counted_though_the_loop_has_not_seen
 
         counted, released_before = await in_thread(scenario)
     assert counted[0] == 2 and counted[-1] == 1 and released_before is False
+
+
+async def test_clients_that_hang_up_at_once_or_send_junk_leave_nothing_watched(
+    sock_dir: Path,
+) -> None:
+    """An attacker's many short connections (some sending junk, a frame too large or
+    half a frame) end their readers: the loop's thread no longer waits for any of them
+    (jpd.rpc.loop_yield); the accept thread's socket alone is watched, and a client
+    after them is served."""
+    core = SocketDaemon()
+    async with listening(core, sock_dir) as (_, connect):
+
+        def scenario() -> tuple[int, dict[str, Any]]:
+            junk = [b"", b"garbage\r\n\r\n", b"Content-Length: 99999999999\r\n\r\n{", b"Content-"]
+            for index in range(24):
+                client = connect()
+                client.send_raw(junk[index % len(junk)])
+                client.sock.close()
+            for _ in range(int(_SAFETY / 0.01)):
+                if len(loop_yield.YIELDING._watched) == 1:
+                    break
+                threading.Event().wait(0.01)
+            watched = len(loop_yield.YIELDING._watched)
+            return watched, connect().call(1, "initialize", INIT)
+
+        watched, initialized = await in_thread(scenario)
+    assert watched == 1 and "result" in initialized
 
 
 async def test_an_initialize_after_a_message_the_loop_holds_waits_its_turn(
