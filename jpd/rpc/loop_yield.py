@@ -79,7 +79,7 @@ class Yielding:
         self._owner: int | None = None
         """The native id of the thread the signal goes to (None: not installed)."""
         self._waiting = 0
-        """Handlers waiting now (one may run inside another's wait)."""
+        """Handlers waiting now (0 or 1)."""
 
     def install(self) -> bool:
         """Handle `SIGNAL` on this thread (the main thread, where Python runs signal
@@ -104,14 +104,12 @@ class Yielding:
         except OSError as exc:  # not a socket or pipe, say: it works as before
             log.debug("cannot watch fd %d: %s", fd, exc)
             return watched
-        with self._cond:
-            self._watched.add(watched)
+        self._watched.add(watched)  # one call under the GIL: the handler may run anywhere
         return watched
 
     def forget(self, watched: Watched) -> None:
-        with self._cond:
-            self._watched.discard(watched)
-            self._cond.notify_all()
+        self._watched.discard(watched)
+        self.progressed()
 
     def progressed(self) -> None:
         if self._waiting:  # read without the lock: a late notify costs nothing
@@ -121,7 +119,7 @@ class Yielding:
     def _pending(self) -> bool:
         """A watched thread has input it did not handle yet."""
         idle = []
-        for watched in self._watched:
+        for watched in tuple(self._watched):  # copied in one call: threads add and drop
             if watched.waits_for_loop:
                 continue
             if watched.busy:
@@ -137,7 +135,18 @@ class Yielding:
         return False
 
     def _on_signal(self, _signum: int, _frame: FrameType | None) -> None:
-        deadline = time.monotonic() + MAX_WAIT
+        # It runs between two bytecodes of whatever the loop's thread was doing: an
+        # exception would be raised there (in a turn's stream, say), so none escapes.
+        # Another signal while it waits runs it again inside that wait: that one has
+        # nothing to add.
+        if self._waiting:
+            return
+        try:
+            self._wait_for_threads(time.monotonic() + MAX_WAIT)
+        except Exception:
+            log.exception("the loop's thread did not step aside for the control threads")
+
+    def _wait_for_threads(self, deadline: float) -> None:
         with self._cond:
             self._waiting += 1
             try:
@@ -147,8 +156,7 @@ class Yielding:
                         return
                     self._cond.wait(remaining)
             finally:
-                self._waiting = 0
-        """Handlers waiting now (one may run inside another's wait)."""
+                self._waiting -= 1
 
 
 YIELDING = Yielding()

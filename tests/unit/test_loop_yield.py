@@ -184,3 +184,39 @@ def test_a_socket_client_is_watched_until_its_connection_ends(
     assert lane.watched in found._watched
     lane.abandon()  # never served: the daemon stopped first
     assert not found._watched
+
+
+def test_the_handler_never_raises_into_the_code_it_interrupted(
+    yielding: Yielding, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It runs between two bytecodes of anything the loop's thread does (a turn's
+    stream, say): a failure of its own must not become that code's exception."""
+
+    def broken() -> bool:
+        raise RuntimeError("Set changed size during iteration")
+
+    monkeypatch.setattr(yielding, "_pending", broken)
+    yielding._on_signal(loop_yield.SIGNAL, None)  # returns: logged, not raised
+
+
+def test_a_signal_during_the_wait_does_not_wait_again(
+    yielding: Yielding, pair: tuple[socket.socket, socket.socket]
+) -> None:
+    """A second signal runs the handler inside the first one's wait (the same thread):
+    it returns at once, the first goes on waiting."""
+    _client, daemon = pair
+    watched = yielding.watch(daemon.fileno())
+    watched.woke()
+    waits: list[int] = []
+    real_wait = yielding._cond.wait
+
+    def wait(timeout: float | None = None) -> bool:
+        waits.append(yielding._waiting)
+        if len(waits) == 1:
+            yielding._on_signal(loop_yield.SIGNAL, None)  # as a signal arriving now
+            watched.done()
+        return real_wait(0)
+
+    yielding._cond.wait = wait  # type: ignore[method-assign]
+    yielding._on_signal(loop_yield.SIGNAL, None)
+    assert waits == [1] and yielding._waiting == 0
