@@ -27,6 +27,7 @@ import anyio
 
 from jpd.rpc.framing import Frame, FrameSplitter
 from jpd.rpc.lane_output import QUEUE_BYTES, SharedFd, ThreadedOutput
+from jpd.rpc.loop_yield import Watched
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,11 @@ class ThreadedInput:
         """What the thread asks about each message, once started."""
         self._splitter = FrameSplitter(0)
         """Cuts the input into frames (`start` sizes it)."""
+        self.hung_up = False
+        """The thread read the end of the input: the client is gone (the loop may not
+        have seen it yet)."""
+        self.watched: Watched | None = None
+        """The loop's thread steps aside while this thread has input (jpd.rpc.loop_yield)."""
 
     def start(
         self,
@@ -96,6 +102,8 @@ class ThreadedInput:
         try:
             self._run(answer)
         finally:
+            if self.watched is not None:
+                self.watched.forget()
             if self._shared is not None:
                 self._shared.release()
 
@@ -145,13 +153,17 @@ class ThreadedInput:
     def _run(self, answer: Answer) -> None:
         poller = select.poll()
         poller.register(self.fd, select.POLLIN)
+        watched = self.watched
         while not self._stopped:
+            if watched is not None:
+                watched.done()
             chunk = self._read(poller)
             if chunk is None:
                 continue
             if not self._feed(chunk, answer):
                 return
             if not chunk:
+                self.hung_up = True
                 self._hand_over(None)
                 return
 
@@ -173,6 +185,8 @@ class ThreadedInput:
         try:
             if not poller.poll(_POLL_MS):
                 return None
+            if self.watched is not None:
+                self.watched.woke()
             return os.read(self.fd, 65536)
         except BlockingIOError:
             return None
@@ -196,7 +210,11 @@ class ThreadedInput:
         connection ended."""
         with self._cond:
             while self._bytes > QUEUE_BYTES and self._items and not self._stopped:
+                if self.watched is not None:
+                    self.watched.waits_for_loop = True
                 self._cond.wait()
+            if self.watched is not None:
+                self.watched.waits_for_loop = False
             if self._stopped:
                 return False
             self._items.append(item)

@@ -24,6 +24,7 @@ import anyio.abc
 from jpd.core.daemon import Daemon
 from jpd.rpc.answers import ThreadAnswers
 from jpd.rpc.boundary import serve_connection
+from jpd.rpc.loop_yield import YIELDING
 from jpd.rpc.outbox import ConnectionLimits
 from jpd.rpc.socket_lane import LaneAcceptor, LaneConnection
 from jpd.rpc.transport import Requester
@@ -86,8 +87,14 @@ class SocketServer:
         return time.monotonic() - self._started
 
     def client_count(self) -> int:
+        # A client whose end of input its reader thread read is gone, though the loop
+        # may not have seen it yet (the threads come first: jpd.rpc.loop_yield).
         with self._arriving_lock:  # from the loop and from reader threads
-            return len(self._connections) + len(self._arriving)
+            return sum(
+                1
+                for client in (*self._connections, *self._arriving)
+                if not (isinstance(client, LaneConnection) and client.input.hung_up)
+            )
 
     def request_stop(self, session: Requester) -> None:
         self.stop(f"daemon/stop from client {session.link_id} ({session.client_name})")
@@ -104,6 +111,7 @@ class SocketServer:
     async def serve(self, listener: anyio.abc.SocketListener) -> None:
         """Serve clients until `stop()`, then stop cleanly; closes `listener`."""
         self._loop = asyncio.get_running_loop()
+        YIELDING.install()  # before the accept thread watches the listening socket
         raw = listener.extra(anyio.abc.SocketAttribute.raw_socket)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._serve_admitted, tg)

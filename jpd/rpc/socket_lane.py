@@ -7,7 +7,8 @@ client that passed, it answers at once what the client sent already (its first
 `initialize`, usually there by the time the peer was checked), then starts its reader
 thread; both answer before the loop has set up the session (`ThreadAnswers.bind` gives
 it the session later). Every hand-over between threads may wait for the GIL (or for a
-core of a busy machine), so the first answer takes none.
+core of a busy machine), so the first answer takes none; and while these threads have
+input, the event loop's thread lets them have the GIL (jpd.rpc.loop_yield).
 
 The threads use a duplicate of the socket's descriptor, closed by the last of them (a
 thread that outlives its connection never touches a number reused by the next client).
@@ -34,6 +35,7 @@ from jpd.rpc.errors import error_body
 from jpd.rpc.framing import FrameSplitter, encode_frame
 from jpd.rpc.lane import Answer, ThreadedInput
 from jpd.rpc.lane_output import SharedFd, ThreadedOutput
+from jpd.rpc.loop_yield import YIELDING
 from jpd.rpc.peer import check_peer
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,7 @@ class LaneConnection:
         self._shared = SharedFd(os.dup(sock.fileno()))
         self.output = ThreadedOutput(self._shared.fd, _SEND_BYTES, direct=True, shared=self._shared)
         self.input = ThreadedInput(self._shared.fd, self.output, self._shared)
+        self.input.watched = self.watched = YIELDING.watch(self._shared.fd)
         self._started = False
         self.verified = False
         """The peer rule vouched for the process on the other end."""
@@ -81,6 +84,7 @@ class LaneConnection:
     def abandon(self) -> None:
         """End a client never served (the daemon stopped first): no flush."""
         self.input.stop()
+        self.watched.forget()
         self.output.close()
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
@@ -97,6 +101,7 @@ class LaneConnection:
                     await self.output.drain()
             self.input.stop()
         finally:
+            self.watched.forget()  # its thread does too, if it started
             with contextlib.suppress(OSError):
                 self._sock.shutdown(socket.SHUT_RDWR)
             self._sock.close()  # the threads have their own descriptor
@@ -147,10 +152,13 @@ class LaneAcceptor:
     def _run(self) -> None:
         poller = select.poll()
         poller.register(self._sock.fileno(), select.POLLIN)
+        watched = YIELDING.watch(self._sock.fileno())
         try:
             while not self._stopping.is_set():
+                watched.done()
                 if not poller.poll(_ACCEPT_POLL_MS):
                     continue
+                watched.woke()
                 try:
                     client, _ = self._sock.accept()
                 except BlockingIOError:
@@ -161,6 +169,7 @@ class LaneAcceptor:
                     continue
                 self._admit(client)
         finally:
+            watched.forget()
             self._sock.close()
 
     def _admit(self, client: socket.socket) -> None:

@@ -27,6 +27,7 @@ import anyio
 import pytest
 
 from jpd.protocol.errors import NotFound
+from jpd.rpc import loop_yield
 from jpd.rpc import socket_lane as socket_lane_module
 from jpd.rpc.framing import encode_frame
 from jpd.rpc.listener import SocketServer
@@ -277,6 +278,64 @@ async def test_a_burst_sent_on_connecting_is_answered_in_order_and_the_client_co
     by_id = {answer["id"]: answer for answer in (listing, listed)}  # handled concurrently
     assert by_id[2]["result"] == {"conversations": []}
     assert by_id[3]["result"] == {"turns": [], "inquiries": []}
+
+
+async def test_a_client_that_hung_up_is_not_counted_though_the_loop_has_not_seen_it(
+    sock_dir: Path,
+) -> None:
+    """The threads come first (jpd.rpc.loop_yield): `daemon/status` may be answered
+    before the loop ended a session whose client left; its reader saw the end."""
+    core = SocketDaemon()
+    async with listening(core, sock_dir) as (_, connect):
+        busy = await in_thread(connect)
+
+        def scenario() -> tuple[list[int], bool]:
+            busy.call(1, "initialize", INIT)
+            busy.request(2, "conversation/list", {})
+            assert core.blocked.wait(_SAFETY)
+            leaver = connect()
+            assert "result" in leaver.call(1, "initialize", INIT)
+            counted = [busy.call(3, "daemon/status")["result"]["clients"]]
+            leaver.sock.close()
+            for attempt in range(int(_SAFETY / 0.01)):
+                counted.append(busy.call(4 + attempt, "daemon/status")["result"]["clients"])
+                if counted[-1] == 1:
+                    break
+                threading.Event().wait(0.01)
+            released_before = core.release.is_set()
+            core.release.set()
+            busy.receive()
+            return counted, released_before
+
+        counted, released_before = await in_thread(scenario)
+    assert counted[0] == 2 and counted[-1] == 1 and released_before is False
+
+
+async def test_clients_that_hang_up_at_once_or_send_junk_leave_nothing_watched(
+    sock_dir: Path,
+) -> None:
+    """An attacker's many short connections (some sending junk, a frame too large or
+    half a frame) end their readers: the loop's thread no longer waits for any of them
+    (jpd.rpc.loop_yield); the accept thread's socket alone is watched, and a client
+    after them is served."""
+    core = SocketDaemon()
+    async with listening(core, sock_dir) as (_, connect):
+
+        def scenario() -> tuple[int, dict[str, Any]]:
+            junk = [b"", b"garbage\r\n\r\n", b"Content-Length: 99999999999\r\n\r\n{", b"Content-"]
+            for index in range(24):
+                client = connect()
+                client.send_raw(junk[index % len(junk)])
+                client.sock.close()
+            for _ in range(int(_SAFETY / 0.01)):
+                if len(loop_yield.YIELDING._watched) == 1:
+                    break
+                threading.Event().wait(0.01)
+            watched = len(loop_yield.YIELDING._watched)
+            return watched, connect().call(1, "initialize", INIT)
+
+        watched, initialized = await in_thread(scenario)
+    assert watched == 1 and "result" in initialized
 
 
 async def test_an_initialize_after_a_message_the_loop_holds_waits_its_turn(
