@@ -56,8 +56,6 @@ PROBE_EVERY = 0.05
 COUNTS = (100, 1000)
 SOCKET_PROBES = True
 """Also run the largest batch on a socket daemon, probing from other connections."""
-DISK_SETTLE = 6.0
-"""Seconds waited after writing the disk out, before the figure (see `settle_disk`)."""
 INIT = {"protocolVersion": 1, "clientInfo": {"name": "bench", "version": "1"}}
 _DELTA = re.compile(rb'"turnId":"([^"]+)".*"kind":"text_delta","text":"([^"\\]*)"}}}$')
 
@@ -309,22 +307,8 @@ async def _measure(home: Path, base_url: str, counts: list[int]) -> dict[str, di
     return results
 
 
-def settle_disk() -> None:
-    """Write the disk out and wait `DISK_SETTLE` s, so that files deleted just before (an
-    earlier figure's or run's clean-up, tens of thousands of files) do not tax the files
-    the daemon creates. On ext4 without a journal (this machine's root filesystem) each
-    new file makes the kernel step over every free inode of its group deleted in the
-    last 5 s, or 300 s while that deletion is not written out (`recently_deleted`): we
-    measured 150-1,000 µs of kernel CPU per file there, against ~10 µs once settled or
-    on tmpfs, and the daemon creates five per new conversation (protocol.md 8.1, 12).
-    The daemon's own files are created as before, on the same disk."""
-    os.sync()
-    time.sleep(DISK_SETTLE)
-
-
 def turns(home: Path, counts: tuple[int, ...] = COUNTS) -> list[Row]:
     """The figure's rows; starts (and stops) its own paced fake server."""
-    settle_disk()
     server, base_url = start_server(TOKENS, 0.0, INTERVAL)
     try:
         results = asyncio.run(_measure(home, base_url, list(counts)))
