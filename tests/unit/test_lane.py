@@ -113,8 +113,18 @@ async def serving(
             with anyio.fail_after(_SAFETY):
                 await ended.wait()
     finally:
-        for fd in (c2d_write, d2c_read, d2c_write, c2d_read):
+        os.close(c2d_write)  # the reader thread sees the end of its input and ends
+        _wait_for_reader(c2d_read)
+        for fd in (d2c_read, d2c_write, c2d_read):
             os.close(fd)
+
+
+def _wait_for_reader(fd: int) -> None:
+    """The daemon's reader thread of `fd` ends before the number is closed: a later
+    test's pipe may get the same number, and its first frames would go to this thread."""
+    for thread in threading.enumerate():
+        if thread.name == f"jpd-read-{fd}":
+            thread.join(_SAFETY)
 
 
 async def in_thread(scenario: Callable[[], Any]) -> Any:
