@@ -205,17 +205,9 @@ class Connection:
         with `$/cancelRequest`).
         """
         pending = _Pending()
-        with self._state_lock:
-            if self._closed is not None:
-                raise self._closed
-            request_id = self._next_id
-            self._next_id += 1
-            self._pending[request_id] = pending
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
+        request_id = self._new_request(pending)
         try:
-            self._send(message)
+            self._send(_request(request_id, method, params))
             if not pending.done.wait(timeout):
                 self.notify("$/cancelRequest", {"id": request_id})
                 raise TimeoutError(f"{method}: no answer within {timeout:g}s")
@@ -230,15 +222,18 @@ class Connection:
         """Send a request without waiting for its response (dropped when it comes).
 
         Raises `ConnectionClosed` if the peer is gone already."""
+        self._send(_request(self._new_request(None), method, params))
+
+    def _new_request(self, pending: _Pending | None) -> int:
+        """A new request's id, its response awaited by `pending` (None: dropped)."""
         with self._state_lock:
             if self._closed is not None:
                 raise self._closed
             request_id = self._next_id
             self._next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self._send(message)
+            if pending is not None:
+                self._pending[request_id] = pending
+        return request_id
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (no response)."""
@@ -372,3 +367,10 @@ class Connection:
         else:
             slot.result = message.get("result")
         slot.done.set()
+
+
+def _request(request_id: int, method: str, params: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
