@@ -23,8 +23,6 @@ from jpd.rpc import loop_yield
 from jpd.rpc.loop_yield import Yielding
 from jpd.rpc.socket_lane import LaneConnection
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "O_ASYNC"), reason="Linux's O_ASYNC")
-
 _F_GETSIG = 11
 _F_GETOWN_EX = 16
 _SAFETY = 30.0
