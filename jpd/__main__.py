@@ -148,6 +148,7 @@ def _main(argv: list[str] | None) -> int:
         parser.error("--listen-ws and --ws-token-file need --listen")
     restrict_umask()  # before any file is created, the log included
     env = os.environ
+    from jpd.httpx_cli import skip_httpx_cli
     from jpd.pydantic_plugins import run_without_plugins
     from jpd.settings import Settings
 
@@ -158,6 +159,7 @@ def _main(argv: list[str] | None) -> int:
     # before the first validator is built (`daemon.log_level` read below, initialize's
     # result built as `jpd.rpc.methods` loads), or the lookup imports package metadata.
     run_without_plugins()
+    skip_httpx_cli()  # before the first model call imports httpx
     listening = args.listen is not None
     level = _log_level(args.log_level, env, listening)
     try:
