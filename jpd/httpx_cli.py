@@ -19,4 +19,5 @@ imports it that way)."""
 def skip_httpx_cli() -> None:
     """Mark httpx's command line missing for this process, before httpx is imported
     (`None` in `sys.modules` makes its import fail). One already imported is kept."""
-    sys.modules.setdefault(_CLI, None)
+    if _CLI not in sys.modules:
+        sys.modules[_CLI] = None  # type: ignore[assignment]  # the import system's "missing"
