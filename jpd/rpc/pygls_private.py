@@ -4,8 +4,8 @@ pygls 2.x sends every response through `JsonRPCProtocol._send_response(msg_id, r
 error)` and serializes `result` with `json.dumps`. A large read (`conversation/get`) is
 already JSON on disk; decoding and re-encoding it would cost more than the rest of the
 request, so a handler may return `EncodedResult` and this protocol writes its bytes
-verbatim; other results it encodes itself, as pygls would. `tests/unit/test_pygls_private.py` fails loudly if a pygls upgrade renames or
-reshapes the hook.
+verbatim; other results it encodes itself, as pygls would. `tests/unit/test_pygls_private.py`
+fails loudly if a pygls upgrade renames or reshapes the hook.
 """
 
 from __future__ import annotations

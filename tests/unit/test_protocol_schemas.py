@@ -188,22 +188,19 @@ def test_a_delta_notification_is_built_as_pydantic_would_dump_it() -> None:
     from pydantic import BaseModel
 
     from jpd.protocol.turn_events import (
-        ReasoningDeltaEvent,
-        TextDeltaEvent,
-        TurnCompleted,
-        TurnEventParams,
-    )
-
-    from jpd.protocol.turn_events import (
         ContextCompactedEvent,
         ContextUsage,
         FileDiff,
         ForcedToolRetried,
+        ReasoningDeltaEvent,
         RetryScheduled,
+        TextDeltaEvent,
         ToolCallStarted,
         ToolLocation,
         ToolProgress,
         ToolResult,
+        TurnCompleted,
+        TurnEventParams,
         TurnStarted,
         UsageReported,
     )
