@@ -24,7 +24,11 @@ from jpd.config.merge import deep_merge
 class ConfigModel(BaseModel):
     """Base of every config model: snake_case keys, no unknown keys, strict types."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
+    # Built as each class is defined, not deferred: the config loads with the first
+    # request that needs it, which validates it whole at once. Deferred, a model used
+    # both inside another and on its own (`ToolConfig()` in `Config.tool_config`) had
+    # its schema generated twice, once inline in its parent and once for itself.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 def _resolve_path(value: Path, info: ValidationInfo) -> Path:

@@ -13,11 +13,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from jpd.context.count import TokenCount, reported_input
-from jpd.context.plan import latest_user, plan_cut, plan_stubs
-from jpd.context.summary import Summarizer, SummaryFailed, write_summary
 from jpd.context.window import answer_reserve
 from jpd.conversation import events as ev
 from jpd.llm import base as llm
@@ -25,6 +23,10 @@ from jpd.llm.errors import ContextOverflow
 from jpd.llm.history import MessageHistory
 from jpd.protocol.turn_events import ContextCompactedEvent, ContextUsage
 from jpd.protocol.usage import TokenUsage
+
+# Planning a cut and writing a summary load with the first compaction: most turns fit.
+if TYPE_CHECKING:
+    from jpd.context.summarizer import Summarizer
 
 T = TypeVar("T")
 
@@ -164,6 +166,8 @@ class ContextKeeper:
         *,
         summary: bool,
     ) -> llm.ModelRequest:
+        from jpd.context.plan import plan_stubs
+
         s = self.settings
         if trigger == "auto":
             stubs = plan_stubs(self._history.entries(), keep=1 if s.small else 4)
@@ -180,6 +184,9 @@ class ContextKeeper:
     async def _fold(
         self, request: llm.ModelRequest, used: int, trigger: str, instructions: str | None
     ) -> None:
+        from jpd.context.plan import latest_user, plan_cut
+        from jpd.context.summary import SummaryFailed, write_summary
+
         entries = self._history.entries()
         usable = self.settings.usable or used
         cut = plan_cut(entries, tail_budget=usable // 4)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from jpd.config import Config
 from jpd.context.count import TokenCount
 from jpd.context.keeper import ContextKeeper, ContextSettings
-from jpd.context.summary import Summarizer
+from jpd.context.summarizer import Summarizer
 from jpd.context.window import SUMMARY_RESERVE_MAX, answer_reserve, context_window
 from jpd.conversation import events as ev
 from jpd.llm.base import Provider

@@ -4,10 +4,10 @@ request reads the prompt cache warmed by the turn), checked before it is used.""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from jpd.context import summary_check
 from jpd.context.plan import Entry, safe_starts
+from jpd.context.summarizer import Summarizer
 from jpd.llm import base as llm
 from jpd.llm.errors import ContextOverflow, ProviderError
 from jpd.llm.history import STUB_PREFIX
@@ -36,19 +36,6 @@ MAX_DROPS = 3
 
 class SummaryFailed(Exception):
     """No usable summary: the caller falls back to deterministic trimming."""
-
-
-@dataclass
-class Summarizer:
-    """The provider and model that write summaries, and the request's fixed parts."""
-
-    provider: llm.Provider
-    model: str
-    """The model name within the provider."""
-    model_id: str
-    """`<provider>/<model>`, recorded in the event."""
-    max_tokens: int
-    small: bool = False
 
 
 async def write_summary(

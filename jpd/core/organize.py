@@ -113,8 +113,16 @@ class Organizer:
         return True
 
     async def sweep(self) -> None:
-        """Delete every expired conversation (at start-up and each hour)."""
-        await self.summaries()
+        """Delete every expired conversation (at start-up and each hour).
+
+        Only the attributes say what expired: the start-up sweep runs beside the first
+        turn, and listing every conversation's metadata (`summaries`) cost it a read
+        per stored conversation."""
+        found = await self._store.all_attributes()
+        now = datetime.now(UTC)
+        for conversation_id, attributes in sorted(found.items()):
+            if attributes.expires_at is not None and attributes.expires_at <= now:
+                await self._expire(conversation_id)
 
     async def _meta(self, conversation_id: str) -> ConversationMeta:
         check_id(conversation_id)

@@ -13,14 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
 from jpd.config.prices import Price
 from jpd.context.keeper import ContextKeeper, compaction_event
 from jpd.conversation import events as ev
-from jpd.conversation.resume import CONTINUE_INSTRUCTION, ResumePlan
 from jpd.core.checkpoints import Checkpointer
 from jpd.core.hub import EventHub
 from jpd.core.model_slots import model_slot
@@ -45,6 +44,10 @@ from jpd.protocol.turn_events import (
     TurnStarted,
 )
 from jpd.tools.base import ToolResultData, ToolRunner
+
+# Loaded with the first `turn/resume`: a turn that continues no other never needs it.
+if TYPE_CHECKING:
+    from jpd.conversation.resume import ResumePlan
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +244,8 @@ class Turn:
                 delta = TextDeltaEvent if kind == "text" else ReasoningDeltaEvent
                 self._publish(delta(text=text))
         if plan.continue_output:
+            from jpd.conversation.resume import CONTINUE_INSTRUCTION
+
             self._record(ev.ChatRequest(content=CONTINUE_INSTRUCTION))
         if plan.rerun:
             calls = [

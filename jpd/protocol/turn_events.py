@@ -166,16 +166,20 @@ class TurnEventParams(WireModel):
 
     def to_wire(self) -> dict[str, Any]:
         """As `WireModel.to_wire`; a delta (most events of a turn) is built directly, at a
-        fifth of pydantic's cost (`tests/unit/test_protocol_schemas.py` checks they agree)."""
+        fifth of pydantic's cost, and any other event is dumped by its own model: this
+        one's serializer nests every event kind, and building it cost a daemon's first
+        turn ~2 ms (`tests/unit/test_protocol_schemas.py` checks they all agree)."""
         event = self.event
         if type(event) is TextDeltaEvent or type(event) is ReasoningDeltaEvent:
-            return {
-                "conversationId": self.conversation_id,
-                "turnId": self.turn_id,
-                "seq": self.seq,
-                "event": {"kind": event.kind, "text": event.text},
-            }
-        return super().to_wire()
+            wired: dict[str, Any] = {"kind": event.kind, "text": event.text}
+        else:
+            wired = event.to_wire()
+        return {
+            "conversationId": self.conversation_id,
+            "turnId": self.turn_id,
+            "seq": self.seq,
+            "event": wired,
+        }
 
     def delta_message(self, method: str) -> bytes | None:
         """The whole notification as `Notification.body` encodes it, built directly for a

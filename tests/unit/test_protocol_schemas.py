@@ -188,16 +188,49 @@ def test_a_delta_notification_is_built_as_pydantic_would_dump_it() -> None:
     from pydantic import BaseModel
 
     from jpd.protocol.turn_events import (
+        ContextCompactedEvent,
+        ContextUsage,
+        FileDiff,
+        ForcedToolRetried,
         ReasoningDeltaEvent,
+        RetryScheduled,
         TextDeltaEvent,
+        ToolCallStarted,
+        ToolLocation,
+        ToolProgress,
+        ToolResult,
         TurnCompleted,
         TurnEventParams,
+        TurnStarted,
+        UsageReported,
     )
+    from jpd.protocol.usage import TokenUsage
 
+    # Every kind: the envelope is built directly, each event dumped by its own model.
     events = [
         TextDeltaEvent(text='a "quoted" é\n\x00\u2028 😀 \\'),
         ReasoningDeltaEvent(text=""),
         TurnCompleted(stop_reason="end_turn"),
+        TurnCompleted(stop_reason="error", error="boom"),
+        TurnStarted(model="test/x"),
+        ToolCallStarted(
+            id="c1",
+            name="fs_modify_file",
+            arguments={"path": "a.py", "n": [1, None]},
+            title="edit a.py",
+            locations=[ToolLocation(path="a.py", line=3)],
+            diff=FileDiff(path="a.py", new_text="x"),
+        ),
+        ToolResult(id="c1", content="done", is_error=False),
+        ToolProgress(id="c1", progress=0.5),
+        UsageReported(
+            usage=TokenUsage(input_tokens=3, cache_read_tokens=1),
+            cost=0.25,
+            context=ContextUsage(used=10, window=100),
+        ),
+        ContextCompactedEvent(trigger="auto", method="summary", tokens_before=9, tokens_after=2),
+        RetryScheduled(attempt=1, delay=0.5, reason="overloaded"),
+        ForcedToolRetried(message="again"),
     ]
     for event in events:
         params = TurnEventParams(conversation_id="c-1", turn_id="t-1", seq=7, event=event)
@@ -209,4 +242,4 @@ def test_a_delta_notification_is_built_as_pydantic_would_dump_it() -> None:
         if direct is not None:
             assert direct == json.dumps(message, separators=(",", ":")).encode()
         else:
-            assert isinstance(event, TurnCompleted)
+            assert not isinstance(event, TextDeltaEvent | ReasoningDeltaEvent)

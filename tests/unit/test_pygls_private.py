@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol.converters import get_converter
+from lsprotocol.types import Position
 from pygls.protocol import JsonRPCProtocol
 from pygls.server import JsonRPCServer
 
@@ -41,8 +42,17 @@ def test_send_response_keeps_its_name_and_parameters() -> None:
     assert params == ["self", "msg_id", "result", "error"], params
 
 
-async def _answer(result: Any) -> list[dict[str, Any]]:
-    server = JsonRPCServer(EncodedResultProtocol, get_converter)
+class _Server(JsonRPCServer):
+    def __init__(self, errors: list[Exception]) -> None:
+        super().__init__(EncodedResultProtocol, get_converter)
+        self.errors = errors
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        self.errors.append(error)
+
+
+async def _answer(result: Any, errors: list[Exception] | None = None) -> list[dict[str, Any]]:
+    server = _Server([] if errors is None else errors)
     protocol = server.protocol
     writer = _Collect()
     protocol.set_writer(writer, include_headers=False)
@@ -71,9 +81,22 @@ async def test_an_encoded_result_is_sent_verbatim_through_the_hook() -> None:
     ]
 
 
-async def test_other_results_still_go_through_pygls() -> None:
-    sent = await _answer({"plain": True})
-    assert sent == [{"jsonrpc": "2.0", "id": 7, "result": {"plain": True}}]
+async def test_other_results_are_sent_as_pygls_sends_them() -> None:
+    for result in ({"plain": True, "n": [1, "é"]}, None, [], "text", 3):
+        sent = await _answer(result)
+        assert sent == [{"jsonrpc": "2.0", "id": 7, "result": result}]
+    # An attrs value inside a result is unstructured as pygls does it.
+    position = Position(line=1, character=2)
+    assert await _answer({"at": position}) == [
+        {"jsonrpc": "2.0", "id": 7, "result": {"at": {"line": 1, "character": 2}}}
+    ]
+
+
+async def test_a_result_json_cannot_encode_is_reported_by_pygls() -> None:
+    server_errors: list[Exception] = []
+    sent = await _answer({"bad": object()}, server_errors)
+    assert sent == []
+    assert len(server_errors) == 1
 
 
 def test_no_other_module_touches_a_private_pygls_member() -> None:

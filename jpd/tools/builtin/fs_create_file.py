@@ -7,7 +7,7 @@ answers); "no" leaves the file as it was. The change is recorded for `turn/undo`
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
@@ -23,10 +23,14 @@ from jpd.tools.builtin.fs_common import (
     unified_diff,
     workspace,
 )
-from jpd.tools.changes import ChangeRecorder, write_change
 from jpd.tools.confine import PathRefused, Workspace, special_kind
 from jpd.tools.outcome import Failure, NeedsInput, Success, ToolOutcome
-from jpd.tools.protected import ProtectedGuard
+
+# Loaded with the first write: every turn builds the registry that imports this module,
+# and a turn answered in text records no change.
+if TYPE_CHECKING:
+    from jpd.tools.changes import ChangeRecorder
+    from jpd.tools.protected import ProtectedGuard
 
 NAME = "fs_create_file"
 OVERWRITE = "overwrite"
@@ -54,6 +58,8 @@ def create(
     guard: ProtectedGuard | None = None,
 ) -> str:
     """Write the file; returns the result text. Blocking."""
+    from jpd.tools.changes import write_change
+
     real = ws.resolve(path_arg)
     shown = ws.show(real)
     with WRITE_LOCK:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jpd.config.tools import ToolConfig
 from jpd.conversation import events as ev
@@ -24,10 +24,14 @@ from jpd.tools.builtin.fs_common import (
     unified_diff,
     workspace,
 )
-from jpd.tools.changes import ChangeRecorder, write_change
 from jpd.tools.confine import PathRefused, Workspace
 from jpd.tools.outcome import Failure, Success, ToolOutcome
-from jpd.tools.protected import ProtectedGuard
+
+# Loaded with the first write: every turn builds the registry that imports this module,
+# and a turn answered in text records no change.
+if TYPE_CHECKING:
+    from jpd.tools.changes import ChangeRecorder
+    from jpd.tools.protected import ProtectedGuard
 
 NAME = "fs_modify_file"
 
@@ -95,6 +99,8 @@ def modify(
     guard: ProtectedGuard | None = None,
 ) -> str:
     """Apply the replacement; returns the result text. Blocking."""
+    from jpd.tools.changes import write_change
+
     with WRITE_LOCK:
         real, data, text, count = _target(ws, path_arg, old, replace_all)
         shown = ws.show(real)

@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from subprocess import DEVNULL, PIPE
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import ByteReceiveStream
@@ -17,25 +17,12 @@ from jpd.conversation import events as ev
 from jpd.tools.builtin import BuiltinContext
 from jpd.tools.confine import Workspace
 from jpd.tools.outcome import Failure, Success, ToolOutcome
-from jpd.tools.output_cap import (
-    KEEP_OPTION,
-    LIVE_OPTION,
-    LIVE_OUTPUT,
-    OUTPUT_KEEP,
-    CapError,
-    HeadTail,
-    LiveBudget,
-    int_option,
-)
-from jpd.tools.sandbox import (
-    BWRAP_FAILED,
-    REFUSED,
-    CageUnavailable,
-    Launch,
-    PolicyError,
-    SandboxPolicy,
-    prepare,
-)
+
+# The sandbox and the output caps load with the first command: every turn builds the
+# registry that imports this module, and a turn answered in text runs no command.
+if TYPE_CHECKING:
+    from jpd.tools.output_cap import HeadTail, LiveBudget
+    from jpd.tools.sandbox import SandboxPolicy
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0
@@ -113,6 +100,17 @@ class RunCommand:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             return Failure(message="run_command: `timeout_secs` must be a positive number")
         timeout = min(float(timeout), MAX_TIMEOUT)
+        from jpd.tools.output_cap import (
+            KEEP_OPTION,
+            LIVE_OPTION,
+            LIVE_OUTPUT,
+            OUTPUT_KEEP,
+            CapError,
+            LiveBudget,
+            int_option,
+        )
+        from jpd.tools.sandbox import PolicyError, SandboxPolicy
+
         try:
             policy = SandboxPolicy.from_options(ctx.options)
             keep = int_option(ctx.options, KEEP_OPTION, OUTPUT_KEEP, 0)
@@ -144,6 +142,9 @@ class RunCommand:
         keep: int,
         live: LiveBudget,
     ) -> ToolOutcome:
+        from jpd.tools.output_cap import HeadTail
+        from jpd.tools.sandbox import BWRAP_FAILED, REFUSED, CageUnavailable, Launch, prepare
+
         roots = Workspace.of(root, ctx.options, ctx.extra_roots).roots
         if ctx.umask is not None:
             # The client's umask, set in the shell that runs the command.
