@@ -14,7 +14,6 @@ from jpd.protocol.client_port import ClientLink
 from jpd.protocol.turn_events import TurnEventParams
 from jpd.protocol.turn_notes import TurnEventNote
 
-
 REPLAY_BYTES = 16 * 1024 * 1024
 """Default bound on a conversation's replay (in memory, and in its file) in bytes."""
 
