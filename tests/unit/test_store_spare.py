@@ -3,24 +3,20 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import pytest
 
 from jpd.conversation.events import ChatRequest
-from jpd.conversation.jsonl.spare import PREFIX
-from jpd.conversation.jsonl.store import (
-    ConversationExists,
-    ConversationStore,
-    InvalidConversationId,
-)
+from jpd.conversation.jsonl.store import ConversationExists, ConversationStore
 
 
 def spares(root: Path) -> list[Path]:
-    if not (root / "conversations").exists():
+    if not (root / "spare").exists():
         return []
-    return sorted(p for p in (root / "conversations").iterdir() if p.name.startswith(PREFIX))
+    return sorted((root / "spare").iterdir())
 
 
 def started(root: Path) -> ConversationStore:
@@ -49,13 +45,25 @@ def test_a_new_conversation_takes_the_spare(tmp_path: Path) -> None:
 
 def test_the_spare_is_no_conversation(tmp_path: Path) -> None:
     store = started(tmp_path)
-    name = spares(tmp_path)[0].name
+    assert os.listdir(tmp_path / "conversations") == ["c-first"]
     assert sorted(m.id for m in store.list()) == ["c-first"]
     assert [cid for cid, _open, _start in store.scan_turns()] == ["c-first"]
-    with pytest.raises(InvalidConversationId):  # no client can name it
-        store.exists(name)
-    with pytest.raises(InvalidConversationId):
-        store.create(name)
+    store.close()
+
+
+def test_conversations_on_another_filesystem_get_no_spare(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = started(tmp_path)
+
+    def cross_device(_src: str, _dst: str) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "rename", cross_device)
+    store.create("c-linked")  # made at once
+    assert store.conversation_dir("c-linked").is_dir() and spares(tmp_path) == []
+    store.sync_entries_of(["c-linked"])
+    assert spares(tmp_path) == []  # none made again
     store.close()
 
 
@@ -108,21 +116,21 @@ def test_two_daemons_creating_the_same_id_one_wins(tmp_path: Path) -> None:
 
 
 def test_a_dead_daemons_spare_is_removed_a_live_ones_kept(tmp_path: Path) -> None:
-    conversations = tmp_path / "conversations"
-    conversations.mkdir()
+    spare = tmp_path / "spare"
+    spare.mkdir()
     dead = os.fork()
     if dead == 0:
         os._exit(0)
     os.waitpid(dead, 0)
-    (conversations / f"{PREFIX}{dead}-0000").mkdir()
-    (conversations / f"{PREFIX}{dead}-0000" / "events.jsonl").write_bytes(b"")
-    (conversations / f"{PREFIX}1-0000").mkdir()  # pid 1 lives
-    (conversations / f"{PREFIX}junk").mkdir()
+    (spare / f"{dead}-0000").mkdir()
+    (spare / f"{dead}-0000" / "events.jsonl").write_bytes(b"")
+    (spare / "1-0000").mkdir()  # pid 1 lives
+    (spare / "junk").mkdir()
     store = ConversationStore(tmp_path)
     store.create("c-first")
     store.sync_entries_of(["c-first"])
     names = [p.name for p in spares(tmp_path)]
-    assert f"{PREFIX}1-0000" in names and len(names) == 2  # and this store's own
+    assert "1-0000" in names and len(names) == 2  # and this store's own
     store.close()
 
 

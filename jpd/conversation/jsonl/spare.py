@@ -4,9 +4,10 @@ once (`create_new`), or renamed from a spare made ahead in a worker thread (`Spa
 Creating a directory and a file costs 150-1,000 µs of kernel time each on a filesystem
 that allocates inodes slowly (ext4 without a journal, after deletions), and a new
 conversation's were made on the event loop on the way to its first model request. A
-rename allocates nothing. The spare is named `+spare-<pid>-<random>` beside the
-conversations (`+` is in no valid conversation id, so listings skip it, and no client can
-name it); one a killed daemon left is removed by the next daemon that makes one.
+rename allocates nothing. The spare is `<data dir>/spare/<pid>-<random>`, out of the
+conversations' directory (which holds conversations only); one a killed daemon left is
+removed by the next daemon that makes one. Where the two directories are on different
+filesystems (a link), the rename fails and no spare is made again.
 
 Blocking file I/O: `make` and `clear_stale` from a worker thread; `take` is one rename.
 """
@@ -29,8 +30,6 @@ log = logging.getLogger(__name__)
 CREATE_LOG = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 """A new log: its creation fails if one exists (`ConversationExists`)."""
 
-PREFIX = "+spare-"
-
 
 def create_new(directory: str) -> int:
     """A new conversation's directory and log, without a spare; its log's fd. Raises
@@ -49,10 +48,12 @@ def create_new(directory: str) -> int:
 
 
 class Spare:
-    """At most one spare directory under `directory` (the conversations' directory)."""
+    """At most one spare directory at a time, in `directory`."""
 
     def __init__(self, directory: str) -> None:
         self._dir = directory
+        self._usable = True
+        """False once a rename found the conversations on another filesystem."""
         self._lock = threading.Lock()
         self._ready: tuple[str, int] | None = None
         """The spare's path and its log's open fd."""
@@ -61,12 +62,13 @@ class Spare:
     def make(self) -> None:
         """Make a spare if none is ready (in a worker thread)."""
         with self._lock:
-            if self._ready is not None:
+            if self._ready is not None or not self._usable:
                 return
         if not self._cleared:
             self._cleared = True
+            os.makedirs(self._dir, mode=0o700, exist_ok=True)
             self.clear_stale()
-        path = os.path.join(self._dir, f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
+        path = os.path.join(self._dir, f"{os.getpid()}-{secrets.token_hex(4)}")
         os.mkdir(path)
         try:
             fd = os.open(os.path.join(path, EVENTS_FILE), CREATE_LOG, 0o666)
@@ -91,14 +93,15 @@ class Spare:
         try:
             os.rename(path, target)  # over an empty directory too: atomic, as mkdir
         except OSError as exc:
+            if exc.errno == errno.EXDEV:  # never usable: no spare made again
+                self._usable = False
+            elif exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                log.warning("could not use the spare conversation directory: %s", exc)
             with self._lock:
-                if self._ready is None:
-                    self._ready = ready
-                    ready = None
+                if self._ready is None and self._usable:
+                    self._ready, ready = ready, None  # kept for the next new conversation
             if ready is not None:
                 _remove(path, fd)
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
-                log.warning("could not use the spare conversation directory: %s", exc)
             return None
         return fd
 
@@ -112,11 +115,11 @@ class Spare:
     def clear_stale(self) -> None:
         """Remove the spares of daemons that are gone (killed before removing theirs)."""
         try:
-            names = [name for name in os.listdir(self._dir) if name.startswith(PREFIX)]
+            names = os.listdir(self._dir)
         except OSError:
             return
         for name in names:
-            pid_text = name[len(PREFIX) :].partition("-")[0]
+            pid_text = name.partition("-")[0]
             if not pid_text.isdigit() or not _alive(int(pid_text)):
                 shutil.rmtree(os.path.join(self._dir, name), ignore_errors=True)
 

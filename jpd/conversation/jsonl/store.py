@@ -99,7 +99,7 @@ class ConversationStore:
         self._dir = self._root / "conversations"
         self._files = LogFiles(self._dir, max_open)
         self._states = self._files.states
-        self._spare = Spare(str(self._dir))
+        self._spare = Spare(str(self._root / "spare"))
         """A directory made ahead for the next new conversation (`sync_entries_of`)."""
 
     @property
