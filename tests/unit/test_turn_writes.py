@@ -44,7 +44,7 @@ async def run(log_: WriteLog, *replies: Reply) -> tuple[Turn, Hub]:
         turn_id="t",
         message="go",
         model_id="anthropic/claude",
-        provider=ChoiceProvider(*replies),  # type: ignore[arg-type]
+        provider=ChoiceProvider(*replies),
         tools=Tools(),  # type: ignore[arg-type]
         transcript=Transcript(MessageHistory()),
         reasoning_effort="low",
