@@ -11,7 +11,9 @@ higher N with `replayFrom: null` (a reservation); once the events are filed it w
 exact next seq and where the file starts. A daemon killed mid-turn thus leaves a mark
 above every seq it sent and no claim on the file (whose tail was lost), and the next run
 starts above, with a gap the clients see in `oldestSeq`. A replay file is written over
-in place, never while its mark vouches for it (`replayFrom` set).
+in place, never while its mark vouches for it (`replayFrom` set). A conversation without
+a mark goes on at `UNMARKED_NEXT`: the run that named it sends its first block without
+writing one (a file created on a new conversation's way to its model request).
 
 Blocking file I/O: call from a worker thread.
 """
@@ -38,6 +40,13 @@ Filed = tuple[int, bytes]
 MARK_BYTES = 64
 """The width of a seq mark's line: every mark of a conversation overwrites the last."""
 
+RESERVE_BLOCK = 1024
+"""Seqs reserved per mark write: one tiny file write per this many events of a conversation."""
+
+UNMARKED_NEXT = RESERVE_BLOCK + 1
+"""The next seq of a conversation without a mark: the run that named it may have sent its
+first block (seqs 1 to `RESERVE_BLOCK`) without marking it (protocol.md 7.2)."""
+
 
 class ReplayFiles:
     """One file of replayable events per idle conversation, under `directory`."""
@@ -59,14 +68,20 @@ class ReplayFiles:
     def read_mark(self, conversation_id: str) -> tuple[int, int | None]:
         """(next seq, oldest seq of a replay file that continues up to it, or None).
 
-        No mark (a new conversation, or one from before marks): (1, None).
+        No mark (a conversation named by another run, which may have sent its first
+        block unmarked, or one from before marks): (`UNMARKED_NEXT`, None).
         """
+        mark = self.mark(conversation_id)
+        return (UNMARKED_NEXT, None) if mark is None else mark
+
+    def mark(self, conversation_id: str) -> tuple[int, int | None] | None:
+        """`read_mark`, or None when the conversation has no mark."""
         try:
             text = self._mark_path(conversation_id).read_text(encoding="utf-8")
             mark = json.loads(text.partition("\n")[0])
             next_seq, replay_from = int(mark["next"]), mark.get("replayFrom")
         except FileNotFoundError:
-            return 1, None
+            return None
         except (ValueError, KeyError, TypeError):
             # A torn mark cannot say how far seqs went: refuse every old cursor.
             log.warning("unreadable seq mark of %s: starting above its log", conversation_id)

@@ -95,6 +95,7 @@ class EventHub:
         if channel is None:
             next_seq, filed_from = self._marks.take(conversation_id)
             channel = self._channels[conversation_id] = Channel(next_seq, filed_from)
+            self._marks.open(conversation_id, channel)
         return channel
 
     def prepare_new(self, conversation_id: str) -> None:

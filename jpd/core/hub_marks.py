@@ -3,7 +3,9 @@
 A conversation without a channel (idle) is known by (next seq, oldest seq of its replay
 file or None), read from its seq mark the first time in this run (`ReplayFiles.read_mark`).
 Its channel's seqs are reserved on disk in blocks before they are sent, and its exact
-mark is written when it goes idle again (protocol.md section 7.2).
+mark is written when it goes idle again (protocol.md section 7.2). A conversation named
+here has no mark until it goes idle or reaches the end of its first block: a later run
+finding none starts above that block (`UNMARKED_NEXT`).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import logging
 
 import anyio
 
-from jpd.conversation.replay import ReplayFiles
-from jpd.core.hub_channel import RESERVE_BLOCK, Channel
+from jpd.conversation.replay import RESERVE_BLOCK, UNMARKED_NEXT, ReplayFiles
+from jpd.core.hub_channel import Channel
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,9 @@ class SeqMarks:
         self.fresh: set[str] = set()
         """Conversations named here that have never been filed: no replay file, and no
         mark that vouches for one (`ReplayFiles.write`'s `fresh`)."""
+        self.unmarked: set[str] = set()
+        """Conversations named here that have no mark on disk: their first block needs
+        none (a later run starts above it), so their first event creates no file."""
 
     def state(self, conversation_id: str) -> IdleState:
         """The state of a conversation without a channel, read from its mark the first
@@ -57,6 +62,13 @@ class SeqMarks:
         1), and no file is touched before its first turn starts."""
         self.idle[conversation_id] = (1, None)
         self.fresh.add(conversation_id)
+        self.unmarked.add(conversation_id)
+
+    def open(self, conversation_id: str, channel: Channel) -> None:
+        """A channel was made for the conversation: an unmarked one has its first block
+        reserved already (by having no mark)."""
+        if conversation_id in self.unmarked:
+            channel.reserved = max(channel.reserved, UNMARKED_NEXT)
 
     async def refresh(self, conversation_id: str) -> IdleState:
         """Read a conversation's mark in a worker thread. An idle conversation's mark is
@@ -65,6 +77,13 @@ class SeqMarks:
         cached = self.idle.get(conversation_id)
         if cached is None:
             return await anyio.to_thread.run_sync(self._load, conversation_id)
+        if conversation_id in self.unmarked:
+            mark = await anyio.to_thread.run_sync(self.files.mark, conversation_id)
+            if mark is None:
+                return cached  # still named here only: its first block stays unmarked
+            # Another daemon on this data dir wrote one: reserve as for any conversation.
+            self.unmarked.discard(conversation_id)
+            return cached if mark[0] <= cached[0] else mark
         state = await anyio.to_thread.run_sync(self.files.read_mark, conversation_id)
         return cached if state[0] <= cached[0] else state
 
@@ -77,6 +96,8 @@ class SeqMarks:
             self.files.write_mark(conversation_id, reserved, None)
         except OSError as exc:
             log.warning("could not write the seq mark of %s: %s", conversation_id, exc)
+        else:
+            self.unmarked.discard(conversation_id)
         channel.reserved = reserved
 
     def go_idle(self, conversation_id: str, channel: Channel) -> bool:
@@ -87,6 +108,7 @@ class SeqMarks:
         except OSError as exc:
             log.warning("could not write the seq mark of %s: %s", conversation_id, exc)
             return False
+        self.unmarked.discard(conversation_id)
         self.idle[conversation_id] = (channel.next_seq, channel.filed_from)
         return True
 
@@ -94,3 +116,4 @@ class SeqMarks:
         """A deleted conversation."""
         self.idle.pop(conversation_id, None)
         self.fresh.discard(conversation_id)
+        self.unmarked.discard(conversation_id)

@@ -119,6 +119,8 @@ class Turn:
         self.transcript = spec.transcript
         self._history = spec.transcript.history
         self._open_calls: list[llm.ToolCallPart] = []
+        self._ending: list[ev.Event] = []
+        """The last model output, recorded with the turn's end (`_finish`)."""
         self._scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.stop_reason: StopReason = "cancelled"
@@ -218,11 +220,14 @@ class Turn:
             if self._forced_call_missed(reason):
                 reason = await self._retry_forced(choice)
             answer = self._model.partial.text
-            calls = self._flush_partial()
+            outputs, calls = self._partial()
             if not calls:
+                # Recorded with the turn's end, in one write (`_finish`), in this order.
+                self._ending = outputs
                 if spec.response_schema is not None and reason != "max_tokens":
                     check_answer(answer, spec.response_schema)  # else the turn fails
                 return "max_tokens" if reason == "max_tokens" else "end_turn"
+            self._record_all(*outputs)  # before the tools act on them
             self._open_calls = calls
             names = {call.id: call.name for call in calls}
             await self._written()
@@ -331,36 +336,50 @@ class Turn:
 
     def _flush_partial(self) -> list[llm.ToolCallPart]:
         """Persist the current model output; returns its tool calls."""
+        outputs, calls = self._partial()
+        self._record_all(*outputs)
+        return calls
+
+    def _partial(self) -> tuple[list[ev.Event], list[llm.ToolCallPart]]:
+        """The events that record the current model output (taken), and its tool calls."""
         partial = self._model.take()
         usage = partial.usage
+        outputs: list[ev.Event] = []
         if partial.reasoning or partial.signature:
             # A signature alone (Gemini's thought signature) is reasoning state to send back.
-            self._record(ev.ChatResponse(reasoning=partial.reasoning, signature=partial.signature))
+            outputs.append(
+                ev.ChatResponse(reasoning=partial.reasoning, signature=partial.signature)
+            )
         if partial.text or usage is not None:
             price_of = usage_cost(self.spec.price, usage) if usage is not None else None
-            self._record(ev.ChatResponse(message=partial.text, usage=usage, cost=price_of))
+            outputs.append(ev.ChatResponse(message=partial.text, usage=usage, cost=price_of))
             usage = None
         for call in partial.calls:
-            self._record(
+            outputs.append(
                 ev.ToolCallRequest(
                     id=call.id, name=call.name, arguments=call.arguments, title=self._title(call)
                 )
             )
-        return partial.calls
+        return outputs, partial.calls
 
     async def _finish(self, stop: StopReason, error: str | None) -> None:
         try:
-            calls = self._flush_partial() + self._open_calls
-            for call in calls:
+            # The last output, the responses the log still lacks and the end: one write
+            # (a write per event was a quarter of the turn's log writes).
+            ending, self._ending = self._ending, []
+            outputs, calls = self._partial()
+            ending += outputs
+            for call in calls + self._open_calls:
                 # Keep the log well formed: every request gets a response.
-                self._record(
+                ending.append(
                     ev.ToolCallResponse(
                         id=call.id,
                         content="Tool call was interrupted by cancellation.",
                         is_error=True,
                     )
                 )
-            self._record(ev.TurnEnd(turn_id=self.turn_id, stop_reason=stop, error=error))
+            ending.append(ev.TurnEnd(turn_id=self.turn_id, stop_reason=stop, error=error))
+            self._record_all(*ending)
             await self._log.sync(self.conversation_id)
         except Exception:  # the client must still learn the turn ended
             log.exception("could not record the end of turn %s", self.turn_id)

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.e2e.sockets import Daemons, SocketClient, persisted, run_jp_async, socket_env
+from tests.e2e.sockets import (
+    Daemons,
+    SocketClient,
+    persisted,
+    run_jp_async,
+    socket_env,
+    wait_for,
+)
 
 
 async def one_turn(daemon_socket: Path, conversation_id: str | None) -> tuple[str, list[dict]]:
@@ -73,4 +80,53 @@ async def test_after_a_kill_the_gap_is_visible_and_seqs_never_repeat(
     )
     await back.wait_completed(started["turnId"])
     assert back.events[0]["seq"] == result["oldestSeq"]  # above every seq sent before
+    assert await daemon.stop() == 0
+
+
+async def test_a_kill_mid_turn_of_a_new_conversation_never_repeats_a_seq(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """A new conversation writes no seq mark for its first block (protocol.md 7.2): a
+    daemon killed while streaming its first turn leaves none, and the next run must
+    still start above every seq the dead one sent."""
+    slow = {"text": "abcdefghijklmnopqrstuvwxyz" * 4, "chunk": 1, "delay_ms": 20}
+    env = socket_env(tmp_path, [slow, {"text": "again", "chunk": 2}] * 2)
+    daemon = await daemons.start(env)
+    client = await SocketClient.connect(daemon.socket)
+    await client.initialize()
+    started = await client.request("turn/start", {"message": "hi"})
+    conversation_id, turn_id = started["conversationId"], started["turnId"]
+    await wait_for(lambda: len(client.turn_events(turn_id)) >= 5, "a few deltas")
+    daemon.process.kill()  # SIGKILL mid-stream: no exact mark, no replay file
+    await daemon.wait_exit()
+    assert not (Path(env["JP_DATA_DIR"]) / "replay" / f"{conversation_id}.seq").exists()
+    sent = [e["seq"] for e in client.turn_events(turn_id)]
+    assert "turn_completed" not in [e["event"]["kind"] for e in client.turn_events(turn_id)]
+    seen = max(sent)
+
+    daemon = await daemons.start(env)
+    back = await SocketClient.connect(daemon.socket)
+    await back.initialize()
+    result = await back.request("turn/attach", {"conversationId": conversation_id, "fromSeq": seen})
+    assert back.events == []
+    assert result["oldestSeq"] > seen + 1 and result["oldestSeq"] == result["lastSeq"] + 1
+    again = await back.request("turn/start", {"message": "on", "conversationId": conversation_id})
+    await back.wait_completed(again["turnId"])
+    after = [e["seq"] for e in back.events]
+    assert after[0] == result["oldestSeq"] and not set(after) & set(sent)
+    assert after == sorted(after) and min(after) > max(sent)
+
+    # Killed again mid-turn, now in a conversation that has a mark: still above.
+    third = await back.request("turn/start", {"message": "more", "conversationId": conversation_id})
+    await wait_for(lambda: len(back.turn_events(third["turnId"])) >= 3, "a few more deltas")
+    daemon.process.kill()
+    await daemon.wait_exit()
+    last_sent = max(e["seq"] for e in back.events)
+    daemon = await daemons.start(env)
+    final = await SocketClient.connect(daemon.socket)
+    await final.initialize()
+    result = await final.request(
+        "turn/attach", {"conversationId": conversation_id, "fromSeq": last_sent}
+    )
+    assert result["oldestSeq"] > last_sent + 1
     assert await daemon.stop() == 0

@@ -106,7 +106,7 @@ def test_nothing_while_the_collector_is_off(collections: list[int]) -> None:
     assert collections == []
 
 
-def test_the_thread_looks_while_busy_and_ends_after(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_thread_looks_while_busy_and_idles_after(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gc_pacer, "TICK", 0.001)
     pacer = GcPacer(_working())
     looks = 0
@@ -134,9 +134,12 @@ def test_the_thread_looks_while_busy_and_ends_after(monkeypatch: pytest.MonkeyPa
             if not pacer._running:
                 break
         ended.wait(0.01)
-    pacer.start(busy_again)  # started again once it ended
+    thread = pacer._thread
+    pacer.start(busy_again)  # looks again once it went idle
     assert again.wait(10)
     assert looks >= 5
+    # The same thread, woken: no thread start (and GIL hand-over) on a turn's way.
+    assert pacer._thread is thread and thread is not None and thread.is_alive()
 
 
 def test_a_count_growing_is_left_to_the_collector(collections: list[int]) -> None:

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from jpd.conversation.replay import ReplayFiles, filed
-from jpd.core.hub import EventHub
+from jpd.core.hub import RESERVE_BLOCK, EventHub
 from jpd.protocol.base import WireModel
 from jpd.protocol.client_port import ClientCapabilities, Notification
 from jpd.protocol.method_table import TURN_EVENT, ServerNotification, ServerRequest
@@ -47,10 +47,21 @@ class FakeLink:
 def make_hub(tmp_path: Path, limit: int = 100) -> tuple[EventHub, ReplayFiles]:
     files = ReplayFiles(tmp_path / "replay")
     files.reset()
-    return EventHub(files, replay_limit=limit), files
+    hub = EventHub(files, replay_limit=limit)
+    hub.prepare_new(CID)  # named by this daemon, as `turn/start` names a new one
+    return hub, files
+
+
+def named(hub: EventHub, cid: str = CID) -> None:
+    """A conversation unknown to `hub` and without a mark is named by it, as `turn/start`
+    names a new one (its seqs start at 1; one named by another run starts above)."""
+    marks = hub._marks
+    if cid not in hub._channels and cid not in marks.idle and marks.files.mark(cid) is None:
+        hub.prepare_new(cid)
 
 
 def turn(hub: EventHub, turn_id: str, *texts: str, cid: str = CID) -> None:
+    named(hub, cid)
     publish_delta = hub.delta_sender(cid, turn_id)  # as a turn publishes its text
     for text in texts:
         publish_delta("text_delta", text)
@@ -60,6 +71,7 @@ def turn(hub: EventHub, turn_id: str, *texts: str, cid: str = CID) -> None:
 async def test_settle_frees_memory_and_attach_replays_from_the_file(tmp_path: Path) -> None:
     hub, files = make_hub(tmp_path)
     live = FakeLink(1)
+    named(hub)
     hub.subscribe(CID, live)
     turn(hub, "t-1", "a", "b")
     await hub.settle(CID)  # a client follows: nothing moves
@@ -139,6 +151,7 @@ async def test_a_followed_conversation_settles_without_waiting_for_a_filing(
 ) -> None:
     hub, files = make_hub(tmp_path)
     follower = FakeLink(1)
+    named(hub, "c-followed")
     hub.subscribe("c-followed", follower)
     turn(hub, "t-1", "a", cid="c-followed")
     turn(hub, "t-2", "b", cid="c-idle")
@@ -170,7 +183,9 @@ async def test_forget_removes_the_file_and_restarts_seqs(tmp_path: Path) -> None
     await hub.settle(CID)
     await hub.forget(CID)
     assert files.read(CID, 0) == [] and not (tmp_path / "replay" / f"{CID}.jsonl").exists()
-    assert hub.subscribe(CID, FakeLink(1)) == 0
+    assert not (tmp_path / "replay" / f"{CID}.seq").exists()
+    # Without its mark it is as one named by another run: above that run's first block.
+    assert hub.subscribe(CID, FakeLink(1)) == RESERVE_BLOCK
 
 
 def test_reset_forgets_an_earlier_run(tmp_path: Path) -> None:

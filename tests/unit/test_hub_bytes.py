@@ -20,6 +20,7 @@ async def test_large_events_are_bounded_in_bytes_and_replayed_without_gaps(
     files = ReplayFiles(tmp_path / "replay")
     files.reset()
     hub = EventHub(files, replay_limit=10_000, replay_bytes=BOUND)
+    hub.prepare_new(CID)
     for n in range(200):  # 12.5 MiB of live output
         hub.publish(CID, "t-1", ToolProgress(id="call", progress=n, message=CHUNK))
     hub.publish(CID, "t-1", TurnCompleted(stop_reason="end_turn"))

@@ -88,6 +88,7 @@ def test_bounds_read_from_the_config_on_first_delta_hold(tmp_path: Path) -> None
         return 1 << 20
 
     hub = EventHub(files, replay_limit=limit, replay_bytes=size)
+    hub.prepare_new(CID)  # a new conversation: seqs from 1
     publish = hub.delta_sender(CID, "t1")
     for piece in "abcde":
         publish("text_delta", piece)

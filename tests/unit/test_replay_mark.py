@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jpd.conversation.replay import MARK_BYTES, ReplayFiles, filed
+from jpd.conversation.replay import MARK_BYTES, RESERVE_BLOCK, UNMARKED_NEXT, ReplayFiles, filed
 
 CID = "c-mark"
 
@@ -19,8 +19,11 @@ def files(tmp_path: Path) -> ReplayFiles:
     return replay
 
 
-def test_no_mark_starts_at_one(tmp_path: Path) -> None:
-    assert files(tmp_path).read_mark(CID) == (1, None)
+def test_no_mark_starts_above_the_first_block(tmp_path: Path) -> None:
+    # The run that named the conversation may have sent seqs 1 to RESERVE_BLOCK unmarked.
+    replay = files(tmp_path)
+    assert replay.mark(CID) is None
+    assert replay.read_mark(CID) == (UNMARKED_NEXT, None) == (RESERVE_BLOCK + 1, None)
 
 
 def test_each_mark_replaces_the_last_in_the_same_file(tmp_path: Path) -> None:

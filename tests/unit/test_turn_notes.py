@@ -98,6 +98,7 @@ async def test_the_hub_sends_files_and_replays_deltas_as_the_models(tmp_path: Pa
     files.reset()
     hub = EventHub(files)
     live = _BodyLink(1)
+    hub.prepare_new("c")  # a new conversation: its seqs start at 1
     hub.subscribe("c", live)
     publish_delta = hub.delta_sender("c", "t")
     for n, text in enumerate(TRICKY[:-1]):

@@ -48,6 +48,7 @@ from jpd.conversation.events import (
 )
 from jpd.conversation.gc_pause import gc_paused
 from jpd.conversation.jsonl.log_files import LogFiles
+from jpd.conversation.jsonl.spare import Spare, create_new
 from jpd.conversation.jsonl.state import default_max_open
 from jpd.conversation.jsonl.turn_lock import TurnLock, last_turn, try_lock
 from jpd.conversation.logfile import (
@@ -86,9 +87,6 @@ __all__ = [
 ]
 
 
-_CREATE_LOG = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-
-
 class ConversationStore:
     """Conversations under `root/conversations/`; see the module docstring.
 
@@ -101,6 +99,8 @@ class ConversationStore:
         self._dir = self._root / "conversations"
         self._files = LogFiles(self._dir, max_open)
         self._states = self._files.states
+        self._spare = Spare(str(self._root / "spare"))
+        """A directory made ahead for the next new conversation (`sync_entries_of`)."""
 
     @property
     def root(self) -> Path:
@@ -141,18 +141,11 @@ class ConversationStore:
         cid = validate_id(conversation_id)
         with self._states.locked(cid) as state:
             directory = os.path.join(self._dir, cid)
-            try:
-                os.mkdir(directory)  # one system call when it is new (it is, nearly always)
-            except FileExistsError:
-                pass  # a directory without a log (a crash mid-create) is created over
-            except FileNotFoundError:
-                os.makedirs(directory, exist_ok=True)  # the data dir's first conversation
             if state.fh is not None:  # a state of its own: a new conversation has none
                 self._states.close_handle(cid, state)
-            try:
-                fd = os.open(os.path.join(directory, EVENTS_FILE), _CREATE_LOG, 0o666)
-            except FileExistsError:
-                raise ConversationExists(f"conversation already exists: {cid}") from None
+            fd = self._spare.take(directory)  # a rename: no inode made on the event loop
+            if fd is None:
+                fd = create_new(directory)
             # Kept open for the turn's first appends: opening it again from the event
             # loop cost more than creating it here, in the creator's worker thread.
             state.fh = os.fdopen(fd, "ab")
@@ -160,6 +153,13 @@ class ConversationStore:
             state.start_empty(now())
             state.dir_sync_pending = True
             state.dirty = True  # metadata.json is written when the conversation goes idle
+
+    def make_spare(self) -> None:
+        """Make the directory the next `create` renames (in a worker thread)."""
+        try:
+            self._spare.make()
+        except OSError as exc:  # `create` makes its own then
+            log.warning("could not make a spare conversation directory: %s", exc)
 
     def exists(self, conversation_id: str) -> bool:
         """Whether a conversation with this id has a log."""
@@ -279,6 +279,8 @@ class ConversationStore:
             for cid in synced:
                 with self._states.locked(cid) as state:
                     state.dir_sync_pending = False
+            # In the same hop, while the new conversations' model calls run.
+            self.make_spare()
         return errors
 
     def load(self, conversation_id: str, *, sanitized: bool = True) -> builtins.list[Event]:
@@ -349,6 +351,7 @@ class ConversationStore:
         for cid in self._states:  # a snapshot of the ids
             with self._states.locked(cid) as state:
                 self._files.settle(cid, state, fsync=True)
+        self._spare.discard()
 
     # --- turns: the lease is a `flock` (see `turn_lock`); the scans are tail reads
 
