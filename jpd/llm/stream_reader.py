@@ -23,7 +23,7 @@ import anyio
 import anyio.lowlevel
 
 from jpd.llm.base import ReasoningDelta, StreamEvent, TextDelta
-from jpd.llm.sse import SSEDecoder
+from jpd.llm.sse import SSEDecoder, match_run
 
 YIELD_INTERVAL = 0.001
 """Longest stretch (seconds) a fast stream is handled without letting other tasks run."""
@@ -116,7 +116,8 @@ async def stream_events(
     only a piece of text, its group 1 that text, exactly when `handle` would add just
     that text for the event's data (`anthropic.TEXT_EVENT`). A chunk that is one such
     event (a slow stream's chunk per token) is then read in one match, without framing
-    and `handle` (property tests check both ways give the same events).
+    and `handle`, and a chunk of a few such events (a stream a little behind its server)
+    in one match per event (property tests check both ways give the same events).
 
     An error `handle` raises is raised after the events before it in the chunk were
     yielded, as when they were handed on one by one.
@@ -126,11 +127,16 @@ async def stream_events(
     yielded, the event loop runs other tasks (among them the writer that forwards the
     deltas to clients).
     """
-    one: Callable[[str], re.Match[str] | None] | None = None
+    sse: SSEDecoder | None = None
     if decoder is None:
-        decoder = SSEDecoder()
-        if text_event is not None:
-            one = functools.partial(decoder.match_one, pattern=text_event)
+        decoder = sse = SSEDecoder()
+    # `text_event` anchored at the start of a chunk: read only while the SSE decoder holds
+    # nothing of an event (`idle`, looked at again after each chunk it frames).
+    match_text: Callable[[str], re.Match[str] | None] | None = None
+    more: Callable[[str, int], list[str] | None] = _no_run
+    if sse is not None and text_event is not None:
+        match_text, more = text_event.match, functools.partial(match_run, text_event)
+    idle = True
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     split = False
     """The incremental decoder holds the start of a character cut by a chunk's end."""
@@ -167,13 +173,27 @@ async def stream_events(
                 # A leading byte-order mark is not part of the first field name.
                 text = text.removeprefix("\ufeff")
                 first_chunk = False
-            if one is not None and (match := one(text)) is not None:
-                # One text event (once per token): its text, without framing or `handle`.
+            if match_text is None or not idle or (match := match_text(text)) is None:
+                batch = decoder.feed_data(text)
+                idle = sse is not None and sse.idle()
+            elif (end := match.end()) == len(text):  # one text event (once per token)
+                batch = _NONE  # its text, without framing or `handle`
                 if piece := match[1]:
                     out.text(piece)
-                batch = _NONE
-            else:
+            elif (pieces := more(text, end)) is None:
                 batch = decoder.feed_data(text)
+                idle = sse is not None and sse.idle()
+            else:  # text events only, a few tokens (a stream behind its server)
+                batch = _NONE
+                for piece in (match[1], *pieces):
+                    if piece:
+                        out.text(piece)
+                        if not text_sent:  # the first text goes on its own, at once
+                            text_sent = True
+                            for event in out.take():
+                                yield event
+                            await anyio.lowlevel.checkpoint()
+                            last = clock()
         complete = False
         failure: Exception | None = None
         if not text_sent and out.text_seen and not batch:  # from a text event's match
@@ -209,6 +229,10 @@ async def stream_events(
         if now - last >= interval:
             await anyio.lowlevel.checkpoint()
             last = now = clock()
+
+
+def _no_run(text: str, at: int) -> None:
+    """No run of text events is read without framing (no `text_event`)."""
 
 
 async def _drain(reader: AsyncIterator[bytes]) -> None:
