@@ -67,16 +67,27 @@ class Batch:
         self._events.append(event)
 
     def take(self) -> list[StreamEvent]:
-        """Everything added so far, in order; the batch is then empty."""
-        self._close_run()
-        events, self._events = self._events, []
-        return events
+        """Everything added so far, in order; the batch is then empty.
+
+        Its own lists are kept (emptied), and nothing new is made when nothing was
+        added: a list made per chunk would stay alive while the stream waits for the
+        next one, and a thousand waiting streams' would fill the collector's young
+        generation (each pass walks what is alive there)."""
+        if self._pieces:
+            self._close_run()
+        events = self._events
+        if not events:
+            return events  # empty: the caller only iterates it
+        taken = events.copy()
+        events.clear()
+        return taken
 
     def _close_run(self) -> None:
-        if not self._pieces:
+        pieces = self._pieces
+        if not pieces:
             return
-        text = self._pieces[0] if len(self._pieces) == 1 else "".join(self._pieces)
-        self._pieces = []
+        text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        pieces.clear()
         run = TextDelta.of(text) if self._kind == "text" else ReasoningDelta(text=text)
         self._events.append(run)
 
@@ -147,6 +158,7 @@ async def stream_events(
     last = now = clock()
     reader = aiter(chunks)
     ended = False
+    event: StreamEvent | None = None
     while not ended:
         try:
             chunk = await anext(reader)
@@ -177,15 +189,22 @@ async def stream_events(
                 batch = decoder.feed_data(text)
                 idle = sse is not None and sse.idle()
             elif (end := match.end()) == len(text):  # one text event (once per token)
-                batch = _NONE  # its text, without framing or `handle`
-                if piece := match[1]:
-                    out.text(piece)
+                # Its text, without framing, `handle` or the batch: yielded as it is.
+                # Nothing made for it is kept while the next chunk is awaited (see
+                # `Batch.take`): the match goes now, the delta once the consumer took it.
+                batch, piece, match = _NONE, match[1], None
+                if piece:
+                    yield TextDelta.of(piece)
+                    if not text_sent:  # the first text: the writer to clients runs now
+                        text_sent = True
+                        await anyio.lowlevel.checkpoint()
+                        last = clock()
             elif (pieces := more(text, end)) is None:
                 batch = decoder.feed_data(text)
                 idle = sse is not None and sse.idle()
             else:  # text events only, a few tokens (a stream behind its server)
-                batch = _NONE
-                for piece in (match[1], *pieces):
+                batch, first, match = _NONE, match[1], None
+                for piece in (first, *pieces):
                     if piece:
                         out.text(piece)
                         if not text_sent:  # the first text goes on its own, at once
@@ -194,6 +213,7 @@ async def stream_events(
                                 yield event
                             await anyio.lowlevel.checkpoint()
                             last = clock()
+                pieces = None
         complete = False
         failure: Exception | None = None
         if not text_sent and out.text_seen and not batch:  # from a text event's match
@@ -220,6 +240,7 @@ async def stream_events(
                 last = clock()
         for event in out.take():
             yield event
+        event = None  # not kept while the next chunk is awaited (`Batch.take`)
         if failure is not None:
             raise failure
         if complete:
