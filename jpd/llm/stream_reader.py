@@ -199,6 +199,12 @@ async def stream_events(
                         text_sent = True
                         await anyio.lowlevel.checkpoint()
                         last = clock()
+                # Nothing else of the chunk to hand on (the end of the loop, directly).
+                now = clock()
+                if now - last >= interval:
+                    await anyio.lowlevel.checkpoint()
+                    last = now = clock()
+                continue
             elif (pieces := more(text, end)) is None:
                 batch = decoder.feed_data(text)
                 idle = sse is not None and sse.idle()
