@@ -125,6 +125,9 @@ class ModelCall:
             async with self._spec.provider.stream(request) as events:
                 async for item in events:
                     reason = self._take(item, deltas, emit) or reason
+                    # Not kept while the next one is awaited: a thousand waiting turns'
+                    # would fill the collector's young generation (each pass walks it).
+                    del item
             return reason
 
         if self._context is None:

@@ -191,6 +191,9 @@ class HttpProvider:
             ):
                 async for event in events:
                     yield event
+                    # Not kept while the next one is awaited: a thousand waiting streams'
+                    # would fill the collector's young generation (`Batch.take`).
+                    del event
         except ContextOverflow:
             raise
         except RetryableError:

@@ -152,6 +152,7 @@ async def run_with_retries(
             async with aclosing(attempt()) as events:
                 async for event in events:
                     yield event
+                    del event  # not kept while the next one is awaited (`Batch.take`)
             return
         except RetryableError as err:
             failures += 1

@@ -50,6 +50,24 @@ def _one_event(text: str) -> str | None:
     return text[start:end]
 
 
+def match_run(pattern: re.Pattern[str], text: str, at: int = 0) -> list[str] | None:
+    """The group 1 of each of the events `text` holds from `at` to its end, when each is
+    matched by `pattern` (anchored one after the other); else None. For a `pattern` that
+    matches one whole event of the common shape only (as `SSEDecoder.match_one`'s), a
+    run starting where no event is pending: a stream a little behind its server gets two
+    or three tokens per chunk, each read in one match, without framing."""
+    match = pattern.match
+    found: list[str] = []
+    end = len(text)
+    while at < end:
+        one = match(text, at)
+        if one is None:
+            return None
+        found.append(one[1])
+        at = one.end()
+    return found
+
+
 class SSEEvent(NamedTuple):
     """One dispatched event. `event` defaults to `message` as the spec says."""
 
@@ -112,6 +130,10 @@ class SSEDecoder:
         if self._buffer or self._data or self._event or self._retry is not None:
             return None
         return pattern.fullmatch(text)
+
+    def idle(self) -> bool:
+        """Nothing of an event is pending: the next text starts a new event."""
+        return not (self._buffer or self._data or self._event or self._retry is not None)
 
     def _run(self, text: str) -> tuple[str, int]:
         """The text to parse (what was pending, then `text`) and the end of the run of

@@ -23,7 +23,7 @@ import anyio
 import anyio.lowlevel
 
 from jpd.llm.base import ReasoningDelta, StreamEvent, TextDelta
-from jpd.llm.sse import SSEDecoder
+from jpd.llm.sse import SSEDecoder, match_run
 
 YIELD_INTERVAL = 0.001
 """Longest stretch (seconds) a fast stream is handled without letting other tasks run."""
@@ -67,16 +67,27 @@ class Batch:
         self._events.append(event)
 
     def take(self) -> list[StreamEvent]:
-        """Everything added so far, in order; the batch is then empty."""
-        self._close_run()
-        events, self._events = self._events, []
-        return events
+        """Everything added so far, in order; the batch is then empty.
+
+        Its own lists are kept (emptied), and nothing new is made when nothing was
+        added: a list made per chunk would stay alive while the stream waits for the
+        next one, and a thousand waiting streams' would fill the collector's young
+        generation (each pass walks what is alive there)."""
+        if self._pieces:
+            self._close_run()
+        events = self._events
+        if not events:
+            return events  # empty: the caller only iterates it
+        taken = events.copy()
+        events.clear()
+        return taken
 
     def _close_run(self) -> None:
-        if not self._pieces:
+        pieces = self._pieces
+        if not pieces:
             return
-        text = self._pieces[0] if len(self._pieces) == 1 else "".join(self._pieces)
-        self._pieces = []
+        text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        pieces.clear()
         run = TextDelta.of(text) if self._kind == "text" else ReasoningDelta(text=text)
         self._events.append(run)
 
@@ -116,7 +127,8 @@ async def stream_events(
     only a piece of text, its group 1 that text, exactly when `handle` would add just
     that text for the event's data (`anthropic.TEXT_EVENT`). A chunk that is one such
     event (a slow stream's chunk per token) is then read in one match, without framing
-    and `handle` (property tests check both ways give the same events).
+    and `handle`, and a chunk of a few such events (a stream a little behind its server)
+    in one match per event (property tests check both ways give the same events).
 
     An error `handle` raises is raised after the events before it in the chunk were
     yielded, as when they were handed on one by one.
@@ -126,11 +138,16 @@ async def stream_events(
     yielded, the event loop runs other tasks (among them the writer that forwards the
     deltas to clients).
     """
-    one: Callable[[str], re.Match[str] | None] | None = None
+    sse: SSEDecoder | None = None
     if decoder is None:
-        decoder = SSEDecoder()
-        if text_event is not None:
-            one = functools.partial(decoder.match_one, pattern=text_event)
+        decoder = sse = SSEDecoder()
+    # `text_event` anchored at the start of a chunk: read only while the SSE decoder holds
+    # nothing of an event (`idle`, looked at again after each chunk it frames).
+    match_text: Callable[[str], re.Match[str] | None] | None = None
+    more: Callable[[str, int], list[str] | None] = _no_run
+    if sse is not None and text_event is not None:
+        match_text, more = text_event.match, functools.partial(match_run, text_event)
+    idle = True
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     split = False
     """The incremental decoder holds the start of a character cut by a chunk's end."""
@@ -141,6 +158,7 @@ async def stream_events(
     last = now = clock()
     reader = aiter(chunks)
     ended = False
+    event: StreamEvent | None = None
     while not ended:
         try:
             chunk = await anext(reader)
@@ -167,13 +185,41 @@ async def stream_events(
                 # A leading byte-order mark is not part of the first field name.
                 text = text.removeprefix("\ufeff")
                 first_chunk = False
-            if one is not None and (match := one(text)) is not None:
-                # One text event (once per token): its text, without framing or `handle`.
-                if piece := match[1]:
-                    out.text(piece)
-                batch = _NONE
-            else:
+            if match_text is None or not idle or (match := match_text(text)) is None:
                 batch = decoder.feed_data(text)
+                idle = sse is not None and sse.idle()
+            elif (end := match.end()) == len(text):  # one text event (once per token)
+                # Its text, without framing, `handle` or the batch: yielded as it is.
+                # Nothing made for it is kept while the next chunk is awaited (see
+                # `Batch.take`): the match goes now, the delta once the consumer took it.
+                batch, piece, match = _NONE, match[1], None
+                if piece:
+                    yield TextDelta.of(piece)
+                    if not text_sent:  # the first text: the writer to clients runs now
+                        text_sent = True
+                        await anyio.lowlevel.checkpoint()
+                        last = clock()
+                # Nothing else of the chunk to hand on (the end of the loop, directly).
+                now = clock()
+                if now - last >= interval:
+                    await anyio.lowlevel.checkpoint()
+                    last = now = clock()
+                continue
+            elif (pieces := more(text, end)) is None:
+                batch = decoder.feed_data(text)
+                idle = sse is not None and sse.idle()
+            else:  # text events only, a few tokens (a stream behind its server)
+                batch, first, match = _NONE, match[1], None
+                for piece in (first, *pieces):
+                    if piece:
+                        out.text(piece)
+                        if not text_sent:  # the first text goes on its own, at once
+                            text_sent = True
+                            for event in out.take():
+                                yield event
+                            await anyio.lowlevel.checkpoint()
+                            last = clock()
+                pieces = None
         complete = False
         failure: Exception | None = None
         if not text_sent and out.text_seen and not batch:  # from a text event's match
@@ -200,6 +246,7 @@ async def stream_events(
                 last = clock()
         for event in out.take():
             yield event
+        event = None  # not kept while the next chunk is awaited (`Batch.take`)
         if failure is not None:
             raise failure
         if complete:
@@ -209,6 +256,10 @@ async def stream_events(
         if now - last >= interval:
             await anyio.lowlevel.checkpoint()
             last = now = clock()
+
+
+def _no_run(text: str, at: int) -> None:
+    """No run of text events is read without framing (no `text_event`)."""
 
 
 async def _drain(reader: AsyncIterator[bytes]) -> None:

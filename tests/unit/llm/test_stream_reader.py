@@ -148,3 +148,39 @@ async def test_other_tasks_run_while_chunks_already_read_are_handled() -> None:
     assert len(seen) == 20
     advanced = sum(1 for before, after in itertools.pairwise(seen) if after > before)
     assert advanced >= len(seen) - 2
+
+
+async def test_no_layer_keeps_a_delta_while_the_next_chunk_is_awaited() -> None:
+    # A thousand streams wait at once: what a layer keeps of the last token (the delta,
+    # its parts) stays in the collector's young generation, which every pass walks.
+    import random
+    import weakref
+
+    from jpd.llm.anthropic import TEXT_EVENT, _StreamState
+    from jpd.llm.retry import RetryPolicy, run_with_retries
+
+    def text(piece: str) -> bytes:
+        data = '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"%s"}}'
+        return b"event: content_block_delta\ndata: " + (data % piece).encode() + b"\n\n"
+
+    taken: list[weakref.ref[StreamEvent]] = []
+    alive: list[bool] = []
+
+    async def chunks() -> AsyncGenerator[bytes, None]:
+        for chunk in (text("a"), text("b"), text("c") + text("d"), text("e"), text("f")):
+            yield chunk
+            # Awaiting the next chunk: the consumer let go of what it took.
+            alive.append(any(ref() is not None for ref in taken))
+        yield b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+
+    def attempt() -> AsyncGenerator[StreamEvent, None]:
+        return stream_events(chunks(), _StreamState(()).feed, text_event=TEXT_EVENT)
+
+    texts = []
+    async for event in run_with_retries(attempt, RetryPolicy(), random.Random(0)):
+        if isinstance(event, TextDelta):
+            texts.append(event.text)
+            taken.append(weakref.ref(event))
+        del event
+    assert texts == ["a", "b", "cd", "e", "f"]
+    assert alive == [False] * 5

@@ -1,7 +1,7 @@
 """A chunk that is one whole SSE text event is read in one match (`stream_events`'
-`text_event`, `anthropic.TEXT_EVENT`), without framing and the parser: on any body, split
-anywhere, the events must be those of the framing and parser path, chunk by chunk, and the
-first text still goes out on its own."""
+`text_event`, `anthropic.TEXT_EVENT`), and a chunk of a few in one match each, without
+framing and the parser: on any body, split anywhere, the events must be those of the
+framing and parser path, chunk by chunk, and the first text still goes out on its own."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from jpd.llm.anthropic import TEXT_EVENT, _StreamState
 from jpd.llm.base import StreamEvent, TextDelta
-from jpd.llm.sse import SSEDecoder
+from jpd.llm.sse import SSEDecoder, match_run
 from jpd.llm.stream_reader import stream_events
 
 PROFILE = settings(
@@ -88,9 +88,14 @@ async def _read(parts: list[bytes], fast: bool) -> list[StreamEvent]:
 
 
 def _split(body: bytes, cuts: list[int], whole: list[bool]) -> list[bytes]:
-    """`body` cut at `cuts`, or (`whole`) one chunk per event as a slow stream sends it."""
+    """`body` cut at `cuts`, or (`whole`) whole events: one per chunk as a slow stream
+    sends them, or (cuts given too) a few per chunk, as a stream behind its server."""
     if whole[0]:
-        return [part + b"\n\n" for part in body.split(b"\n\n")[:-1]]
+        events = [part + b"\n\n" for part in body.split(b"\n\n")[:-1]]
+        if not cuts:
+            return events
+        points = sorted({0, len(events), *(c % (len(events) + 1) for c in cuts)})
+        return [b"".join(events[a:b]) for a, b in itertools.pairwise(points)]
     points = sorted({0, len(body), *(c % (len(body) + 1) for c in cuts)})
     return [body[a:b] for a, b in itertools.pairwise(points)]
 
@@ -173,3 +178,45 @@ async def test_the_first_matched_text_goes_out_before_the_next_read() -> None:
         seen.append((event, len(reads)))
     assert seen[0] == (TextDelta(text="a"), 1)
     assert seen[1] == (TextDelta(text="a"), 2)
+
+
+def _text(text: str) -> str:
+    data = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "text_delta", "text": text},
+    }
+    return _event(data, "content_block_delta", (", ", ": "))
+
+
+def test_a_run_of_text_events_is_matched_one_by_one_and_nothing_else() -> None:
+    run = _text("a") + _text("") + _text(" b")
+    assert match_run(TEXT_EVENT, run) == ["a", "", " b"]
+    assert match_run(TEXT_EVENT, run, len(_text("a"))) == ["", " b"]
+    ping = _event({"type": "ping"}, "ping", (",", ":"))
+    for other in (run + ping, ping + run, run + "\n", run[:-1], run.replace("\n", "\r\n")):
+        assert match_run(TEXT_EVENT, other) is None
+    decoder = SSEDecoder()
+    assert decoder.idle()
+    assert decoder.feed_data("data: {") == []  # an event begun: the next text continues it
+    assert not decoder.idle()
+
+
+async def test_the_first_text_of_a_run_goes_out_on_its_own_then_the_rest_merged() -> None:
+    async def chunks() -> AsyncGenerator[bytes, None]:
+        for part in (
+            _text("") + _text("a") + _text("b") + _text("c"),
+            _text("d") + _text("e"),
+            STOP,
+        ):
+            yield part.encode()
+
+    state = _StreamState(())
+    seen = [event async for event in stream_events(chunks(), state.feed, text_event=TEXT_EVENT)]
+    assert seen[:3] == [TextDelta(text="a"), TextDelta(text="bc"), TextDelta(text="de")]
+
+
+async def test_text_events_after_an_unfinished_line_are_framed_with_it() -> None:
+    for head in ('data: {"type": "ping"', "event: x", ": comment", "data: {}\r"):
+        parts = [head.encode(), (_text("a") + _text("b")).encode(), _text("c").encode()]
+        assert await _read(parts, fast=True) == await _read(parts, fast=False)
