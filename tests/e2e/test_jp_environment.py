@@ -107,7 +107,7 @@ async def test_tools_get_the_clients_environment_and_cwd(tmp_path: Path, daemons
         lines = [json.loads(line) for line in path.read_text().splitlines()]
         carrying = [line["event"]["kind"] for line in lines if SECRET in json.dumps(line)]
         assert carrying == ["tool_result"]
-    for path in Path(env["JP_DATA_DIR"]).rglob("events.jsonl"):
+    for path in (Path(env["JP_DATA_DIR"]) / "conversations").glob("*/events.jsonl"):
         lines = [json.loads(line) for line in path.read_text().splitlines()]
         carrying = [line["type"] for line in lines if SECRET in json.dumps(line)]
         assert carrying == ["tool_call_response"]
