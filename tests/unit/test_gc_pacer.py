@@ -195,3 +195,43 @@ def test_a_dropped_daemon_stops_counting(monkeypatch: pytest.MonkeyPatch) -> Non
     del left
     gc.collect()
     assert _until(lambda: not _pacing())
+
+
+def _fake_collect(monkeypatch: pytest.MonkeyPatch, found: list[int]) -> list[int]:
+    """`gc.collect` replaced: each pass "finds" the next of `found`; the generations
+    passed are returned (the real collector is left alone)."""
+    passes: list[int] = []
+
+    def collect(generation: int = 2) -> int:
+        passes.append(generation)
+        return found.pop(0)
+
+    monkeypatch.setattr(gc, "collect", collect)
+    return passes
+
+
+def test_a_pass_that_found_no_garbage_skips_the_next_looks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Streaming turns: the count stays flat and nothing is garbage; a pass at every
+    # look would only walk the waiting turns' live objects again.
+    passes = _fake_collect(monkeypatch, [0, 0])
+    pacer = GcPacer(_working())
+    assert pacer.tick() is not None
+    for _ in range(gc_pacer.QUIET_LOOKS):
+        assert pacer.tick() is None
+    assert len(passes) == 1
+    assert pacer.tick() is not None
+    assert len(passes) == 2
+
+
+def test_a_pass_that_found_garbage_keeps_a_pass_at_every_look(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    passes = _fake_collect(monkeypatch, [12, 3, 0])
+    pacer = GcPacer(_working())
+    assert pacer.tick() is not None
+    assert pacer.tick() is not None  # turns ending: their cycles are collected at once
+    assert pacer.tick() is not None
+    assert len(passes) == 3
+    assert pacer.tick() is None  # the last found nothing
