@@ -26,14 +26,8 @@ from typing import Any, Protocol
 import anyio
 
 from jpd.conversation.batched import Batched
-from jpd.conversation.replay import Filed, ReplayFiles
-from jpd.core.hub_channel import (
-    REPLAY_BYTES,
-    RESERVE_BLOCK,
-    Channel,
-    event_size,
-    to_file,
-)
+from jpd.conversation.replay import RESERVE_BLOCK, Filed, ReplayFiles
+from jpd.core.hub_channel import REPLAY_BYTES, Channel, event_size, to_file
 from jpd.core.hub_marks import SeqMarks
 from jpd.protocol.client_port import ClientLink, Notification
 from jpd.protocol.turn_events import TurnEvent, TurnEventParams

@@ -9,16 +9,12 @@ from dataclasses import dataclass, field
 
 from pydantic_core import PydanticSerializationError
 
-from jpd.conversation.replay import RESERVE_BLOCK
 from jpd.protocol.client_port import ClientLink
 from jpd.protocol.turn_events import TurnEventParams
 from jpd.protocol.turn_notes import TurnEventNote
 
 REPLAY_BYTES = 16 * 1024 * 1024
 """Default bound on a conversation's replay (in memory, and in its file) in bytes."""
-
-
-__all__ = ["REPLAY_BYTES", "RESERVE_BLOCK", "Channel", "event_size", "to_file"]
 
 
 def event_size(params: TurnEventParams) -> int:

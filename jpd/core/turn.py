@@ -334,11 +334,10 @@ class Turn:
         async with model_slot(self._log, self.spec.model_id):
             return await self._model.run(tool_choice, reasoning=reasoning)
 
-    def _flush_partial(self) -> list[llm.ToolCallPart]:
-        """Persist the current model output; returns its tool calls."""
-        outputs, calls = self._partial()
+    def _flush_partial(self) -> None:
+        """Persist the current model output (before a forced-tool retry)."""
+        outputs, _calls = self._partial()
         self._record_all(*outputs)
-        return calls
 
     def _partial(self) -> tuple[list[ev.Event], list[llm.ToolCallPart]]:
         """The events that record the current model output (taken), and its tool calls."""
