@@ -26,6 +26,14 @@ async def one_turn(daemon_socket: Path, conversation_id: str | None) -> tuple[st
     return started["conversationId"], client.turn_events(started["turnId"])
 
 
+async def attach(daemon_socket: Path, conversation_id: str, seen: int) -> tuple[SocketClient, dict]:
+    """A new client re-attaching with cursor `seen`; returns (client, attach result)."""
+    client = await SocketClient.connect(daemon_socket)
+    await client.initialize()
+    params = {"conversationId": conversation_id, "fromSeq": seen}
+    return client, await client.request("turn/attach", params)
+
+
 async def test_reattach_after_a_clean_restart_is_exact(tmp_path: Path, daemons: Daemons) -> None:
     env = socket_env(tmp_path, [{"text": "abcdef", "chunk": 2}] * 3)
     daemon = await daemons.start(env)
@@ -38,16 +46,12 @@ async def test_reattach_after_a_clean_restart_is_exact(tmp_path: Path, daemons: 
     # The new run goes on from the old one's last seq: no seq is used twice.
     assert [e["seq"] for e in after] == list(range(seen + 1, seen + 1 + len(after)))
 
-    back = await SocketClient.connect(daemon.socket)
-    await back.initialize()
-    result = await back.request("turn/attach", {"conversationId": conversation_id, "fromSeq": seen})
+    back, result = await attach(daemon.socket, conversation_id, seen)
     assert back.events == after  # exactly what it missed, once, in order
     shown = await run_jp_async(env, "attach", conversation_id, "--from-seq", str(seen))
     assert shown.returncode == 0 and "not every event" not in shown.stderr, shown.stderr
     assert result["lastSeq"] == after[-1]["seq"] and result["oldestSeq"] == 1
-    everyone = await SocketClient.connect(daemon.socket)
-    await everyone.initialize()
-    await everyone.request("turn/attach", {"conversationId": conversation_id, "fromSeq": 0})
+    everyone, _ = await attach(daemon.socket, conversation_id, 0)
     assert everyone.events == before + after  # the earlier run's events are replayed too
     assert await daemon.stop() == 0
 
@@ -63,9 +67,7 @@ async def test_after_a_kill_the_gap_is_visible_and_seqs_never_repeat(
     await daemon.wait_exit()
 
     daemon = await daemons.start(env)
-    back = await SocketClient.connect(daemon.socket)
-    await back.initialize()
-    result = await back.request("turn/attach", {"conversationId": conversation_id, "fromSeq": seen})
+    back, result = await attach(daemon.socket, conversation_id, seen)
     # Nothing is replayed and the client can tell: the kept events start above its cursor
     # with a hole, so it reads the persisted log (`conversation/get`) as section 5.8 says.
     assert back.events == []
@@ -105,9 +107,7 @@ async def test_a_kill_mid_turn_of_a_new_conversation_never_repeats_a_seq(
     seen = max(sent)
 
     daemon = await daemons.start(env)
-    back = await SocketClient.connect(daemon.socket)
-    await back.initialize()
-    result = await back.request("turn/attach", {"conversationId": conversation_id, "fromSeq": seen})
+    back, result = await attach(daemon.socket, conversation_id, seen)
     assert back.events == []
     assert result["oldestSeq"] > seen + 1 and result["oldestSeq"] == result["lastSeq"] + 1
     again = await back.request("turn/start", {"message": "on", "conversationId": conversation_id})
@@ -123,10 +123,6 @@ async def test_a_kill_mid_turn_of_a_new_conversation_never_repeats_a_seq(
     await daemon.wait_exit()
     last_sent = max(e["seq"] for e in back.events)
     daemon = await daemons.start(env)
-    final = await SocketClient.connect(daemon.socket)
-    await final.initialize()
-    result = await final.request(
-        "turn/attach", {"conversationId": conversation_id, "fromSeq": last_sent}
-    )
+    _, result = await attach(daemon.socket, conversation_id, last_sent)
     assert result["oldestSeq"] > last_sent + 1
     assert await daemon.stop() == 0
